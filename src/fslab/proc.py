@@ -1,0 +1,85 @@
+"""Running external commands: never through a shell, always recorded.
+
+Every command fslab runs against the kernel or a tool goes through `run` so the
+exact argv can be stored with the point and replayed by hand.
+"""
+
+from __future__ import annotations
+
+import shlex
+import subprocess
+import time
+from dataclasses import dataclass, field
+
+from fslab.errors import ToolError
+
+
+@dataclass
+class CommandRecord:
+    """One command as it ran: argv, exit status, output and wall time."""
+
+    argv: list[str]
+    returncode: int
+    stdout: str
+    stderr: str
+    seconds: float
+
+    @property
+    def shell_line(self) -> str:
+        """The command quoted for pasting into a shell."""
+        return shlex.join(self.argv)
+
+
+@dataclass
+class CommandLog:
+    """The commands run for one point, in order, for reproduction by hand."""
+
+    records: list[CommandRecord] = field(default_factory=list)
+
+    def add(self, record: CommandRecord) -> CommandRecord:
+        self.records.append(record)
+        return record
+
+    def shell_lines(self) -> list[str]:
+        return [r.shell_line for r in self.records]
+
+
+def run(
+    argv: list[str],
+    *,
+    check: bool = True,
+    timeout_s: float | None = None,
+    log: CommandLog | None = None,
+    input_text: str | None = None,
+) -> CommandRecord:
+    """Run argv, capture output; raise ToolError on failure when `check`."""
+    start = time.monotonic()
+    try:
+        proc = subprocess.run(
+            argv,
+            capture_output=True,
+            text=True,
+            timeout=timeout_s,
+            input=input_text,
+            check=False,
+        )
+    except FileNotFoundError as exc:
+        raise ToolError(f"{argv[0]}: not found (is it installed? try `fslab doctor`)") from exc
+    except subprocess.TimeoutExpired as exc:
+        raise ToolError(f"{shlex.join(argv)}: timed out after {timeout_s:.0f} s") from exc
+    record = CommandRecord(
+        argv=list(argv),
+        returncode=proc.returncode,
+        stdout=proc.stdout,
+        stderr=proc.stderr,
+        seconds=time.monotonic() - start,
+    )
+    if log is not None:
+        log.add(record)
+    if check and proc.returncode != 0:
+        raise ToolError(
+            f"{shlex.join(argv)} failed with exit code {proc.returncode}: "
+            f"{proc.stderr.strip()[-2000:]}",
+            stderr=proc.stderr,
+        )
+    return record
