@@ -6,7 +6,9 @@ exact argv can be stored with the point and replayed by hand.
 
 from __future__ import annotations
 
+import os
 import shlex
+import signal
 import subprocess
 import time
 from dataclasses import dataclass, field
@@ -23,6 +25,7 @@ class CommandRecord:
     stdout: str
     stderr: str
     seconds: float
+    timed_out: bool = False
 
     @property
     def shell_line(self) -> str:
@@ -83,3 +86,69 @@ def run(
             stderr=proc.stderr,
         )
     return record
+
+
+def run_interruptible(
+    argv: list[str],
+    *,
+    timeout_s: float,
+    log: CommandLog | None = None,
+    cwd: str | None = None,
+) -> CommandRecord:
+    """Run a long command (fio, dd) in its own process group.
+
+    On timeout the group is killed and the record says `timed_out`; on any
+    exception in the waiting thread (Ctrl-C, SIGTERM turned into an exception)
+    the group is terminated, reaped, and the exception re-raised, so no
+    workload process is left holding files open on a mount fslab must release.
+    """
+    start = time.monotonic()
+    try:
+        proc = subprocess.Popen(
+            argv,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            cwd=cwd,
+            start_new_session=True,
+        )
+    except FileNotFoundError as exc:
+        raise ToolError(f"{argv[0]}: not found (is it installed? try `fslab doctor`)") from exc
+    timed_out = False
+    try:
+        try:
+            stdout, stderr = proc.communicate(timeout=timeout_s)
+        except subprocess.TimeoutExpired:
+            timed_out = True
+            stop_process_group(proc)
+            stdout, stderr = proc.communicate()
+    except BaseException:
+        stop_process_group(proc)
+        raise
+    record = CommandRecord(
+        argv=list(argv),
+        returncode=proc.returncode,
+        stdout=stdout,
+        stderr=stderr,
+        seconds=time.monotonic() - start,
+        timed_out=timed_out,
+    )
+    if log is not None:
+        log.add(record)
+    return record
+
+
+def stop_process_group(proc: subprocess.Popen[str], grace_s: float = 10.0) -> None:
+    """SIGTERM the process group, then SIGKILL it if it outlives the grace period."""
+    for sig, wait_s in ((signal.SIGTERM, grace_s), (signal.SIGKILL, 30.0)):
+        if proc.poll() is not None:
+            return
+        try:
+            os.killpg(proc.pid, sig)
+        except ProcessLookupError:
+            return
+        try:
+            proc.communicate(timeout=wait_s)  # drain pipes so the child can exit
+            return
+        except subprocess.TimeoutExpired:
+            continue

@@ -1,0 +1,126 @@
+"""Facts about the host that a result needs to be trusted and reproduced.
+
+nr_cpu_ids (possible CPUs) matters as much as the online count: ext4's
+free-cluster watermark scales with it, which is the second seed report's bug.
+"""
+
+from __future__ import annotations
+
+import os
+import platform
+import re
+import shutil
+import subprocess
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+import fslab
+
+EXT4_MIN_PERCPU_BATCH = 32
+
+
+def parse_cpu_list(text: str) -> list[int]:
+    """Parse a sysfs CPU list such as '0-3,8,10-11'."""
+    cpus: list[int] = []
+    for part in text.strip().split(","):
+        if not part:
+            continue
+        if "-" in part:
+            low, high = part.split("-", 1)
+            cpus.extend(range(int(low), int(high) + 1))
+        else:
+            cpus.append(int(part))
+    return cpus
+
+
+def percpu_counter_batch(online_cpus: int) -> int:
+    """The kernel's percpu_counter_batch: max(32, 2 * online CPUs)."""
+    return max(EXT4_MIN_PERCPU_BATCH, 2 * online_cpus)
+
+
+def ext4_free_clusters_watermark(online_cpus: int, nr_cpu_ids: int) -> int:
+    """EXT4_FREECLUSTERS_WATERMARK in clusters: 4 * percpu_counter_batch * nr_cpu_ids.
+
+    Below this many free clusters, each ext4 allocation sums the free-cluster
+    per-CPU counters over every possible CPU (the slow path of the second report).
+    """
+    return 4 * percpu_counter_batch(online_cpus) * nr_cpu_ids
+
+
+@dataclass(frozen=True)
+class HostFacts:
+    hostname: str
+    kernel_release: str
+    kernel_cmdline: str
+    cpu_model: str
+    online_cpus: int
+    nr_cpu_ids: int
+    memory_bytes: int
+    fio_version: str
+    perf_version: str
+    e2fsprogs_version: str
+    xfsprogs_version: str
+    fslab_version: str
+    ext4_watermark_clusters: int
+
+    def to_dict(self) -> dict[str, object]:
+        return asdict(self)
+
+
+def _read(path: str, default: str = "") -> str:
+    try:
+        return Path(path).read_text()
+    except OSError:
+        return default
+
+
+def _tool_version(argv: list[str]) -> str:
+    if shutil.which(argv[0]) is None:
+        return "not installed"
+    try:
+        proc = subprocess.run(argv, capture_output=True, text=True, timeout=10, check=False)
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        return f"unknown ({exc})"
+    text = (proc.stdout + proc.stderr).strip()
+    return text.splitlines()[0] if text else "unknown"
+
+
+def _cpu_model(cpuinfo: str) -> str:
+    match = re.search(r"^model name\s*:\s*(.+)$", cpuinfo, re.MULTILINE)
+    return match.group(1).strip() if match else platform.processor() or "unknown"
+
+
+def _memory_bytes(meminfo: str) -> int:
+    match = re.search(r"^MemTotal:\s+(\d+) kB", meminfo, re.MULTILINE)
+    return int(match.group(1)) * 1024 if match else 0
+
+
+def online_cpu_count() -> int:
+    online = _read("/sys/devices/system/cpu/online")
+    return len(parse_cpu_list(online)) if online else os.cpu_count() or 1
+
+
+def nr_cpu_ids() -> int:
+    """Highest possible CPU number + 1, as the kernel's nr_cpu_ids."""
+    possible = _read("/sys/devices/system/cpu/possible")
+    return max(parse_cpu_list(possible)) + 1 if possible else online_cpu_count()
+
+
+def collect_host_facts() -> HostFacts:
+    online = online_cpu_count()
+    possible = nr_cpu_ids()
+    return HostFacts(
+        hostname=platform.node(),
+        kernel_release=platform.release(),
+        kernel_cmdline=_read("/proc/cmdline").strip(),
+        cpu_model=_cpu_model(_read("/proc/cpuinfo")),
+        online_cpus=online,
+        nr_cpu_ids=possible,
+        memory_bytes=_memory_bytes(_read("/proc/meminfo")),
+        fio_version=_tool_version(["fio", "--version"]),
+        perf_version=_tool_version(["perf", "--version"]),
+        e2fsprogs_version=_tool_version(["mke2fs", "-V"]),
+        xfsprogs_version=_tool_version(["mkfs.xfs", "-V"]),
+        fslab_version=fslab.__version__,
+        ext4_watermark_clusters=ext4_free_clusters_watermark(online, possible),
+    )

@@ -1,0 +1,425 @@
+"""The experiment spec: what to build, what to run, what to sweep.
+
+A spec is TOML validated by pydantic. `load_spec` reads a file or a built-in
+preset, applies `--quick` and `--set` overrides to the raw data (so an override
+is validated exactly like the file), and `expand_points` turns the result into
+the ordered list of points the runner executes.
+"""
+
+from __future__ import annotations
+
+import itertools
+import random
+import tomllib
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+
+from fslab.errors import SpecError
+from fslab.units import parse_duration_s, parse_size_bytes
+
+PRESET_DIR = Path(__file__).parent / "presets"
+FS_TYPES = ("ext4", "xfs", "btrfs")
+MAX_NUMJOBS = 4096  # fio's compiled-in REAL_MAX_JOBS
+SPECIAL_AXES = ("fill_percent", "fill_leave_free")
+DD_AXES = ("bs", "count", "conv", "oflag")
+
+ScalarValue = str | int | float | bool
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class TargetSpec(_Strict):
+    """Where filesystems are built: a RAM loop image (default), a file image, or a device."""
+
+    kind: Literal["ram", "file", "device"] = "ram"
+    size: str = "16GiB"
+    path: str | None = None  # image path for kind=file, block device for kind=device
+
+    @field_validator("size")
+    @classmethod
+    def _size_ok(cls, value: str) -> str:
+        size_bytes = parse_size_bytes(value)
+        if size_bytes < 64 * 1024**2:
+            raise ValueError("must be at least 64MiB (xfs and ext4 journals need room)")
+        if size_bytes > 64 * 1024**4:
+            raise ValueError("is larger than 64TiB; that is not a scratch device")
+        return value
+
+    @model_validator(mode="after")
+    def _path_matches_kind(self) -> TargetSpec:
+        if self.kind in ("file", "device") and not self.path:
+            raise ValueError(f"target.kind = '{self.kind}' needs target.path")
+        if self.kind == "ram" and self.path:
+            raise ValueError("target.path is only for kind 'file' or 'device'")
+        return self
+
+    @property
+    def size_bytes(self) -> int:
+        return parse_size_bytes(self.size)
+
+
+class FilesystemSpec(_Strict):
+    """One configuration: a filesystem type with its mkfs and mount options."""
+
+    label: Annotated[str, Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9_.+-]{0,63}$")]
+    type: Literal["ext4", "xfs", "btrfs"]
+    mkfs_options: list[str] = []
+    mount_options: list[str] = []
+    description: str = ""
+
+
+class FioWorkload(_Strict):
+    """A fio job given as options, a pasted command line, or a job file."""
+
+    kind: Literal["fio"]
+    options: dict[str, ScalarValue | None] = {}
+    command_line: str | None = None
+    job_file: str | None = None
+
+    @model_validator(mode="after")
+    def _one_source(self) -> FioWorkload:
+        sources = [bool(self.options), self.command_line is not None, self.job_file is not None]
+        if sum(sources) != 1:
+            raise ValueError("give exactly one of workload.options, command_line or job_file")
+        return self
+
+
+class DdWorkload(_Strict):
+    """dd from /dev/zero into a file, once or repeated (write + delete) for the runtime."""
+
+    kind: Literal["dd"]
+    bs: str = "1M"
+    count: Annotated[int, Field(gt=0, le=10_000_000)] = 10
+    conv: str = ""  # comma-separated, as dd takes it ("fsync")
+    oflag: str = ""
+    mode: Literal["once", "sustained"] = "once"
+
+    @field_validator("bs")
+    @classmethod
+    def _bs_ok(cls, value: str) -> str:
+        if not 0 < parse_size_bytes(value) <= 1024**3:
+            raise ValueError("must be between 1 byte and 1GiB")
+        return value
+
+
+Workload = Annotated[FioWorkload | DdWorkload, Field(discriminator="kind")]
+
+
+class FillSpec(_Strict):
+    """Pre-fill each fresh filesystem before the workload (fast: fallocate)."""
+
+    percent: Annotated[float, Field(ge=0, lt=100)] | None = None
+    leave_free: str | None = None
+
+    @model_validator(mode="after")
+    def _one_of(self) -> FillSpec:
+        if self.percent is not None and self.leave_free is not None:
+            raise ValueError("give fill.percent or fill.leave_free, not both")
+        if self.leave_free is not None:
+            parse_size_bytes(self.leave_free)
+        return self
+
+
+class RunSpec(_Strict):
+    """Repetitions, order and timing."""
+
+    repeat: Annotated[int, Field(ge=1, le=1000)] = 1
+    order: Literal["interleaved", "sequential", "random"] = "interleaved"
+    runtime: str | None = None  # default: the workload's own runtime, else 30s
+    ramp: str = "0s"
+    seed: int = 0  # for order = random
+    timeout_factor: Annotated[float, Field(ge=1.5, le=100)] = 3.0
+
+    @field_validator("runtime", "ramp")
+    @classmethod
+    def _duration_ok(cls, value: str | None) -> str | None:
+        if value is not None:
+            seconds = parse_duration_s(value)
+            if seconds > 7 * 24 * 3600:
+                raise ValueError("is longer than a week")
+        return value
+
+    @field_validator("runtime")
+    @classmethod
+    def _runtime_positive(cls, value: str | None) -> str | None:
+        if value is not None and parse_duration_s(value) <= 0:
+            raise ValueError("must be greater than 0")
+        return value
+
+
+class CollectSpec(_Strict):
+    """Which collectors run at each point (on by default where the machine supports them)."""
+
+    perf: bool = True
+    offcpu: bool = True
+    workqueue: bool = True
+    tpcounters: bool = True
+    jbd2: bool = True
+    sysstat: bool = True
+    perf_freq_hz: Annotated[int, Field(ge=1, le=20000)] = 499
+
+    def enabled(self) -> list[str]:
+        names = ("perf", "offcpu", "workqueue", "tpcounters", "jbd2", "sysstat")
+        return [name for name in names if getattr(self, name)]
+
+
+SweepValues = list[ScalarValue]
+
+
+class Spec(_Strict):
+    """A whole experiment."""
+
+    name: Annotated[str, Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9_.+-]{0,63}$")]
+    description: str = ""
+    target: TargetSpec = TargetSpec()
+    filesystems: Annotated[list[FilesystemSpec], Field(min_length=1)]
+    workload: Workload
+    sweep: dict[str, Annotated[SweepValues, Field(min_length=1)]] = {}
+    fill: FillSpec = FillSpec()
+    run: RunSpec = RunSpec()
+    collect: CollectSpec = CollectSpec()
+    quick: dict[str, Any] = {}  # overrides applied by --quick: {"set": {...}, "filesystems": [...]}
+
+    @field_validator("filesystems")
+    @classmethod
+    def _unique_labels(cls, value: list[FilesystemSpec]) -> list[FilesystemSpec]:
+        labels = [fs.label for fs in value]
+        duplicates = sorted({label for label in labels if labels.count(label) > 1})
+        if duplicates:
+            raise ValueError(f"labels must be unique; repeated: {', '.join(duplicates)}")
+        return value
+
+    @model_validator(mode="after")
+    def _sweep_axes_ok(self) -> Spec:
+        for axis, values in self.sweep.items():
+            _check_axis(axis, values, self.workload)
+        return self
+
+    @property
+    def runtime_s(self) -> float:
+        if self.run.runtime is not None:
+            return parse_duration_s(self.run.runtime)
+        if isinstance(self.workload, FioWorkload) and "runtime" in self.workload.options:
+            return parse_duration_s(str(self.workload.options["runtime"]))
+        return 30.0
+
+    @property
+    def ramp_s(self) -> float:
+        return parse_duration_s(self.run.ramp)
+
+
+def _check_axis(axis: str, values: SweepValues, workload: FioWorkload | DdWorkload) -> None:
+    if len(set(map(str, values))) != len(values):
+        raise ValueError(f"sweep.{axis} repeats a value: {values}")
+    if axis == "fill_percent":
+        for value in values:
+            if (
+                isinstance(value, bool)
+                or not isinstance(value, int | float)
+                or not 0 <= value < 100
+            ):
+                raise ValueError(
+                    f"sweep.fill_percent values must be numbers in [0, 100): {value!r}"
+                )
+        return
+    if axis == "fill_leave_free":
+        for value in values:
+            if value not in ("", "none"):
+                parse_size_bytes(str(value))
+        return
+    if isinstance(workload, DdWorkload):
+        if axis not in DD_AXES:
+            raise ValueError(f"sweep.{axis}: a dd workload can sweep {', '.join(DD_AXES)}")
+        return
+    if axis in ("directory", "output-format", "output", "filename", "filename_format"):
+        raise ValueError(f"sweep.{axis}: fslab sets '{axis}' itself; it cannot be swept")
+    if axis == "numjobs":
+        for value in values:
+            if (
+                isinstance(value, bool)
+                or not isinstance(value, int)
+                or not 1 <= value <= MAX_NUMJOBS
+            ):
+                raise ValueError(
+                    f"sweep.numjobs values must be integers from 1 to {MAX_NUMJOBS} "
+                    f"(fio's limit): {value!r}"
+                )
+
+
+# ---------------------------------------------------------------- loading
+
+
+def preset_names() -> list[str]:
+    return sorted(p.stem for p in PRESET_DIR.glob("*.toml"))
+
+
+def preset_path(name: str) -> Path:
+    path = PRESET_DIR / f"{name}.toml"
+    if not path.is_file():
+        raise SpecError(f"no preset named '{name}'. Presets: {', '.join(preset_names())}")
+    return path
+
+
+def read_spec_source(source: str) -> tuple[str, Path | None]:
+    """Return (TOML text, file path or None) for a preset name or a spec file path."""
+    candidate = Path(source)
+    if candidate.suffix == ".toml" or candidate.exists():
+        if not candidate.is_file():
+            raise SpecError(f"spec file not found: {source}")
+        return candidate.read_text(), candidate
+    return preset_path(source).read_text(), None
+
+
+def parse_override(text: str) -> tuple[list[str], Any]:
+    """Parse `key.path=value`; the value is TOML when it parses as TOML, else a string."""
+    if "=" not in text:
+        raise SpecError(f"--set {text!r}: expected key=value, e.g. --set run.repeat=5")
+    key, raw_value = text.split("=", 1)
+    path = [part for part in key.strip().split(".") if part]
+    if not path:
+        raise SpecError(f"--set {text!r}: empty key")
+    try:
+        value = tomllib.loads(f"v = {raw_value}")["v"]
+    except tomllib.TOMLDecodeError:
+        value = raw_value
+    return path, value
+
+
+def apply_override(data: dict[str, Any], path: list[str], value: Any) -> None:
+    """Set data[path] = value; numeric path parts index into lists (filesystems.0.type)."""
+    node: Any = data
+    for depth, part in enumerate(path[:-1]):
+        where = ".".join(path[: depth + 1])
+        if isinstance(node, list):
+            node = node[_list_index(node, part, where)]
+        elif isinstance(node, dict):
+            node = node.setdefault(part, {})
+        else:
+            raise SpecError(f"--set {'.'.join(path)}: '{where}' is not a table")
+    last = path[-1]
+    if isinstance(node, list):
+        node[_list_index(node, last, ".".join(path))] = value
+    elif isinstance(node, dict):
+        node[last] = value
+    else:
+        raise SpecError(f"--set {'.'.join(path)}: parent is not a table")
+
+
+def _list_index(node: list[Any], part: str, where: str) -> int:
+    if not part.isdigit() or int(part) >= len(node):
+        raise SpecError(f"--set: '{where}' must be a list index below {len(node)}")
+    return int(part)
+
+
+def apply_quick(data: dict[str, Any]) -> None:
+    """Shrink a spec to its smoke-sized form, as declared in its [quick] table."""
+    quick = data.get("quick") or {}
+    keep = quick.get("filesystems")
+    if keep:
+        data["filesystems"] = [fs for fs in data.get("filesystems", []) if fs.get("label") in keep]
+    for key, value in (quick.get("set") or {}).items():
+        apply_override(data, key.split("."), value)
+    if not quick:
+        data.setdefault("run", {})["runtime"] = "3s"
+        data["run"]["repeat"] = 1
+        data["sweep"] = {axis: values[:2] for axis, values in (data.get("sweep") or {}).items()}
+
+
+def load_spec(
+    source: str, *, overrides: Iterable[str] = (), quick: bool = False
+) -> tuple[Spec, str]:
+    """Load a preset or file, apply --quick and --set, validate. Returns (spec, source TOML)."""
+    text, _ = read_spec_source(source)
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise SpecError(f"{source}: not valid TOML: {exc}") from exc
+    if quick:
+        apply_quick(data)
+    for override in overrides:
+        path, value = parse_override(override)
+        apply_override(data, path, value)
+    return validate_spec(data, source), text
+
+
+def validate_spec(data: Mapping[str, Any], source: str = "spec") -> Spec:
+    try:
+        return Spec.model_validate(data)
+    except ValidationError as exc:
+        raise SpecError(format_validation_error(exc, source)) from None
+    except ValueError as exc:  # raised outside pydantic's wrapping, e.g. by a size parser
+        raise SpecError(f"{source}: {exc}") from None
+
+
+def format_validation_error(exc: ValidationError, source: str) -> str:
+    lines = [f"{source}: invalid spec ({exc.error_count()} problem(s)):"]
+    for error in exc.errors():
+        location = ".".join(str(part) for part in error["loc"] if part not in ("fio", "dd"))
+        message = error["msg"].removeprefix("Value error, ")
+        if error["type"] == "extra_forbidden":
+            message = "unknown field (check the spelling; `fslab presets show` prints examples)"
+        lines.append(f"  - {location or '(top level)'}: {message}")
+    return "\n".join(lines)
+
+
+# ---------------------------------------------------------------- expansion
+
+
+@dataclass(frozen=True)
+class Point:
+    """One run: a configuration, one value per sweep axis, a repetition index."""
+
+    seq: int
+    filesystem: FilesystemSpec
+    sweep: tuple[tuple[str, ScalarValue], ...]
+    repeat: int
+
+    @property
+    def sweep_dict(self) -> dict[str, ScalarValue]:
+        return dict(self.sweep)
+
+    def key(self) -> tuple[str, tuple[tuple[str, ScalarValue], ...]]:
+        """Identity across repetitions: configuration and sweep values."""
+        return (self.filesystem.label, self.sweep)
+
+
+def sweep_combinations(
+    sweep: Mapping[str, SweepValues],
+) -> list[tuple[tuple[str, ScalarValue], ...]]:
+    """Cartesian product of sweep axes, in declaration order (no axes: one empty combo)."""
+    axes = list(sweep)
+    return [tuple(zip(axes, values, strict=True)) for values in itertools.product(*sweep.values())]
+
+
+def expand_points(spec: Spec) -> list[Point]:
+    """All points in run order.
+
+    interleaved: repetition, then sweep value, then configuration innermost, so
+    neighbouring runs alternate configurations and slow drift hits all alike.
+    sequential: configuration, then sweep value, then repetition.
+    random: interleaved order shuffled with run.seed.
+    """
+    combos = sweep_combinations(spec.sweep)
+    if spec.run.order == "sequential":
+        triples = [
+            (fs, combo, rep)
+            for fs in spec.filesystems
+            for combo in combos
+            for rep in range(spec.run.repeat)
+        ]
+    else:
+        triples = [
+            (fs, combo, rep)
+            for rep in range(spec.run.repeat)
+            for combo in combos
+            for fs in spec.filesystems
+        ]
+        if spec.run.order == "random":
+            random.Random(spec.run.seed).shuffle(triples)
+    return [Point(seq, fs, combo, rep) for seq, (fs, combo, rep) in enumerate(triples)]

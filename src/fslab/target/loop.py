@@ -1,0 +1,246 @@
+"""Loop devices over sparse image files: fslab's own scratch devices.
+
+Every image is named fslab-<pid>-<8 hex>.img so a later run can tell fslab's
+leftovers from anything else and know whether their owner is still alive.
+The device is released and the image deleted whatever happens inside the
+with-block, Ctrl-C included.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import re
+import secrets
+import signal
+import threading
+import time
+import warnings
+from collections.abc import Iterator
+from pathlib import Path
+from types import TracebackType
+
+from fslab.errors import FslabError, ToolError, UsageError
+from fslab.proc import CommandLog, run
+from fslab.target.guard import read_mountinfo
+from fslab.units import format_bytes
+
+LABEL = "fslab"
+IMAGE_RE = re.compile(rf"^{LABEL}-(?P<pid>\d+)-(?P<token>[0-9a-f]{{8}})\.img$")
+SYS_BLOCK = Path("/sys/block")
+TMPFS_MAGIC_TYPES = ("tmpfs", "ramfs")
+
+_ATTACH_TRIES = 4
+_DETACH_TRIES = 10
+_RETRY_PAUSE_S = 0.2
+
+
+def image_name(pid: int | None = None) -> str:
+    """A fresh image file name carrying the owner's pid."""
+    return f"{LABEL}-{os.getpid() if pid is None else pid}-{secrets.token_hex(4)}.img"
+
+
+def image_owner_pid(name: str) -> int | None:
+    """The pid encoded in an fslab image name, None for any other name."""
+    match = IMAGE_RE.match(os.path.basename(name))
+    return int(match.group("pid")) if match else None
+
+
+def pid_alive(pid: int) -> bool:
+    """True while a process with this pid exists and is not a zombie."""
+    try:
+        stat_text = Path(f"/proc/{pid}/stat").read_text()
+    except (FileNotFoundError, ProcessLookupError):
+        return False
+    except OSError:
+        return True  # exists but unreadable: assume alive, never reclaim
+    state = stat_text.rsplit(")", 1)[-1].split()[0:1]
+    return state != ["Z"]
+
+
+def loop_backing_files() -> dict[str, str]:
+    """/dev/loopN -> backing file path for every attached loop device."""
+    found = {}
+    for entry in sorted(SYS_BLOCK.glob("loop*")):
+        try:
+            backing = (entry / "loop" / "backing_file").read_text().strip()
+        except OSError:
+            continue
+        if backing:
+            found[f"/dev/{entry.name}"] = backing.removesuffix(" (deleted)")
+    return found
+
+
+def loops_backed_by(image_path: str) -> list[str]:
+    """Loop devices attached to this image file."""
+    target = os.path.realpath(image_path)
+    return [dev for dev, backing in loop_backing_files().items() if backing == target]
+
+
+@contextlib.contextmanager
+def deferred_interrupts() -> Iterator[None]:
+    """Hold back Ctrl-C while releasing devices, then deliver it.
+
+    A second Ctrl-C during cleanup would otherwise leave a loop device or a
+    mount behind. Only the main thread can install signal handlers; elsewhere
+    this does nothing.
+    """
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    received: list[int] = []
+    previous = signal.signal(signal.SIGINT, lambda signum, _frame: received.append(signum))
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
+        if received:
+            if callable(previous):
+                previous(signal.SIGINT, None)
+            elif previous == signal.SIG_DFL:
+                raise KeyboardInterrupt
+
+
+def _is_busy(err: ToolError) -> bool:
+    text = (err.stderr or str(err)).lower()
+    return "busy" in text or "resource temporarily unavailable" in text
+
+
+def detach_loop(device: str, *, log: CommandLog | None = None) -> None:
+    """`losetup --detach`, retrying while the kernel still reports the device busy."""
+    for attempt in range(_DETACH_TRIES):
+        try:
+            run(["losetup", "--detach", device], log=log)
+            return
+        except ToolError as err:
+            if not os.path.exists(f"/sys/block/{os.path.basename(device)}/loop"):
+                return  # already gone (autoclear, or someone else detached it)
+            if not _is_busy(err) or attempt == _DETACH_TRIES - 1:
+                raise
+            time.sleep(_RETRY_PAUSE_S)
+
+
+def _fs_type_of(directory: str) -> str:
+    """Filesystem type of the mount holding a directory (longest mount prefix)."""
+    best, best_type = "", ""
+    real = os.path.realpath(directory)
+    for entry in read_mountinfo():
+        mp = entry.mount_point
+        inside = real == mp or real.startswith(mp.rstrip("/") + "/")
+        if inside and len(mp) >= len(best):
+            best, best_type = mp, entry.fs_type
+    return best_type
+
+
+def _mem_available_bytes() -> int | None:
+    try:
+        for line in Path("/proc/meminfo").read_text().splitlines():
+            if line.startswith("MemAvailable:"):
+                return int(line.split()[1]) * 1024
+    except OSError:
+        return None
+    return None
+
+
+def check_image_space(size_bytes: int, directory: str) -> None:
+    """Refuse an image that can never be fully backed; warn when RAM is tight.
+
+    The image is sparse, so it only costs what the workload writes, but an
+    image larger than the free space turns late writes into I/O errors.
+    """
+    try:
+        st = os.statvfs(directory)
+    except FileNotFoundError:
+        raise UsageError(f"image directory {directory} does not exist") from None
+    free_bytes = st.f_bavail * st.f_frsize
+    if size_bytes > free_bytes:
+        raise FslabError(
+            f"a {format_bytes(size_bytes)} image does not fit in {directory}: only "
+            f"{format_bytes(free_bytes)} free there (statvfs); use a smaller size or "
+            "another image directory"
+        )
+    available = _mem_available_bytes()
+    if _fs_type_of(directory) in TMPFS_MAGIC_TYPES and available and size_bytes > available:
+        warnings.warn(
+            f"{format_bytes(size_bytes)} RAM image in {directory} exceeds available memory "
+            f"({format_bytes(available)}); filling it would exhaust RAM",
+            stacklevel=3,
+        )
+
+
+class LoopImage:
+    """A sparse image file attached to a free loop device (context manager)."""
+
+    def __init__(
+        self, size_bytes: int, directory: str = "/dev/shm", log: CommandLog | None = None
+    ) -> None:
+        if size_bytes <= 0 or size_bytes % 512:
+            raise UsageError(
+                f"image size must be a positive multiple of 512 bytes, got {size_bytes}"
+            )
+        self.size_bytes = size_bytes
+        self.directory = directory
+        self.log = log
+        self.device = ""
+        self.image_path = ""
+
+    def __enter__(self) -> LoopImage:
+        check_image_space(self.size_bytes, self.directory)
+        self.image_path = os.path.join(os.path.realpath(self.directory), image_name())
+        fd = os.open(self.image_path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o600)
+        try:
+            os.ftruncate(fd, self.size_bytes)
+        finally:
+            os.close(fd)
+        try:
+            self.device = self._attach()
+        except BaseException:
+            with deferred_interrupts():
+                self.release()
+            raise
+        return self
+
+    def _attach(self) -> str:
+        for attempt in range(_ATTACH_TRIES):
+            try:
+                record = run(["losetup", "--find", "--show", self.image_path], log=self.log)
+                return record.stdout.strip()
+            except ToolError as err:
+                if not _is_busy(err) or attempt == _ATTACH_TRIES - 1:
+                    raise ToolError(
+                        f"could not attach a loop device to {self.image_path}: {err}",
+                        stderr=err.stderr,
+                    ) from err
+                time.sleep(_RETRY_PAUSE_S)
+        raise AssertionError("unreachable")
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        with deferred_interrupts():
+            self.release()
+
+    def release(self) -> None:
+        """Detach every loop on our image (even one losetup set up before a
+        Ctrl-C hid its name from us), then delete the image."""
+        if not self.image_path:
+            return
+        devices = set(loops_backed_by(self.image_path))
+        if self.device:
+            devices.add(self.device)
+        try:
+            for device in sorted(devices):
+                detach_loop(device, log=self.log)
+        finally:
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(self.image_path)
+        still = loops_backed_by(self.image_path)
+        if still:
+            warnings.warn(
+                f"{', '.join(still)} still in use (a lazy unmount or an open file); "
+                "the kernel detaches it when the last user closes it",
+                stacklevel=2,
+            )

@@ -1,0 +1,205 @@
+"""From a spec's workload and a point's sweep values to a run and its metrics.
+
+This is the only place that knows how a sweep value maps onto fio options or
+dd operands, and how long a point may take before it is declared hung.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from fslab.errors import FslabError, UsageError
+from fslab.proc import CommandLog, run_interruptible
+from fslab.spec import SPECIAL_AXES, DdWorkload, FioWorkload, ScalarValue, Spec
+from fslab.units import parse_size_bytes
+from fslab.workload import dd as dd_mod
+from fslab.workload import fio as fio_mod
+from fslab.workload.fio_json import parse_fio_json
+
+SETUP_ALLOWANCE_S = 120.0  # file layout, thread start-up, final fsyncs
+
+
+@dataclass
+class WorkloadOutcome:
+    """What a workload run produced: metrics, artifacts, or why it failed."""
+
+    ok: bool
+    metrics: dict[str, float] = field(default_factory=dict)
+    artifacts: dict[str, str] = field(default_factory=dict)
+    error: str = ""
+    stderr: str = ""
+
+
+def base_fio_options(workload: FioWorkload) -> tuple[fio_mod.FioOptions, list[str]]:
+    """The workload's fio options and the notes its import produced."""
+    if workload.command_line is not None:
+        imported = fio_mod.parse_fio_command_line(workload.command_line)
+    elif workload.job_file is not None:
+        path = Path(workload.job_file)
+        if not path.is_file():
+            raise UsageError(f"workload.job_file: no such file: {path}")
+        imported = fio_mod.parse_fio_job_file(path.read_text())
+    else:
+        options: fio_mod.FioOptions = {
+            k: (None if v is None or v is True else str(v))
+            for k, v in workload.options.items()
+            if v is not False
+        }
+        return options, []
+    return dict(imported.options), list(imported.notes)
+
+
+def workload_sweep(sweep: Mapping[str, ScalarValue]) -> dict[str, ScalarValue]:
+    """Sweep values that are workload options (fill axes are fslab's own)."""
+    return {k: v for k, v in sweep.items() if k not in SPECIAL_AXES}
+
+
+def fio_options_for_point(spec: Spec, sweep: Mapping[str, ScalarValue]) -> fio_mod.FioOptions:
+    """Base options + sweep values + the run's runtime/ramp."""
+    assert isinstance(spec.workload, FioWorkload)
+    options, _ = base_fio_options(spec.workload)
+    for key, value in workload_sweep(sweep).items():
+        options[key] = None if value is True else str(value)
+    if spec.run.runtime is not None or "runtime" not in options:
+        options["runtime"] = f"{spec.runtime_s:g}"
+    if spec.ramp_s > 0:
+        options["ramp_time"] = f"{spec.ramp_s:g}"
+    options.setdefault("time_based", None)
+    return options
+
+
+def point_timeout_s(spec: Spec) -> float:
+    return (spec.runtime_s + spec.ramp_s) * spec.run.timeout_factor + SETUP_ALLOWANCE_S
+
+
+def fio_argv_for_point(spec: Spec, sweep: Mapping[str, ScalarValue], directory: str) -> list[str]:
+    options = fio_options_for_point(spec, sweep)
+    argv = fio_mod.build_fio_argv(options, directory=directory)
+    numjobs = int(options.get("numjobs") or 1)
+    if numjobs > 1:
+        argv.insert(1, f"--max-jobs={numjobs}")
+    return argv
+
+
+def layout_argv(argv: list[str]) -> list[str]:
+    """The same fio job with create_only=1: lays out the files, measures nothing.
+
+    Laying out first (then sync) keeps file creation out of the measured run and
+    out of the collectors' window, which starts with the measured run.
+    """
+    return [*argv, "--create_only=1"]
+
+
+def check_fits(spec: Spec, sweep: Mapping[str, ScalarValue], fs_bytes: int) -> None:
+    """Refuse a point whose fio files cannot fit the filesystem (before laying them out)."""
+    if not isinstance(spec.workload, FioWorkload):
+        return
+    options = fio_options_for_point(spec, sweep)
+    size_text = options.get("filesize") or options.get("size")
+    if not size_text or "%" in size_text:
+        return
+    try:
+        per_job = parse_size_bytes(size_text.split("-")[-1].split(":")[-1])
+    except ValueError:
+        return
+    total = per_job * int(options.get("numjobs") or 1)
+    if total > fs_bytes * 0.95:
+        raise FslabError(
+            f"{int(options.get('numjobs') or 1)} jobs x {size_text} = {total} bytes does not fit "
+            f"the filesystem's {fs_bytes} free bytes; "
+            "lower the per-job filesize or grow target.size"
+        )
+
+
+def run_fio(argv: list[str], *, timeout_s: float, log: CommandLog) -> WorkloadOutcome:
+    record = run_interruptible(argv, timeout_s=timeout_s, log=log)
+    artifacts = {"fio.json": record.stdout, "fio.stderr": record.stderr} if record.stdout else {}
+    if record.timed_out:
+        return WorkloadOutcome(
+            ok=False,
+            artifacts=artifacts,
+            error=f"fio hung: killed after the point timeout of {timeout_s:.0f} s",
+            stderr=record.stderr,
+        )
+    try:
+        result = parse_fio_json(record.stdout)
+    except FslabError as exc:
+        return WorkloadOutcome(
+            ok=False,
+            artifacts=artifacts,
+            error=f"fio exited {record.returncode}: {exc}",
+            stderr=record.stderr or record.stdout[-4000:],
+        )
+    if record.returncode != 0 or result.error:
+        return WorkloadOutcome(
+            ok=False,
+            metrics=result.metrics,
+            artifacts=artifacts,
+            error=f"fio exited {record.returncode} (job error {result.error})",
+            stderr=record.stderr,
+        )
+    return WorkloadOutcome(ok=True, metrics=result.metrics, artifacts=artifacts)
+
+
+def dd_parameters(workload: DdWorkload, sweep: Mapping[str, ScalarValue]) -> DdWorkload:
+    """The dd workload with this point's swept operands applied."""
+    update = {k: v for k, v in workload_sweep(sweep).items()}
+    return workload.model_copy(update=update)
+
+
+def dd_argv(workload: DdWorkload, output_path: str) -> list[str]:
+    return dd_mod.build_dd_argv(
+        output_path=output_path,
+        bs=workload.bs,
+        count=workload.count,
+        conv=[c for c in workload.conv.split(",") if c],
+        oflag=[o for o in workload.oflag.split(",") if o],
+    )
+
+
+def run_dd(
+    workload: DdWorkload, *, mountpoint: str, runtime_s: float, timeout_s: float, log: CommandLog
+) -> WorkloadOutcome:
+    """One dd, or (sustained) write + delete repeatedly until runtime_s has passed.
+
+    The throughput of the sustained form is total bytes over the sum of the
+    times dd itself reported, so file deletion is not counted as write time.
+    """
+    output_path = os.path.join(mountpoint, "fslab-dd.out")
+    argv = dd_argv(workload, output_path)
+    deadline = time.monotonic() + runtime_s
+    total_bytes, total_s, iterations, seconds_each = 0, 0.0, 0, []
+    while True:
+        record = run_interruptible(argv, timeout_s=timeout_s, log=log if iterations == 0 else None)
+        if record.timed_out or record.returncode != 0:
+            reason = "hung" if record.timed_out else f"exited {record.returncode}"
+            return WorkloadOutcome(
+                ok=False,
+                error=f"dd {reason} at iteration {iterations + 1}",
+                stderr=record.stderr,
+            )
+        try:
+            result = dd_mod.parse_dd_output(record.stderr)
+        except FslabError as exc:
+            return WorkloadOutcome(ok=False, error=str(exc), stderr=record.stderr)
+        total_bytes += result.bytes_copied
+        total_s += result.seconds
+        seconds_each.append(result.seconds)
+        iterations += 1
+        os.unlink(output_path)
+        if workload.mode == "once" or time.monotonic() >= deadline:
+            break
+    metrics = {
+        "dd.bytes": float(total_bytes),
+        "dd.seconds": total_s,
+        "dd.bw_bytes_s": total_bytes / total_s if total_s > 0 else 0.0,
+        "dd.iterations": float(iterations),
+    }
+    return WorkloadOutcome(
+        ok=True, metrics=metrics, artifacts={"dd.seconds_each.json": json.dumps(seconds_each)}
+    )
