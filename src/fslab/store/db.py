@@ -141,13 +141,13 @@ class Store:
                 )
             return
         script = resources.files("fslab.store").joinpath("schema.sql").read_text()
-        with self._transaction() as conn:
-            for statement in script.split(";"):
-                if statement.strip():
-                    conn.execute(statement)
-            conn.execute(
-                "INSERT INTO meta (key, value) VALUES ('schema_version', ?)", (str(SCHEMA_VERSION),)
-            )
+        # one script, one transaction: a half-created schema is never left behind
+        self._conn.executescript(
+            f"BEGIN IMMEDIATE;\n{script}\n"
+            "INSERT OR IGNORE INTO meta (key, value)"
+            f" VALUES ('schema_version', '{SCHEMA_VERSION}');\n"
+            "COMMIT;"
+        )
 
     # ------------------------------------------------------------ writing
 

@@ -1,0 +1,37 @@
+# fslab: the two commands of the quick start are `make demo` and `make test`.
+# Both install what is missing (Debian packages, a venv with fslab) and are idempotent.
+
+VENV ?= .venv
+DEB_PACKAGES = fio xfsprogs e2fsprogs btrfs-progs linux-perf util-linux
+FSLAB = $(VENV)/bin/fslab
+
+.PHONY: demo test deps venv lint clean-leftovers
+
+deps:
+	@missing=""; for p in $(DEB_PACKAGES); do \
+		dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
+	if [ -n "$$missing" ]; then \
+		echo "installing Debian packages:$$missing"; \
+		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing; \
+	fi
+
+$(VENV)/.installed: pyproject.toml
+	python3 -m venv $(VENV)
+	$(VENV)/bin/pip install -q --disable-pip-version-check -e '.[dev]'
+	touch $@
+
+venv: $(VENV)/.installed
+
+demo: deps venv
+	$(FSLAB) doctor || true
+	$(FSLAB) run ext4-fsync-storm --quick
+
+lint: venv
+	$(VENV)/bin/ruff check src tests bench
+	$(VENV)/bin/ruff format --check src tests bench
+
+test: deps venv lint
+	$(VENV)/bin/pytest -q -ra
+
+clean-leftovers: venv
+	$(FSLAB) doctor --cleanup

@@ -1,0 +1,380 @@
+"""The fslab command line: parse, call the library, print. Nothing else lives here."""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+from rich.console import Console
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    Progress,
+    TextColumn,
+    TimeElapsedColumn,
+    TimeRemainingColumn,
+)
+
+from fslab import doctor as doctor_mod
+from fslab.analyze.summary import summarize
+from fslab.errors import FslabError
+from fslab.report import terminal
+from fslab.runner import RunOptions, leftover_warning, run_campaign, start_campaign
+from fslab.spec import load_spec, preset_names, preset_path
+from fslab.store.db import PointOutcome, PointRow, Store, default_db_path
+
+app = typer.Typer(
+    help=(
+        "fslab finds where Linux filesystem performance falls off, and explains why.\n\n"
+        "It builds each filesystem of an experiment on a scratch device (a RAM-backed "
+        "loop image by default), runs the workload at every sweep point, and stores the "
+        "numbers with what the kernel was doing. Start with `fslab presets` and "
+        "`fslab run ext4-fsync-storm --quick`."
+    ),
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+)
+presets_app = typer.Typer(help="Built-in experiments (the seed reports among them).")
+app.add_typer(presets_app, name="presets")
+
+out = Console(highlight=False, soft_wrap=False)
+err = Console(stderr=True, highlight=False)
+
+DbOption = Annotated[
+    Path | None,
+    typer.Option("--db", help="Results database (default $XDG_DATA_HOME/fslab/results.db)."),
+]
+JsonOption = Annotated[bool, typer.Option("--json", help="Print JSON for scripts.")]
+
+
+def _store(db: Path | None) -> Store:
+    return Store(db or default_db_path())
+
+
+def _print_json(data: Any) -> None:
+    sys.stdout.write(json.dumps(data, indent=2, default=str) + "\n")
+
+
+def _fail(exc: FslabError) -> typer.Exit:
+    err.print(f"[bold red]fslab:[/] {exc}", markup=True, highlight=False)
+    return typer.Exit(exc.exit_code)
+
+
+def _guarded(func: Callable[[], None]) -> None:
+    """Run a command body, turning fslab errors into a message and an exit code."""
+    try:
+        func()
+    except FslabError as exc:
+        raise _fail(exc) from None
+
+
+# ------------------------------------------------------------------ progress
+
+
+class RichProgress:
+    """Progress bar with ETA on stderr, one line per finished point."""
+
+    def __init__(self, console: Console) -> None:
+        self.console = console
+        self.progress = Progress(
+            TextColumn("[bold]{task.description}"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TimeElapsedColumn(),
+            TextColumn("eta"),
+            TimeRemainingColumn(),
+            console=console,
+            transient=False,
+        )
+        self.task_id: Any = None
+
+    def __enter__(self) -> RichProgress:
+        self.progress.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.progress.stop()
+
+    def campaign_started(self, campaign_id: int, total: int, done: int) -> None:
+        self.task_id = self.progress.add_task(
+            f"campaign {campaign_id}", total=total, completed=done
+        )
+
+    def point_started(self, point: PointRow) -> None:
+        sweep = " ".join(f"{k}={v}" for k, v in point.sweep.items())
+        self.progress.update(self.task_id, description=f"{point.config} {sweep} #{point.repeat}")
+
+    def point_finished(self, point: PointRow, outcome: PointOutcome) -> None:
+        sweep = " ".join(f"{k}={v}" for k, v in point.sweep.items())
+        if outcome.status == "ok":
+            headline = next(
+                (
+                    (name, outcome.metrics[name])
+                    for name in ("fio.write.iops", "fio.read.iops", "dd.bw_bytes_s")
+                    if name in outcome.metrics
+                ),
+                None,
+            )
+            figure = terminal.format_value(*headline) if headline else ""
+            self.progress.console.print(f"  ok     {point.config} {sweep}: {figure}")
+        else:
+            self.progress.console.print(f"  FAILED {point.config} {sweep}: {outcome.error}")
+        self.progress.advance(self.task_id)
+
+    def message(self, text: str) -> None:
+        self.progress.console.print(text)
+
+
+# ------------------------------------------------------------------ results
+
+
+def _campaign_view(store: Store, campaign_id: int) -> dict[str, Any]:
+    campaign = store.campaign(campaign_id)
+    points = store.points(campaign_id)
+    rows = summarize(points, store.metrics(campaign_id))
+    return {"campaign": campaign, "points": points, "rows": rows}
+
+
+def _print_results(store: Store, campaign_id: int, as_json: bool) -> None:
+    view = _campaign_view(store, campaign_id)
+    campaign, points, rows = view["campaign"], view["points"], view["rows"]
+    if as_json:
+        _print_json(
+            {
+                "campaign": {
+                    "id": campaign.id,
+                    "name": campaign.name,
+                    "status": campaign.status,
+                    "started_at": campaign.started_at,
+                    "ended_at": campaign.ended_at,
+                    "host": campaign.host,
+                    "device": campaign.device,
+                },
+                "results": [r.to_dict() for r in rows],
+                "failures": [
+                    {"seq": p.seq, "config": p.config, "sweep": p.sweep, "error": p.error}
+                    for p in points
+                    if p.status == "failed"
+                ],
+            }
+        )
+        return
+    host = campaign.host
+    title = (
+        f"campaign {campaign.id} {campaign.name} ({campaign.status}) - kernel "
+        f"{host.get('kernel_release')}, {host.get('online_cpus')} CPUs "
+        f"(nr_cpu_ids {host.get('nr_cpu_ids')})"
+    )
+    out.print(terminal.results_table(rows, title))
+    if any(p.status == "failed" for p in points):
+        out.print(terminal.failures_table(points))
+    pending = sum(1 for p in points if p.status == "pending")
+    if pending:
+        out.print(f"{pending} point(s) not run yet: fslab run --resume {campaign.id}")
+
+
+# ------------------------------------------------------------------ commands
+
+
+@app.command()
+def run(
+    spec: Annotated[
+        str | None,
+        typer.Argument(help="A preset name (see `fslab presets`) or a spec TOML file."),
+    ] = None,
+    set_: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--set",
+            help="Override a spec field, e.g. --set sweep.numjobs=[1,64] --set run.repeat=5.",
+        ),
+    ] = None,
+    quick: Annotated[
+        bool, typer.Option("--quick", help="Smoke-sized run: the preset's [quick] form.")
+    ] = False,
+    device: Annotated[
+        str | None,
+        typer.Option("--device", help="Use this block device as target (needs --allow-device)."),
+    ] = None,
+    allow_device: Annotated[
+        list[str] | None,
+        typer.Option("--allow-device", help="Allow fslab to format this device. Repeatable."),
+    ] = None,
+    force: Annotated[
+        bool, typer.Option("--force", help="Format an allowed device even if it has a signature.")
+    ] = False,
+    no_collect: Annotated[
+        bool, typer.Option("--no-collect", help="Run without any collector.")
+    ] = False,
+    resume: Annotated[
+        int | None, typer.Option("--resume", help="Continue an interrupted campaign by id.")
+    ] = None,
+    db: DbOption = None,
+    as_json: JsonOption = False,
+) -> None:
+    """Run an experiment: a preset or a spec file, over all its points."""
+    options = RunOptions(
+        allow_devices=tuple(allow_device or ()), force=force, collect=not no_collect
+    )
+
+    def body() -> None:
+        with _store(db) as store:
+            if resume is not None:
+                campaign_id = resume
+                store.campaign(campaign_id)
+            else:
+                if spec is None:
+                    raise FslabError("give a preset name or spec file (or --resume ID)")
+                overrides = list(set_ or [])
+                if device is not None:
+                    overrides += ["target.kind=device", f"target.path={json.dumps(device)}"]
+                loaded, text = load_spec(spec, overrides=overrides, quick=quick)
+                warning = leftover_warning()
+                if warning:
+                    err.print(f"[yellow]warning:[/] {warning}", markup=True)
+                campaign_id = start_campaign(
+                    store,
+                    loaded,
+                    text,
+                    overrides={"set": overrides, "quick": quick, "source": spec},
+                    options=options,
+                )
+            err.print(f"campaign {campaign_id} -> {store.path}")
+            try:
+                with RichProgress(err) as progress:
+                    run_campaign(store, campaign_id, options=options, progress=progress)
+            except KeyboardInterrupt:
+                err.print(
+                    f"interrupted: mounts and loop devices released; "
+                    f"continue with `fslab run --resume {campaign_id}`"
+                )
+                raise typer.Exit(130) from None
+            _print_results(store, campaign_id, as_json)
+
+    _guarded(body)
+
+
+@presets_app.callback(invoke_without_command=True)
+def presets(ctx: typer.Context, as_json: JsonOption = False) -> None:
+    """List the built-in presets with one-line descriptions."""
+    if ctx.invoked_subcommand is not None:
+        return
+    entries = []
+    for name in preset_names():
+        loaded, _ = load_spec(name)
+        entries.append({"name": name, "description": loaded.description})
+    if as_json:
+        _print_json(entries)
+        return
+    for entry in entries:
+        out.print(f"[bold]{entry['name']}[/]\n    {entry['description']}", markup=True)
+    out.print("\n`fslab presets show NAME` prints one to copy and edit.")
+
+
+@presets_app.command("show")
+def presets_show(name: Annotated[str, typer.Argument(help="Preset name.")]) -> None:
+    """Print a preset's TOML, to copy and edit."""
+    _guarded(lambda: sys.stdout.write(preset_path(name).read_text()))
+
+
+@app.command("list")
+def list_(db: DbOption = None, as_json: JsonOption = False) -> None:
+    """List the campaigns in the database."""
+
+    def body() -> None:
+        with _store(db) as store:
+            campaigns = store.campaigns()
+            counts: dict[int, dict[str, int]] = {}
+            for c in campaigns:
+                for p in store.points(c.id):
+                    counts.setdefault(c.id, {}).setdefault(p.status, 0)
+                    counts[c.id][p.status] += 1
+            if as_json:
+                _print_json(
+                    [
+                        {
+                            "id": c.id,
+                            "name": c.name,
+                            "status": c.status,
+                            "started_at": c.started_at,
+                            "ended_at": c.ended_at,
+                            "points": counts.get(c.id, {}),
+                        }
+                        for c in campaigns
+                    ]
+                )
+            elif not campaigns:
+                out.print(f"no campaigns in {store.path} yet")
+            else:
+                out.print(terminal.campaigns_table(campaigns, counts))
+
+    _guarded(body)
+
+
+@app.command()
+def show(
+    campaign_id: Annotated[
+        int | None, typer.Argument(help="Campaign id (default: the latest).")
+    ] = None,
+    db: DbOption = None,
+    as_json: JsonOption = False,
+) -> None:
+    """Show a campaign's results table and its failed points with their reasons."""
+
+    def body() -> None:
+        with _store(db) as store:
+            cid = campaign_id if campaign_id is not None else store.latest_campaign_id()
+            _print_results(store, cid, as_json)
+
+    _guarded(body)
+
+
+@app.command()
+def doctor(
+    cleanup: Annotated[
+        bool,
+        typer.Option(
+            "--cleanup", help="Release mounts, loop devices, images left by a killed fslab."
+        ),
+    ] = False,
+    as_json: JsonOption = False,
+) -> None:
+    """Check this machine can run fslab, and say exactly how to fix what is missing."""
+    from fslab.target.leftovers import cleanup_leftovers, find_leftovers
+
+    checks = doctor_mod.run_checks()
+    leftovers = cleanup_leftovers() if cleanup else find_leftovers()
+    if as_json:
+        _print_json({"checks": [c.to_dict() for c in checks], "leftovers": vars(leftovers)})
+    else:
+        for check in checks:
+            mark = (
+                "[green]ok[/]  "
+                if check.ok
+                else ("[red]FAIL[/]" if check.required else "[yellow]warn[/]")
+            )
+            out.print(f"{mark} {check.name}: {check.detail}", markup=True)
+            if check.fix:
+                out.print(f"       fix: {check.fix}")
+        verb = "released" if cleanup else "found"
+        if leftovers.empty():
+            out.print("[green]ok[/]   no fslab leftovers", markup=True)
+        else:
+            out.print(
+                f"[yellow]warn[/] leftovers {verb}: mounts {leftovers.mounts}, loop devices "
+                f"{leftovers.loop_devices}, images {leftovers.images}",
+                markup=True,
+            )
+            if not cleanup:
+                out.print("       fix: fslab doctor --cleanup")
+    if any(c.required and not c.ok for c in checks):
+        raise typer.Exit(1)
+
+
+def main() -> None:
+    app()

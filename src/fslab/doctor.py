@@ -1,0 +1,109 @@
+"""`fslab doctor`: can this machine run fslab, and exactly how to fix it if not."""
+
+from __future__ import annotations
+
+import os
+import shutil
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+from fslab.units import format_bytes
+
+TOOLS = (
+    ("fio", "fio", "apt-get install fio"),
+    ("mkfs.ext4", "mkfs.ext4 / dumpe2fs", "apt-get install e2fsprogs"),
+    ("dumpe2fs", "dumpe2fs", "apt-get install e2fsprogs"),
+    ("mkfs.xfs", "mkfs.xfs / xfs_info", "apt-get install xfsprogs"),
+    ("mkfs.btrfs", "mkfs.btrfs (only for btrfs configurations)", "apt-get install btrfs-progs"),
+    ("losetup", "losetup", "apt-get install util-linux"),
+    ("perf", "perf (on-CPU call graphs)", "apt-get install linux-perf"),
+)
+
+
+@dataclass(frozen=True)
+class Check:
+    name: str
+    ok: bool
+    detail: str
+    fix: str = ""
+    required: bool = True
+
+    def to_dict(self) -> dict[str, object]:
+        return asdict(self)
+
+
+def _root() -> Check:
+    is_root = os.geteuid() == 0
+    return Check(
+        "root",
+        is_root,
+        "running as root" if is_root else f"running as uid {os.geteuid()}",
+        "" if is_root else "run fslab as root (sudo): it creates loop devices, runs mkfs and mount",
+    )
+
+
+def _tools() -> list[Check]:
+    checks = []
+    for binary, label, fix in TOOLS:
+        path = shutil.which(binary)
+        required = binary not in ("mkfs.btrfs", "perf")
+        checks.append(
+            Check(label, path is not None, path or "not found", "" if path else fix, required)
+        )
+    return checks
+
+
+def _loop_support() -> Check:
+    ok = Path("/dev/loop-control").exists()
+    return Check(
+        "loop devices",
+        ok,
+        "/dev/loop-control present" if ok else "/dev/loop-control missing",
+        "" if ok else "modprobe loop",
+    )
+
+
+def _shm_space(image_bytes: int) -> Check:
+    try:
+        stat = os.statvfs("/dev/shm")
+    except OSError as exc:
+        return Check("RAM for images", False, f"/dev/shm: {exc}", "mount -t tmpfs tmpfs /dev/shm")
+    free = stat.f_bavail * stat.f_frsize
+    meminfo = Path("/proc/meminfo").read_text()
+    available_kb = next(
+        (int(line.split()[1]) for line in meminfo.splitlines() if line.startswith("MemAvailable")),
+        0,
+    )
+    available = available_kb * 1024
+    # images are sparse: a point writes a fraction of the image; ask for half of it
+    needed = image_bytes // 2
+    ok = free >= needed and available >= needed
+    detail = (
+        f"/dev/shm free {format_bytes(free)}, memory available {format_bytes(available)}; "
+        f"a {format_bytes(image_bytes)} image may use up to that much RAM as it is written"
+    )
+    fix = "" if ok else "free memory, use a smaller target.size, or target.kind = 'file'"
+    return Check("RAM for images", ok, detail, fix)
+
+
+def _collectors() -> list[Check]:
+    try:
+        from fslab.collect.registry import availability
+    except ImportError as exc:  # pragma: no cover - registry ships with fslab
+        return [Check("collectors", False, str(exc), required=False)]
+    checks = []
+    for name, reason in availability().items():
+        checks.append(
+            Check(
+                f"collector {name}",
+                reason is None,
+                "available" if reason is None else reason,
+                "" if reason is None else "the point is still measured; this evidence is skipped",
+                required=False,
+            )
+        )
+    return checks
+
+
+def run_checks(image_bytes: int = 16 * 1024**3) -> list[Check]:
+    return [_root(), *_tools(), _loop_support(), _shm_space(image_bytes), *_collectors()]

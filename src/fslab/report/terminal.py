@@ -1,0 +1,102 @@
+"""Terminal tables (rich) for campaigns and their results."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from rich.table import Table
+
+from fslab.analyze.summary import SummaryRow
+from fslab.store.db import CampaignRow, PointRow
+from fslab.units import format_bytes
+
+
+def format_value(metric: str | None, value: float | None) -> str:
+    """Metric values with their unit, compactly: 31.2K IOPS, 43.8MB/s, 1.20ms."""
+    if value is None or metric is None:
+        return "-"
+    if metric.endswith("iops"):
+        return f"{value / 1000:.1f}K" if value >= 10_000 else f"{value:.0f}"
+    if metric.endswith("bw_bytes_s"):
+        return f"{value / 1e6:.1f}MB/s" if value >= 1e6 else f"{value / 1e3:.0f}kB/s"
+    if "_ns" in metric:
+        return f"{value / 1e6:.2f}ms" if value >= 1e5 else f"{value / 1e3:.0f}us"
+    return f"{value:.3g}"
+
+
+def _headline_label(metric: str | None) -> str:
+    labels = {
+        "fio.write.iops": "write IOPS",
+        "fio.read.iops": "read IOPS",
+        "fio.total.iops": "IOPS",
+        "dd.bw_bytes_s": "dd MB/s",
+    }
+    return labels.get(metric or "", metric or "result")
+
+
+def results_table(rows: Sequence[SummaryRow], title: str) -> Table:
+    axes = list(dict.fromkeys(axis for row in rows for axis in row.sweep))
+    headline = rows[0].headline if rows else None
+    latency = rows[0].latency if rows else None
+    show_watermark = any("ext4_watermark_bytes" in r.facts for r in rows)
+    table = Table(title=title, title_justify="left")
+    table.add_column("config")
+    for axis in axes:
+        table.add_column(axis, justify="right")
+    table.add_column(f"{_headline_label(headline)} median", justify="right")
+    table.add_column("min..max", justify="right")
+    table.add_column("runs", justify="right")
+    if latency:
+        table.add_column(f"{latency.split('.')[1]} p99 (median)", justify="right")
+    if show_watermark:
+        table.add_column("free at start", justify="right")
+        table.add_column("ext4 watermark", justify="right")
+    for row in rows:
+        cells = [row.config, *(str(row.sweep.get(axis, "")) or "-" for axis in axes)]
+        cells.append(format_value(row.headline, row.median))
+        spread = (
+            f"{format_value(row.headline, row.minimum)}..{format_value(row.headline, row.maximum)}"
+            if row.n_ok > 1
+            else ""
+        )
+        cells.append(spread)
+        runs = f"{row.n_ok}" + (f" ({row.n_failed} failed)" if row.n_failed else "")
+        cells.append(runs)
+        if latency:
+            cells.append(format_value(latency, row.latency_median))
+        if show_watermark:
+            free = row.facts.get("free_bytes_start")
+            cells.append(format_bytes(free) if free is not None else "-")
+            mark = row.facts.get("ext4_watermark_bytes")
+            below = " BELOW" if row.facts.get("below_ext4_watermark") else ""
+            cells.append(f"{format_bytes(mark)}{below}" if mark is not None else "n/a")
+        table.add_row(*cells)
+    return table
+
+
+def campaigns_table(campaigns: Sequence[CampaignRow], counts: dict[int, dict[str, int]]) -> Table:
+    table = Table(title="campaigns", title_justify="left")
+    for column in ("id", "name", "status", "points ok/failed/pending", "started (UTC)", "kernel"):
+        table.add_column(column)
+    for c in campaigns:
+        n = counts.get(c.id, {})
+        table.add_row(
+            str(c.id),
+            c.name,
+            c.status,
+            f"{n.get('ok', 0)}/{n.get('failed', 0)}/{n.get('pending', 0)}",
+            c.started_at.replace("+00:00", ""),
+            str(c.host.get("kernel_release", "")),
+        )
+    return table
+
+
+def failures_table(points: Sequence[PointRow]) -> Table:
+    table = Table(title="failed points", title_justify="left")
+    for column in ("seq", "config", "sweep", "reason"):
+        table.add_column(column)
+    for p in points:
+        if p.status == "failed":
+            sweep = ", ".join(f"{k}={v}" for k, v in p.sweep.items())
+            table.add_row(str(p.seq), p.config, sweep, p.error or "")
+    return table

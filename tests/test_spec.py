@@ -1,0 +1,142 @@
+"""Spec validation, overrides and expansion (no root needed)."""
+
+from __future__ import annotations
+
+import tomllib
+
+import pytest
+
+from fslab.errors import SpecError
+from fslab.spec import (
+    apply_override,
+    expand_points,
+    load_spec,
+    parse_override,
+    preset_names,
+    sweep_combinations,
+    validate_spec,
+)
+
+MINIMAL = {
+    "name": "t",
+    "filesystems": [{"label": "a", "type": "ext4"}, {"label": "b", "type": "xfs"}],
+    "workload": {"kind": "fio", "options": {"rw": "randwrite", "bs": "4k", "size": "1m"}},
+    "sweep": {"numjobs": [1, 4]},
+}
+
+
+def _with(**changes):
+    data = {**MINIMAL, **changes}
+    return validate_spec(data)
+
+
+def test_presets_load_in_full_and_quick_form():
+    assert {"ext4-fsync-storm", "cached-write-ext4-vs-xfs"} <= set(preset_names())
+    for name in preset_names():
+        full, text = load_spec(name)
+        quick, _ = load_spec(name, quick=True)
+        assert tomllib.loads(text)["name"] == name
+        assert len(expand_points(quick)) <= len(expand_points(full))
+        assert quick.runtime_s <= full.runtime_s
+
+
+def test_fsync_storm_quick_form_matches_the_issue():
+    spec, _ = load_spec("ext4-fsync-storm", quick=True)
+    assert [fs.label for fs in spec.filesystems] == ["ext4-default", "ext4-journal1g"]
+    assert spec.sweep["numjobs"] == [16, 256, 1024]
+    assert "-J" in spec.filesystems[1].mkfs_options
+    assert "lazy_itable_init=0,lazy_journal_init=0" in spec.filesystems[0].mkfs_options
+
+
+def test_interleaved_order_alternates_configurations():
+    spec = _with(run={"repeat": 2})
+    points = expand_points(spec)
+    assert len(points) == 2 * 2 * 2
+    assert [p.filesystem.label for p in points[:4]] == ["a", "b", "a", "b"]
+    assert [p.repeat for p in points[:4]] == [0, 0, 0, 0]
+    assert [p.seq for p in points] == list(range(8))
+
+
+def test_sequential_and_random_orders():
+    seq = expand_points(_with(run={"order": "sequential", "repeat": 2}))
+    assert [p.filesystem.label for p in seq[:4]] == ["a", "a", "a", "a"]
+    rnd1 = expand_points(_with(run={"order": "random", "repeat": 2, "seed": 3}))
+    rnd2 = expand_points(_with(run={"order": "random", "repeat": 2, "seed": 3}))
+    assert [p.key() for p in rnd1] == [p.key() for p in rnd2]
+    assert sorted(p.key() for p in rnd1) == sorted(p.key() for p in seq)
+
+
+def test_sweep_combinations_cartesian():
+    combos = sweep_combinations({"numjobs": [1, 2], "bs": ["4k", "16k"]})
+    assert len(combos) == 4
+    assert combos[0] == (("numjobs", 1), ("bs", "4k"))
+    assert sweep_combinations({}) == [()]
+
+
+@pytest.mark.parametrize(
+    ("changes", "needle"),
+    [
+        ({"sweep": {"numjobs": [0]}}, "sweep.numjobs"),
+        ({"sweep": {"numjobs": [10**9]}}, "sweep.numjobs"),
+        ({"sweep": {"directory": ["/tmp"]}}, "fslab sets 'directory'"),
+        ({"sweep": {"fill_percent": [150]}}, "fill_percent"),
+        ({"filesystems": [{"label": "a", "type": "zfs"}]}, "filesystems.0.type"),
+        ({"filesystems": []}, "filesystems"),
+        ({"filesystems": [{"label": "a", "type": "ext4"}] * 2}, "labels must be unique"),
+        ({"target": {"size": "-1G"}}, "target.size"),
+        ({"target": {"size": "1MiB"}}, "at least 64MiB"),
+        ({"target": {"kind": "device"}}, "needs target.path"),
+        ({"run": {"runtime": "0"}}, "run.runtime"),
+        ({"run": {"repeat": 0}}, "run.repeat"),
+        ({"bogus": 1}, "unknown field"),
+        ({"workload": {"kind": "fio"}}, "exactly one of"),
+        ({"workload": {"kind": "nope"}}, "workload"),
+    ],
+)
+def test_invalid_specs_name_the_field(changes, needle):
+    with pytest.raises(SpecError) as info:
+        _with(**changes)
+    assert needle in str(info.value)
+    assert info.value.exit_code == 2
+
+
+def test_override_parsing_and_application():
+    path, value = parse_override("sweep.numjobs=[1,64,2048]")
+    assert path == ["sweep", "numjobs"] and value == [1, 64, 2048]
+    assert parse_override("run.repeat=5")[1] == 5
+    assert parse_override("run.runtime=30s")[1] == "30s"  # not TOML: kept as text
+    data = {"filesystems": [{"label": "a"}]}
+    apply_override(data, ["filesystems", "0", "type"], "xfs")
+    assert data["filesystems"][0]["type"] == "xfs"
+    with pytest.raises(SpecError):
+        apply_override(data, ["filesystems", "3", "type"], "xfs")
+    with pytest.raises(SpecError):
+        parse_override("no-equals-sign")
+
+
+def test_set_overrides_are_validated_like_the_file():
+    spec, _ = load_spec("ext4-fsync-storm", overrides=["sweep.numjobs=[1,64,2048]", "run.repeat=5"])
+    assert spec.sweep["numjobs"] == [1, 64, 2048] and spec.run.repeat == 5
+    with pytest.raises(SpecError, match=r"sweep\.numjobs"):
+        load_spec("ext4-fsync-storm", overrides=["sweep.numjobs=[0]"])
+
+
+def test_unknown_preset_and_missing_file():
+    with pytest.raises(SpecError, match="no preset named"):
+        load_spec("no-such-preset")
+    with pytest.raises(SpecError, match="not found"):
+        load_spec("/nonexistent/spec.toml")
+
+
+def test_bad_toml_is_a_spec_error(tmp_path):
+    bad = tmp_path / "bad.toml"
+    bad.write_text("name = [unterminated")
+    with pytest.raises(SpecError, match="not valid TOML"):
+        load_spec(str(bad))
+
+
+def test_dd_workload_axes():
+    spec, _ = load_spec("cached-write-ext4-vs-xfs")
+    assert spec.workload.kind == "dd"
+    with pytest.raises(SpecError, match="dd workload can sweep"):
+        load_spec("cached-write-ext4-vs-xfs", overrides=["sweep.numjobs=[1]"])

@@ -1,0 +1,78 @@
+"""The results database: schema, round trip, versioning, concurrent readers."""
+
+from __future__ import annotations
+
+import sqlite3
+
+import pytest
+
+from fslab.errors import FslabError
+from fslab.store.db import PlannedPoint, PointOutcome, Store
+
+
+def _campaign(store: Store, n_points: int = 3) -> int:
+    return store.create_campaign(
+        name="t",
+        spec={"name": "t"},
+        spec_toml='name = "t"',
+        overrides={},
+        host={"kernel_release": "6.18"},
+        device={"kind": "ram"},
+        fslab_version="0",
+        points=[PlannedPoint(i, "ext4", "ext4", {"numjobs": i + 1}, 0) for i in range(n_points)],
+    )
+
+
+def test_round_trip(tmp_path):
+    with Store(tmp_path / "r.db") as store:
+        cid = _campaign(store)
+        points = store.points(cid)
+        assert [p.status for p in points] == ["pending"] * 3
+        outcome = PointOutcome(
+            status="ok",
+            metrics={"fio.write.iops": 1234.5},
+            artifacts={"fio.json": "{}"},
+            commands=[(["mkfs.ext4", "/dev/loop0"], 0, 0.5)],
+            collectors={"perf": ("unavailable", "no perf")},
+            facts={"mount_options_effective": "rw,noatime"},
+        )
+        store.save_outcome(points[0].id, outcome)
+        store.save_outcome(points[0].id, outcome)  # replacing is idempotent
+        assert store.metrics(cid) == {points[0].id: {"fio.write.iops": 1234.5}}
+        assert store.artifact(points[0].id, "fio.json") == "{}"
+        assert store.commands(points[0].id) == [["mkfs.ext4", "/dev/loop0"]]
+        assert store.collectors(points[0].id) == {"perf": ("unavailable", "no perf")}
+        assert store.points(cid)[0].facts["mount_options_effective"] == "rw,noatime"
+        store.set_campaign_status(cid, "complete")
+        assert store.campaign(cid).ended_at is not None
+        assert store.latest_campaign_id() == cid
+        assert store.integrity_ok()
+
+
+def test_missing_campaign_is_a_clear_error(tmp_path):
+    with Store(tmp_path / "r.db") as store:
+        with pytest.raises(FslabError, match="no campaign 7"):
+            store.campaign(7)
+        with pytest.raises(FslabError, match="no campaigns"):
+            store.latest_campaign_id()
+
+
+def test_newer_schema_is_refused(tmp_path):
+    path = tmp_path / "r.db"
+    Store(path).close()
+    with sqlite3.connect(path) as conn:
+        conn.execute("UPDATE meta SET value='99' WHERE key='schema_version'")
+    with pytest.raises(FslabError, match="newer than this fslab"):
+        Store(path)
+
+
+def test_reader_while_writer_holds_the_database(tmp_path):
+    path = tmp_path / "r.db"
+    writer = Store(path)
+    cid = _campaign(writer)
+    reader = Store(path)
+    writer._conn.execute("BEGIN IMMEDIATE")  # a campaign mid-write
+    assert len(reader.points(cid)) == 3  # WAL: readers are not blocked
+    writer._conn.execute("COMMIT")
+    writer.close()
+    reader.close()
