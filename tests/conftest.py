@@ -12,12 +12,12 @@ import pytest
 DATA_DIR = Path(__file__).parent / "data"
 
 
-def _loop_devices() -> set[str]:
+def loop_devices() -> set[str]:
     out = subprocess.run(["losetup", "-a"], capture_output=True, text=True, check=False).stdout
     return {line.split(":", 1)[0] for line in out.splitlines() if line.strip()}
 
 
-def _loop_mounts() -> set[str]:
+def loop_mounts() -> set[str]:
     out = subprocess.run(
         ["findmnt", "-rn", "-o", "SOURCE,TARGET"], capture_output=True, text=True, check=False
     ).stdout
@@ -34,10 +34,10 @@ requires_root = pytest.mark.skipif(not is_root_capable(), reason="needs root and
 @pytest.fixture
 def no_leaks():
     """Fail the test if it leaves a loop device or a loop mount behind."""
-    loops_before, mounts_before = _loop_devices(), _loop_mounts()
+    loops_before, mounts_before = loop_devices(), loop_mounts()
     yield
-    leaked_loops = _loop_devices() - loops_before
-    leaked_mounts = _loop_mounts() - mounts_before
+    leaked_loops = loop_devices() - loops_before
+    leaked_mounts = loop_mounts() - mounts_before
     assert not leaked_mounts, f"leaked mounts: {leaked_mounts}"
     assert not leaked_loops, f"leaked loop devices: {leaked_loops}"
 

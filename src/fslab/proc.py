@@ -94,6 +94,7 @@ def run_interruptible(
     timeout_s: float,
     log: CommandLog | None = None,
     cwd: str | None = None,
+    env: dict[str, str] | None = None,
 ) -> CommandRecord:
     """Run a long command (fio, dd) in its own process group.
 
@@ -110,6 +111,7 @@ def run_interruptible(
             stderr=subprocess.PIPE,
             text=True,
             cwd=cwd,
+            env=env,
             start_new_session=True,
         )
     except FileNotFoundError as exc:

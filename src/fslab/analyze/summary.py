@@ -100,6 +100,8 @@ def _row(
         free = metrics.get(p.id, {}).get("fs.free_bytes_start")
         if free is not None:
             facts.setdefault("free_bytes_start", free)
+        if "fs.fill_bytes" in metrics.get(p.id, {}):
+            facts["filled"] = True
     return SummaryRow(
         config=config,
         sweep=dict(members[0].sweep),

@@ -29,28 +29,43 @@ def _headline_label(metric: str | None) -> str:
         "fio.write.iops": "write IOPS",
         "fio.read.iops": "read IOPS",
         "fio.total.iops": "IOPS",
-        "dd.bw_bytes_s": "dd MB/s",
+        "dd.bw_bytes_s": "dd rate",
     }
     return labels.get(metric or "", metric or "result")
+
+
+def _latency_label(metric: str) -> str:
+    kind = {"sync": "fsync", "write": "write", "read": "read"}.get(metric.split(".")[1], "")
+    return f"{kind} p99"
+
+
+def _shows_watermark(rows: Sequence[SummaryRow]) -> bool:
+    """ext4's watermark matters for dd-style writes or when the filesystem was pre-filled."""
+    has_ext4 = any("ext4_watermark_bytes" in r.facts for r in rows)
+    relevant = any(r.facts.get("filled") or r.headline == "dd.bw_bytes_s" for r in rows)
+    return has_ext4 and relevant
 
 
 def results_table(rows: Sequence[SummaryRow], title: str) -> Table:
     axes = list(dict.fromkeys(axis for row in rows for axis in row.sweep))
     headline = rows[0].headline if rows else None
     latency = rows[0].latency if rows else None
-    show_watermark = any("ext4_watermark_bytes" in r.facts for r in rows)
-    table = Table(title=title, title_justify="left")
+    show_watermark = _shows_watermark(rows)
+    caption = "median over runs; range: min..max over runs"
+    if latency:
+        caption += "; p99 from merged histogram bins, median over runs"
+    table = Table(title=title, title_justify="left", caption=caption, caption_justify="left")
     table.add_column("config")
     for axis in axes:
         table.add_column(axis, justify="right")
-    table.add_column(f"{_headline_label(headline)} median", justify="right")
-    table.add_column("min..max", justify="right")
+    table.add_column(_headline_label(headline), justify="right")
+    table.add_column("range", justify="right")
     table.add_column("runs", justify="right")
     if latency:
-        table.add_column(f"{latency.split('.')[1]} p99 (median)", justify="right")
+        table.add_column(_latency_label(latency), justify="right")
     if show_watermark:
-        table.add_column("free at start", justify="right")
-        table.add_column("ext4 watermark", justify="right")
+        table.add_column("free", justify="right")
+        table.add_column("watermark", justify="right")
     for row in rows:
         cells = [row.config, *(str(row.sweep.get(axis, "")) or "-" for axis in axes)]
         cells.append(format_value(row.headline, row.median))

@@ -22,6 +22,7 @@ from fslab.workload import fio as fio_mod
 from fslab.workload.fio_json import parse_fio_json
 
 SETUP_ALLOWANCE_S = 120.0  # file layout, thread start-up, final fsyncs
+C_LOCALE = {**os.environ, "LC_ALL": "C"}  # dd's summary words and decimal point follow the locale
 
 
 @dataclass
@@ -79,10 +80,11 @@ def point_timeout_s(spec: Spec) -> float:
 
 def fio_argv_for_point(spec: Spec, sweep: Mapping[str, ScalarValue], directory: str) -> list[str]:
     options = fio_options_for_point(spec, sweep)
+    pasted_max = options.pop("max-jobs", None) or options.pop("max_jobs", None)
     argv = fio_mod.build_fio_argv(options, directory=directory)
-    numjobs = int(options.get("numjobs") or 1)
-    if numjobs > 1:
-        argv.insert(1, f"--max-jobs={numjobs}")
+    max_jobs = max(int(options.get("numjobs") or 1), int(pasted_max or 1))
+    if max_jobs > 1:
+        argv.insert(1, f"--max-jobs={max_jobs}")
     return argv
 
 
@@ -175,7 +177,9 @@ def run_dd(
     deadline = time.monotonic() + runtime_s
     total_bytes, total_s, iterations, seconds_each = 0, 0.0, 0, []
     while True:
-        record = run_interruptible(argv, timeout_s=timeout_s, log=log if iterations == 0 else None)
+        record = run_interruptible(
+            argv, timeout_s=timeout_s, log=log if iterations == 0 else None, env=C_LOCALE
+        )
         if record.timed_out or record.returncode != 0:
             reason = "hung" if record.timed_out else f"exited {record.returncode}"
             return WorkloadOutcome(

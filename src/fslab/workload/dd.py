@@ -1,0 +1,114 @@
+"""dd: the argv for a sequential copy, and GNU dd's summary line to metrics.
+
+Some reports (the 1728-core ext4 falloff) give their evidence as a dd run, so
+fslab can replay it as written. dd prints its result on stderr:
+
+    10+0 records in
+    10+0 records out
+    10485760 bytes (10 MB, 10 MiB) copied, 0.0130484 s, 804 MB/s
+
+Throughput is recomputed from the exact byte count and seconds, not read from
+the rounded rate dd prints. dd's words and decimal separator follow the locale,
+so run it with LC_ALL=C; a decimal comma is accepted anyway.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from fslab.errors import ToolError, UsageError
+
+_OPERAND_RE = re.compile(r"^[A-Za-z0-9_]+$")
+_BS_RE = re.compile(r"^\d+[A-Za-z]*$")
+_RECORDS_OUT_RE = re.compile(r"^\d+\+\d+ records out$")
+# coreutils >= 8.24: "N bytes (10 MB, 10 MiB) copied, 0.0123 s, 852 MB/s"
+# older:             "N bytes (10 MB) copied, 17.4307 s, 602 kB/s"; one byte: "1 byte copied, ..."
+_SUMMARY_RE = re.compile(
+    r"^(?P<bytes>\d+) bytes?(?: \([^)]*\))? copied, "
+    r"(?P<seconds>\d+(?:[.,]\d+)?(?:e[-+]?\d+)?) s\b"
+)
+
+
+@dataclass
+class DdResult:
+    """What dd says it copied, and in how long."""
+
+    bytes_copied: int
+    seconds: float
+
+    @property
+    def bw_bytes_s(self) -> float:
+        """Bytes per second; NaN when dd reports zero seconds (nothing measurable)."""
+        return self.bytes_copied / self.seconds if self.seconds > 0 else math.nan
+
+
+def build_dd_argv(
+    *,
+    output_path: str,
+    bs: str,
+    count: int,
+    conv: Sequence[str] = (),
+    oflag: Sequence[str] = (),
+    input_path: str = "/dev/zero",
+) -> list[str]:
+    """dd's argv, operands in a fixed order so the recorded command reads the same every run."""
+    if not _BS_RE.match(str(bs)):
+        raise UsageError(f"dd bs: not a block size: {bs!r} (examples: 4096, 64k, 1M)")
+    if isinstance(count, bool) or not isinstance(count, int) or count <= 0:
+        raise UsageError(f"dd count: must be a positive whole number, not {count!r}")
+    for operand, values in (("conv", conv), ("oflag", oflag)):
+        for value in values:
+            if not _OPERAND_RE.match(value):
+                raise UsageError(
+                    f"dd {operand}: not a flag name: {value!r} (examples: fsync, direct)"
+                )
+    argv = ["dd", f"if={input_path}", f"of={output_path}", f"bs={bs}", f"count={count}"]
+    if conv:
+        argv.append("conv=" + ",".join(conv))
+    if oflag:
+        argv.append("oflag=" + ",".join(oflag))
+    return argv
+
+
+def parse_dd_output(stderr: str) -> DdResult:
+    """The final summary of GNU dd's stderr; status=progress lines before it are skipped.
+
+    Raises ToolError when dd reported an error (even if it printed a summary of
+    the partial copy: a short copy's speed is not the workload's) or printed no
+    summary at all.
+    """
+    lines = [line.strip() for line in stderr.replace("\r", "\n").splitlines()]
+    errors = [
+        line for line in lines if line.startswith("dd: ") and not line.startswith("dd: warning")
+    ]
+    if errors:
+        raise ToolError(f"dd failed: {'; '.join(errors)}", stderr=stderr)
+    records_out = [i for i, line in enumerate(lines) if _RECORDS_OUT_RE.match(line)]
+    if not records_out:
+        raise ToolError(_no_summary_message(lines), stderr=stderr)
+    for line in lines[records_out[-1] + 1 :]:
+        match = _SUMMARY_RE.match(line)
+        if match:
+            seconds = float(match["seconds"].replace(",", "."))
+            return DdResult(bytes_copied=int(match["bytes"]), seconds=seconds)
+    raise ToolError(_no_summary_message(lines), stderr=stderr)
+
+
+def _no_summary_message(lines: Sequence[str]) -> str:
+    tail = " | ".join(line for line in lines if line)[-300:]
+    return (
+        "no dd summary line ('N bytes ... copied, S s, ...') in dd's stderr: dd was killed, "
+        "is not GNU dd, or ran with status=none or a non-C locale"
+        + (f"; it printed: {tail}" if tail else "; it printed nothing")
+    )
+
+
+def dd_metrics(result: DdResult) -> dict[str, float]:
+    """Flat metrics of one dd run; bandwidth only when dd measured a non-zero time."""
+    metrics = {"dd.bytes": float(result.bytes_copied), "dd.seconds": result.seconds}
+    if result.seconds > 0:
+        metrics["dd.bw_bytes_s"] = result.bw_bytes_s
+    return metrics
