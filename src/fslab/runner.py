@@ -23,7 +23,7 @@ import fslab
 from fslab.collect.base import Collector, CollectorResult, PointContext
 from fslab.errors import FslabError, ToolError
 from fslab.hostfacts import HostFacts, collect_host_facts
-from fslab.proc import CommandLog, run_interruptible
+from fslab.proc import CommandLog, run, run_interruptible
 from fslab.spec import DdWorkload, FioWorkload, Point, Spec, expand_points, validate_spec
 from fslab.store.db import PlannedPoint, PointOutcome, PointRow, Store, utc_now
 from fslab.target import fill as fill_mod
@@ -290,13 +290,13 @@ def _run_workload(
     if isinstance(workload, FioWorkload):
         plan.check_fits(spec, point.sweep_dict, fill_mod.free_bytes(mountpoint))
         argv = plan.fio_argv_for_point(spec, point.sweep_dict, mountpoint)
-        layout = plan.layout_argv(argv)
-        record = run_interruptible(layout, timeout_s=timeout_s, log=state.log)
-        if record.returncode != 0 or record.timed_out:
-            return plan.WorkloadOutcome(
-                ok=False, error="fio file layout failed", stderr=record.stderr or record.stdout
-            )
-        os.sync()
+        if plan.needs_separate_layout(spec, point.sweep_dict):
+            layout = run_interruptible(plan.layout_argv(argv), timeout_s=timeout_s, log=state.log)
+            if layout.returncode != 0 or layout.timed_out:
+                return plan.WorkloadOutcome(
+                    ok=False, error="fio file layout failed", stderr=layout.stderr or layout.stdout
+                )
+            run(["sync", "--file-system", mountpoint], log=state.log)
         comm = "fio"
     else:
         comm = "dd"

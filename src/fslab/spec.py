@@ -196,6 +196,13 @@ class Spec(_Strict):
         return value
 
     @model_validator(mode="after")
+    def _target_fits_filesystems(self) -> Spec:
+        has_xfs = any(fs.type == "xfs" for fs in self.filesystems)
+        if self.target.kind != "device" and has_xfs and self.target.size_bytes < 320 * 1024**2:
+            raise ValueError("target.size: mkfs.xfs needs at least 320MiB")
+        return self
+
+    @model_validator(mode="after")
     def _sweep_axes_ok(self) -> Spec:
         for axis, values in self.sweep.items():
             _check_axis(axis, values, self.workload)

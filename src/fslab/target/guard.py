@@ -1,13 +1,15 @@
 """The device guard: refuse a scratch target before anything is written to it.
 
 fslab formats whatever it is pointed at, so every device passes `check_device`
-first. The guard only reads (sysfs, procfs, and `wipefs` in list mode, which
-opens the device read-only); it never opens a device for writing. Each refusal
+first. The guard only reads (sysfs, procfs, a read-only exclusive open, and
+`wipefs` in list mode, which opens the device read-only); it never opens a
+device for writing. Each refusal
 names a stable rule id and says how to proceed deliberately.
 """
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 import stat
@@ -22,6 +24,7 @@ SYSFS_DEV_BLOCK = Path("/sys/dev/block")
 MOUNTINFO = Path("/proc/self/mountinfo")
 SWAPS = Path("/proc/swaps")
 _DELETED_SUFFIX = " (deleted)"
+TOOL_TIMEOUT_S = 60.0  # read-only probes answer in milliseconds; a hang means a sick device
 
 
 @dataclass(frozen=True)
@@ -286,7 +289,7 @@ def parse_wipefs_json(text: str) -> list[str]:
 
 def find_signatures(device: str) -> list[str]:
     """Signatures on a device; wipefs without --all only lists (opens read-only)."""
-    record = run(["wipefs", "--no-act", "--json", device])
+    record = run(["wipefs", "--no-act", "--json", device], timeout_s=TOOL_TIMEOUT_S)
     return parse_wipefs_json(record.stdout)
 
 
@@ -385,6 +388,23 @@ def _refuse_busy_disk(path: str, mm: str, busy: dict[str, str], roots: set[str])
             )
 
 
+def _refuse_claimed(path: str, resolved: str) -> None:
+    """Catch what this mount namespace cannot see: O_EXCL (read-only) fails with
+    EBUSY while the kernel holds the device, e.g. mounted in another namespace."""
+    try:
+        fd = os.open(resolved, os.O_RDONLY | os.O_EXCL | os.O_CLOEXEC)
+    except OSError as err:
+        if err.errno == errno.EBUSY:
+            raise GuardRefusal(
+                "mounted",
+                f"{path} is in use by the kernel (held exclusively: mounted in another mount "
+                "namespace, a RAID/LVM/dm member, or opened exclusively by a program); "
+                "release it first if it really is a scratch device",
+            ) from None
+        return  # cannot tell (e.g. EPERM in a sandbox): the other rules still stand
+    os.close(fd)
+
+
 def _refuse_backing_on_target(
     path: str, mm: str, about_to_format: Sequence[str], mounts: Sequence[MountEntry]
 ) -> None:
@@ -425,7 +445,13 @@ def check_device(
     force: bool = False,
     about_to_format: Sequence[str] = (),
 ) -> DeviceIdentity:
-    """Return the device's identity, or raise GuardRefusal; never writes anything."""
+    """Return the device's identity, or raise GuardRefusal; never writes anything.
+
+    Rules run cheapest and most fundamental first: not-block-device (missing),
+    not-allowed, not-block-device, root-device, mounted, holds-mounted,
+    partition-of-busy-disk, mounted (kernel's exclusive claim),
+    backing-file-on-target, signature.
+    """
     resolved = os.path.realpath(path)
     if not os.path.lexists(resolved):
         raise GuardRefusal(
@@ -440,6 +466,7 @@ def check_device(
     _refuse_root(path, mm, roots)
     _refuse_in_use(path, mm, busy)
     _refuse_busy_disk(path, mm, busy, roots)
+    _refuse_claimed(path, resolved)
     _refuse_backing_on_target(path, mm, about_to_format, mounts)
     _refuse_signature(path, resolved, force)
     return _identity(path, resolved, mm)

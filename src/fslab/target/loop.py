@@ -28,8 +28,9 @@ from fslab.units import format_bytes
 LABEL = "fslab"
 IMAGE_RE = re.compile(rf"^{LABEL}-(?P<pid>\d+)-(?P<token>[0-9a-f]{{8}})\.img$")
 SYS_BLOCK = Path("/sys/block")
-TMPFS_MAGIC_TYPES = ("tmpfs", "ramfs")
+RAM_FS_TYPES = ("tmpfs", "ramfs")
 
+LOSETUP_TIMEOUT_S = 60.0
 _ATTACH_TRIES = 4
 _DETACH_TRIES = 10
 _RETRY_PAUSE_S = 0.2
@@ -110,7 +111,7 @@ def detach_loop(device: str, *, log: CommandLog | None = None) -> None:
     """`losetup --detach`, retrying while the kernel still reports the device busy."""
     for attempt in range(_DETACH_TRIES):
         try:
-            run(["losetup", "--detach", device], log=log)
+            run(["losetup", "--detach", device], log=log, timeout_s=LOSETUP_TIMEOUT_S)
             return
         except ToolError as err:
             if not os.path.exists(f"/sys/block/{os.path.basename(device)}/loop"):
@@ -160,7 +161,7 @@ def check_image_space(size_bytes: int, directory: str) -> None:
             "another image directory"
         )
     available = _mem_available_bytes()
-    if _fs_type_of(directory) in TMPFS_MAGIC_TYPES and available and size_bytes > available:
+    if _fs_type_of(directory) in RAM_FS_TYPES and available and size_bytes > available:
         warnings.warn(
             f"{format_bytes(size_bytes)} RAM image in {directory} exceeds available memory "
             f"({format_bytes(available)}); filling it would exhaust RAM",
@@ -203,7 +204,11 @@ class LoopImage:
     def _attach(self) -> str:
         for attempt in range(_ATTACH_TRIES):
             try:
-                record = run(["losetup", "--find", "--show", self.image_path], log=self.log)
+                record = run(
+                    ["losetup", "--find", "--show", self.image_path],
+                    log=self.log,
+                    timeout_s=LOSETUP_TIMEOUT_S,
+                )
                 return record.stdout.strip()
             except ToolError as err:
                 if not _is_busy(err) or attempt == _ATTACH_TRIES - 1:

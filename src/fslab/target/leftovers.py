@@ -1,0 +1,144 @@
+"""Find and release what a killed fslab left behind: mounts, loop devices, images.
+
+Only fslab's own objects are considered (mount points mnt-<pid>-<hex> under the
+mount base, images fslab-<pid>-<hex>.img in the image directories, loop devices
+over such images), and only when their owner pid is dead: a live pid means
+another fslab is running and its devices are not ours to take.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from fslab.errors import ToolError
+from fslab.proc import CommandLog, run
+from fslab.target.guard import read_mountinfo
+from fslab.target.loop import (
+    deferred_interrupts,
+    detach_loop,
+    image_owner_pid,
+    loop_backing_files,
+    pid_alive,
+)
+
+MOUNT_DIR_RE = re.compile(r"^mnt-(?P<pid>\d+)-[0-9a-f]{8}$")
+
+
+@dataclass
+class Leftovers:
+    mounts: list[str] = field(default_factory=list)  # mount points
+    loop_devices: list[str] = field(default_factory=list)  # /dev/loopN
+    images: list[str] = field(default_factory=list)  # image file paths
+
+    def empty(self) -> bool:
+        return not (self.mounts or self.loop_devices or self.images)
+
+
+def mount_dir_owner_pid(path: str) -> int | None:
+    match = MOUNT_DIR_RE.match(os.path.basename(path))
+    return int(match.group("pid")) if match else None
+
+
+def _orphaned(owner_pid: int | None) -> bool:
+    return owner_pid is not None and not pid_alive(owner_pid)
+
+
+def _in_dirs(path: str, dirs: Sequence[str]) -> bool:
+    return os.path.dirname(path) in {os.path.realpath(d) for d in dirs}
+
+
+def _orphan_mounts(mount_base: str) -> list[str]:
+    base = os.path.realpath(mount_base)
+    found = []
+    for entry in read_mountinfo():
+        mp = entry.mount_point
+        if os.path.dirname(mp) == base and _orphaned(mount_dir_owner_pid(mp)):
+            found.append(mp)
+    return list(dict.fromkeys(found))
+
+
+def _orphan_loops(image_dirs: Sequence[str]) -> list[str]:
+    return [
+        dev
+        for dev, backing in loop_backing_files().items()
+        if _in_dirs(backing, image_dirs) and _orphaned(image_owner_pid(backing))
+    ]
+
+
+def _orphan_images(image_dirs: Sequence[str]) -> list[str]:
+    found = []
+    for directory in image_dirs:
+        folder = Path(os.path.realpath(directory))
+        if not folder.is_dir():
+            continue
+        for path in sorted(folder.iterdir()):
+            if path.is_file() and _orphaned(image_owner_pid(path.name)):
+                found.append(str(path))
+    return found
+
+
+def find_leftovers(
+    *, image_dirs: Sequence[str] = ("/dev/shm",), mount_base: str = "/run/fslab"
+) -> Leftovers:
+    """List fslab's orphaned mounts, loop devices and images; touches nothing."""
+    return Leftovers(
+        mounts=_orphan_mounts(mount_base),
+        loop_devices=_orphan_loops(image_dirs),
+        images=_orphan_images(image_dirs),
+    )
+
+
+def _release_mount(mountpoint: str, log: CommandLog | None) -> None:
+    record = run(["umount", mountpoint], check=False, log=log)
+    if record.returncode != 0:
+        run(["umount", "--lazy", mountpoint], log=log)
+
+
+def _remove_orphan_mount_dirs(mount_base: str) -> None:
+    """Remove empty, unmounted mnt-<dead pid>-* directories (rmdir never deletes data)."""
+    base = Path(mount_base)
+    if not base.is_dir():
+        return
+    mounted = {e.mount_point for e in read_mountinfo()}
+    for path in base.iterdir():
+        if path.is_dir() and str(path) not in mounted and _orphaned(mount_dir_owner_pid(path.name)):
+            with contextlib.suppress(OSError):
+                path.rmdir()
+
+
+def cleanup_leftovers(
+    *,
+    image_dirs: Sequence[str] = ("/dev/shm",),
+    mount_base: str = "/run/fslab",
+    log: CommandLog | None = None,
+) -> Leftovers:
+    """Unmount, detach and delete fslab's orphans; return what was released."""
+    found = find_leftovers(image_dirs=image_dirs, mount_base=mount_base)
+    released = Leftovers()
+    errors: list[str] = []
+    with deferred_interrupts():
+        for mountpoint in found.mounts:
+            try:
+                _release_mount(mountpoint, log)
+                released.mounts.append(mountpoint)
+            except ToolError as err:
+                errors.append(str(err))
+        _remove_orphan_mount_dirs(os.path.realpath(mount_base))
+        for device in found.loop_devices:
+            try:
+                detach_loop(device, log=log)
+                released.loop_devices.append(device)
+            except ToolError as err:
+                errors.append(str(err))
+        for image in found.images:
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(image)
+            released.images.append(image)
+    if errors:
+        raise ToolError("could not release all leftovers: " + "; ".join(errors))
+    return released
