@@ -20,6 +20,8 @@ def format_value(metric: str | None, value: float | None) -> str:
     if metric.endswith("bw_bytes_s"):
         return f"{value / 1e6:.1f}MB/s" if value >= 1e6 else f"{value / 1e3:.0f}kB/s"
     if "_ns" in metric:
+        if value >= 1e9:
+            return f"{value / 1e9:.2f}s"
         return f"{value / 1e6:.2f}ms" if value >= 1e5 else f"{value / 1e3:.0f}us"
     return f"{value:.3g}"
 
