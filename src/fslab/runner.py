@@ -20,6 +20,7 @@ from types import FrameType
 from typing import Any, Protocol
 
 import fslab
+from fslab import faults
 from fslab.collect.base import Collector, CollectorResult, PointContext
 from fslab.errors import FslabError, ToolError
 from fslab.hostfacts import HostFacts, collect_host_facts
@@ -249,24 +250,33 @@ def _measure(
     fs = point.filesystem
     log = state.log
     with scratch_device(spec, options, formatted_before=formatted_before, log=log) as device:
+        faults.checkpoint("prepare")
         make_filesystem(fs.type, device, fs.mkfs_options, label=None, log=log)
+        faults.checkpoint("mkfs")
         state.facts["filesystem"] = _describe(fs.type, device, log)
         with Mount(device, fs.type, fs.mount_options, log=log) as mount:
+            faults.checkpoint("mount")
             state.facts["mount_options_effective"] = mount.effective_options()
-            percent, leave_free = _fill_request(spec, point)
-            if percent is not None or leave_free is not None:
-                filled = fill_mod.fill_filesystem(
-                    mount.mountpoint, percent=percent, leave_free_bytes=leave_free
-                )
-                state.facts["fill"] = vars(filled)
-                state.metrics["fs.fill_bytes"] = float(filled.bytes_filled)
+            _fill(spec, point, mount.mountpoint, state)
             free_bytes = fill_mod.free_bytes(mount.mountpoint)
             state.metrics["fs.free_bytes_start"] = float(free_bytes)
             if fs.type == "ext4":
                 state.facts.update(_watermark_facts(host, state.facts["filesystem"], free_bytes))
-            return _run_workload(
+            outcome = _run_workload(
                 spec, point, options, device, mount.mountpoint, state, artifact_dir
             )
+            faults.checkpoint("umount")
+        faults.checkpoint("release")
+    return outcome
+
+
+def _fill(spec: Spec, point: Point, mountpoint: str, state: _PointState) -> None:
+    percent, leave_free = _fill_request(spec, point)
+    if percent is not None or leave_free is not None:
+        filled = fill_mod.fill_filesystem(mountpoint, percent=percent, leave_free_bytes=leave_free)
+        state.facts["fill"] = vars(filled)
+        state.metrics["fs.fill_bytes"] = float(filled.bytes_filled)
+    faults.checkpoint("fill")
 
 
 def _describe(fs_type: str, device: str, log: CommandLog) -> dict[str, Any]:
@@ -310,17 +320,22 @@ def _run_workload(
         runtime_s=spec.runtime_s,
         artifact_dir=Path(artifact_dir),
     )
+    faults.checkpoint("collectors_start")
     with collecting(collector_classes(spec, options), spec, ctx, state.collectors):
+        faults.checkpoint("workload")
         if isinstance(workload, FioWorkload):
-            return plan.run_fio(argv, timeout_s=timeout_s, log=state.log)
-        assert isinstance(workload, DdWorkload)
-        return plan.run_dd(
-            plan.dd_parameters(workload, point.sweep_dict),
-            mountpoint=mountpoint,
-            runtime_s=spec.runtime_s,
-            timeout_s=timeout_s,
-            log=state.log,
-        )
+            outcome = plan.run_fio(argv, timeout_s=timeout_s, log=state.log)
+        else:
+            assert isinstance(workload, DdWorkload)
+            outcome = plan.run_dd(
+                plan.dd_parameters(workload, point.sweep_dict),
+                mountpoint=mountpoint,
+                runtime_s=spec.runtime_s,
+                timeout_s=timeout_s,
+                log=state.log,
+            )
+        faults.checkpoint("collectors_stop")
+    return outcome
 
 
 # ------------------------------------------------------------------ campaigns
