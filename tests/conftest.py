@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import subprocess
 from pathlib import Path
@@ -12,16 +13,24 @@ import pytest
 DATA_DIR = Path(__file__).parent / "data"
 
 
+# What fslab itself creates: images fslab-<pid>-<hex>.img, mounts under /run/fslab/.
+# Only these count as leaks, so tests of other engineers running at the same
+# time (with their own decoys) do not make a test fail.
+FSLAB_IMAGE_RE = re.compile(r"fslab-\d+-[0-9a-f]{8}\.img")
+
+
 def loop_devices() -> set[str]:
     out = subprocess.run(["losetup", "-a"], capture_output=True, text=True, check=False).stdout
-    return {line.split(":", 1)[0] for line in out.splitlines() if line.strip()}
+    return {line.split(":", 1)[0] for line in out.splitlines() if FSLAB_IMAGE_RE.search(line)}
 
 
 def loop_mounts() -> set[str]:
     out = subprocess.run(
         ["findmnt", "-rn", "-o", "SOURCE,TARGET"], capture_output=True, text=True, check=False
     ).stdout
-    return {line for line in out.splitlines() if line.startswith("/dev/loop")}
+    return {
+        line for line in out.splitlines() if line.startswith("/dev/loop") and " /run/fslab/" in line
+    }
 
 
 def is_root_capable() -> bool:
