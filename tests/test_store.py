@@ -76,3 +76,44 @@ def test_reader_while_writer_holds_the_database(tmp_path):
     writer._conn.execute("COMMIT")
     writer.close()
     reader.close()
+
+
+def test_export_import_round_trip(tmp_path):
+    from fslab.store.exchange import export_campaign, import_campaign
+
+    with Store(tmp_path / "a.db") as source:
+        cid = _campaign(source)
+        first = source.points(cid)[0]
+        source.save_outcome(
+            first.id,
+            PointOutcome(
+                status="ok",
+                metrics={"fio.write.iops": 10.0},
+                artifacts={"fio.json": "{}"},
+                commands=[(["fio", "--name=x"], 0, 2.5)],
+                collectors={"perf": ("ok", "")},
+                facts={"k": "v"},
+            ),
+        )
+        source.set_campaign_status(cid, "interrupted")
+        exported = export_campaign(source, cid)
+    with Store(tmp_path / "b.db") as target:
+        target_first = _campaign(target, 1)  # ids differ between databases
+        new_id = import_campaign(target, exported)
+        assert new_id != target_first
+        assert export_campaign(target, new_id)["points"] == exported["points"]
+        imported = target.campaign(new_id)
+        assert imported.status == "interrupted"
+        assert imported.overrides["imported_from"] == cid
+        assert imported.started_at == exported["campaign"]["started_at"]
+
+
+def test_import_refuses_other_json(tmp_path):
+    from fslab.errors import UsageError
+    from fslab.store.exchange import import_campaign
+
+    with Store(tmp_path / "b.db") as target:
+        with pytest.raises(UsageError, match="not an fslab campaign export"):
+            import_campaign(target, {"hello": 1})
+        with pytest.raises(UsageError, match="malformed"):
+            import_campaign(target, {"format": "fslab-campaign", "version": 1})

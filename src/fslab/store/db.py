@@ -162,6 +162,7 @@ class Store:
         device: Mapping[str, Any] | None,
         fslab_version: str,
         points: Sequence[PlannedPoint],
+        started_at: str | None = None,
     ) -> int:
         with self._transaction() as conn:
             cursor = conn.execute(
@@ -176,7 +177,7 @@ class Store:
                     json.dumps(host),
                     json.dumps(device) if device is not None else None,
                     fslab_version,
-                    utc_now(),
+                    started_at or utc_now(),
                 ),
             )
             campaign_id = int(cursor.lastrowid or 0)
@@ -229,8 +230,10 @@ class Store:
                 [(point_id, k, s, r) for k, (s, r) in outcome.collectors.items()],
             )
 
-    def set_campaign_status(self, campaign_id: int, status: str) -> None:
-        ended = utc_now() if status != "running" else None
+    def set_campaign_status(
+        self, campaign_id: int, status: str, ended_at: str | None = None
+    ) -> None:
+        ended = (ended_at or utc_now()) if status != "running" else None
         with self._transaction() as conn:
             conn.execute(
                 "UPDATE campaigns SET status=?, ended_at=? WHERE id=?",
@@ -291,10 +294,15 @@ class Store:
         return [r["name"] for r in rows]
 
     def commands(self, point_id: int) -> list[list[str]]:
+        return [argv for argv, _, _ in self.command_records(point_id)]
+
+    def command_records(self, point_id: int) -> list[tuple[list[str], int, float]]:
+        """(argv, exit code, seconds) of each command the point ran, in order."""
         rows = self._conn.execute(
-            "SELECT argv_json FROM commands WHERE point_id=? ORDER BY seq", (point_id,)
+            "SELECT argv_json, returncode, seconds FROM commands WHERE point_id=? ORDER BY seq",
+            (point_id,),
         ).fetchall()
-        return [json.loads(r["argv_json"]) for r in rows]
+        return [(json.loads(r["argv_json"]), r["returncode"], r["seconds"]) for r in rows]
 
     def collectors(self, point_id: int) -> dict[str, tuple[str, str]]:
         rows = self._conn.execute(
