@@ -1,10 +1,11 @@
 """Fold `perf script` call-graph text into counted stacks (the "folded" format).
 
 One folded line is ``comm;outermost;...;leaf count``: root first, the way flame
-graphs and `difffolded` read it. Folding is the only pass over what can be
-millions of samples, so it streams lines, strips each distinct frame line once
-(a cache keyed by the raw line, since the same address repeats in almost every
-sample) and counts stacks as tuples of interned strings before joining them.
+graphs and `difffolded` read it. Folding is the one pass over what can be
+millions of samples, so both entry points avoid per-frame regexes: each distinct
+frame line is cleaned once (the same address repeats in almost every sample),
+and the stream reader counts whole raw samples as bytes before looking inside
+any of them, so only distinct samples are parsed.
 
 Accepted input is what `perf script` prints with callchains, either the
 collector's field set (``-F comm,pid,tid,ip,sym``: a ``comm pid/tid`` header)
@@ -15,9 +16,12 @@ or the default one (``comm tid [cpu] time: period event:`` header, frames with
 from __future__ import annotations
 
 import re
+from collections import Counter
 from collections.abc import Iterable, Iterator
+from typing import IO
 
 UNKNOWN_FRAME = "[unknown]"
+STREAM_CHUNK_BYTES = 16 << 20
 
 # A header with "pid/tid" (the collector's format); greedy so a comm containing
 # spaces keeps everything up to the last pid/tid token.
@@ -27,37 +31,62 @@ _TID_HEADER = re.compile(r"^(.*?\S)\s+-?\d+(?:\s|$)")
 _HEX_DIGITS = frozenset("0123456789abcdefABCDEF")
 _HEADER_CACHE_MAX = 100_000
 
+Sample = tuple[str, tuple[str, ...]]  # (normalised comm, frames leaf first)
+
 
 def normalise_comm(comm: str) -> str:
-    """Merge per-instance kernel thread names so stacks add up across them.
+    """Merge per-instance kernel thread names so their stacks add up.
 
     `kworker/u8:3`, `kworker/1:1H` and `kworker/u8:4+loop2` all become
     `kworker/*`; `jbd2/loop3-8` becomes `jbd2/*`. Names without a slash (fio's
-    threads are all `fio`, `dd`, `swapper`) are kept as they are.
+    threads are all `fio`; `dd`, `swapper`) are kept as they are.
     """
     slash = comm.find("/")
     if slash > 0:
-        return comm[:slash] + "/*"
+        comm = comm[:slash] + "/*"
     return comm.replace(";", ":") if ";" in comm else comm
 
 
 def parse_header_comm(line: str) -> str:
-    """The (raw) comm of a sample header line, in either header format."""
+    """The raw comm of a sample header line, in either header format."""
     match = _PID_TID_HEADER.match(line) or _TID_HEADER.match(line)
     if match:
-        return match.group(1)
-    return line.strip() or "[unknown]"
+        return match.group(1).strip()
+    return line.strip() or UNKNOWN_FRAME
 
 
 def _is_hex(text: str) -> bool:
     return bool(text) and all(ch in _HEX_DIGITS for ch in text)
 
 
+def _strip_dso(text: str) -> str:
+    """Drop a trailing ` (dso)`, which may nest: `(/memfd:x (deleted))`.
+
+    Only a group that starts like a dso (`[kernel.kallsyms]`, `/usr/lib/...`)
+    is cut, never a C++ argument list.
+    """
+    if not text.endswith(")"):
+        return text
+    depth = 0
+    for i in range(len(text) - 1, -1, -1):
+        ch = text[i]
+        if ch == ")":
+            depth += 1
+        elif ch == "(":
+            depth -= 1
+            if depth == 0:
+                if i > 0 and text[i - 1] == " " and text.startswith(("[", "/"), i + 1):
+                    return text[: i - 1].rstrip()
+                return text
+    return text
+
+
 def clean_frame(line: str) -> str:
     """The bare symbol of one callchain line: no address, offset or dso.
 
     `\\tffffffff81650657 kmem_cache_alloc_noprof+0x27 ([kernel.kallsyms])`
-    becomes `kmem_cache_alloc_noprof`; a line with no symbol is `[unknown]`.
+    becomes `kmem_cache_alloc_noprof`; a line without a symbol is `[unknown]`
+    (always the UNKNOWN_FRAME object, so callers may compare with `is`).
     """
     text = line.strip()
     addr, sep, rest = text.partition(" ")
@@ -67,12 +96,7 @@ def clean_frame(line: str) -> str:
         return addr.replace(";", ":")
     if not _is_hex(addr):
         rest = text  # no ip column: the whole line is the symbol
-    rest = rest.strip()
-    if rest.endswith(")"):
-        cut = rest.rfind(" (")
-        # Only a dso in parentheses is cut, never C++ argument lists.
-        if cut >= 0 and rest.startswith(("[", "/"), cut + 2):
-            rest = rest[:cut].rstrip()
+    rest = _strip_dso(rest.strip())
     plus = rest.rfind("+0x")
     if plus > 0 and _is_hex(rest[plus + 3 :]):
         rest = rest[:plus]
@@ -81,58 +105,145 @@ def clean_frame(line: str) -> str:
     return rest.replace(";", ":") if ";" in rest else rest
 
 
-def iter_samples(lines: Iterable[str]) -> Iterator[tuple[str, tuple[str, ...]]]:
-    """Yield (normalised comm, frames leaf first) for every sample.
+class _SampleParser:
+    """Turns sample text into (comm, frames), caching per distinct line."""
 
-    Consecutive `[unknown]` frames (broken frame-pointer unwinds in user code)
-    collapse into one: addresses are gone, so their number says nothing.
-    """
-    frame_cache: dict[str, str] = {}
-    header_cache: dict[str, str] = {}
-    comm: str | None = None
-    frames: list[str] = []
-    for line in lines:
-        first = line[:1]
-        if first == "\t" or first == " ":
-            if comm is None:
-                continue
-            sym = frame_cache.get(line)
+    def __init__(self) -> None:
+        self.frame_cache: dict[str, str] = {}
+        self.header_cache: dict[str, str] = {}
+
+    def comm_of(self, header: str) -> str:
+        comm = self.header_cache.get(header)
+        if comm is None:
+            if len(self.header_cache) > _HEADER_CACHE_MAX:
+                self.header_cache.clear()  # timestamped headers never repeat
+            comm = self.header_cache[header] = normalise_comm(parse_header_comm(header))
+        return comm
+
+    def frames_of(self, frame_lines: Iterable[str]) -> tuple[str, ...]:
+        """Frames leaf first; a run of `[unknown]` frames collapses into one.
+
+        Unwinding through code without frame pointers yields a few garbage
+        `[unknown]` frames; with addresses stripped their number says nothing.
+        """
+        cache = self.frame_cache
+        frames: list[str] = []
+        for line in frame_lines:
+            sym = cache.get(line)
             if sym is None:
-                sym = frame_cache[line] = clean_frame(line)
+                if not line.strip():
+                    continue
+                sym = cache[line] = clean_frame(line)
             if sym is UNKNOWN_FRAME and frames and frames[-1] is UNKNOWN_FRAME:
                 continue
             frames.append(sym)
-        elif first == "\n" or first == "\r" or first == "":
-            if comm is not None:
-                yield comm, tuple(frames)
-                comm = None
-                frames.clear()
-        elif first == "#":
-            continue
-        else:
-            if comm is not None:  # a header straight after a sample
-                yield comm, tuple(frames)
-                frames.clear()
-            comm = header_cache.get(line)
-            if comm is None:
-                if len(header_cache) > _HEADER_CACHE_MAX:
-                    header_cache.clear()  # timestamped headers never repeat
-                comm = header_cache[line] = normalise_comm(parse_header_comm(line))
-    if comm is not None:
-        yield comm, tuple(frames)
+        return tuple(frames)
+
+    def parse_lines(self, lines: Iterable[str], comm: str | None = None) -> Iterator[Sample]:
+        """Yield every sample in a stream of lines (any mix of line endings).
+
+        `comm` is given when the first sample's header was already read.
+        """
+        body: list[str] = []
+        for line in lines:
+            first = line[:1]
+            if first == "\t" or first == " ":
+                if comm is not None:
+                    body.append(line)
+            elif first == "\n" or first == "\r" or first == "":
+                if comm is not None:
+                    yield comm, self.frames_of(body)
+                    comm = None
+                    body.clear()
+            elif first != "#":
+                if comm is not None:  # a header straight after a sample
+                    yield comm, self.frames_of(body)
+                    body.clear()
+                comm = self.comm_of(line)
+        if comm is not None:
+            yield comm, self.frames_of(body)
 
 
-def fold_perf_script(lines: Iterable[str]) -> dict[str, int]:
-    """Fold `perf script` lines into {"comm;root;...;leaf": samples}."""
-    counts: dict[tuple[str, tuple[str, ...]], int] = {}
-    get = counts.get
-    for key in iter_samples(lines):
-        counts[key] = get(key, 0) + 1
+def iter_samples(lines: Iterable[str]) -> Iterator[Sample]:
+    """Yield (normalised comm, frames leaf first) for every sample in `lines`."""
+    return _SampleParser().parse_lines(lines)
+
+
+def _to_folded(counts: dict[Sample, int]) -> dict[str, int]:
     folded: dict[str, int] = {}
     for (comm, frames), count in counts.items():
         stack = comm + ";" + ";".join(reversed(frames)) if frames else comm
         folded[stack] = folded.get(stack, 0) + count
     return folded
+
+
+def fold_perf_script(lines: Iterable[str]) -> dict[str, int]:
+    """Fold `perf script` lines into {"comm;root;...;leaf": samples}."""
+    counts: dict[Sample, int] = {}
+    get = counts.get
+    for sample in _SampleParser().parse_lines(lines):
+        counts[sample] = get(sample, 0) + 1
+    return _to_folded(counts)
+
+
+def _count_blocks(
+    stream: IO[bytes], chunk_bytes: int, parser: _SampleParser, odd: list[bytes]
+) -> dict[tuple[str, bytes], int]:
+    """Count raw samples as (comm, frame bytes), in big chunks (the fast part).
+
+    Blocks that do not look like `header\\n\\tframes` go to `odd` for the
+    line parser, so nothing unusual is miscounted.
+    """
+    counts: dict[tuple[str, bytes], int] = {}
+    header_comms: dict[bytes, str] = {}
+    rest = b""
+    while True:
+        chunk = stream.read(chunk_bytes)
+        blocks = (rest + chunk).split(b"\n\n") if chunk else [rest]
+        rest = blocks.pop() if chunk else b""
+        get = counts.get
+        for block, n in Counter(blocks).items():
+            header, _, body = block.partition(b"\n")
+            if not header or header[:1] in b" \t#\n":
+                odd.extend([block] * n)
+                continue
+            comm = header_comms.get(header)
+            if comm is None:
+                if len(header_comms) > _HEADER_CACHE_MAX:
+                    header_comms.clear()
+                text = header.decode("utf-8", "replace")
+                comm = header_comms[header] = parser.comm_of(text)
+            key = (comm, body)
+            counts[key] = get(key, 0) + n
+        if not chunk:
+            return counts
+
+
+def fold_perf_script_stream(
+    stream: IO[bytes], *, chunk_bytes: int = STREAM_CHUNK_BYTES
+) -> dict[str, int]:
+    """Fold `perf script` output read from a binary stream (file or pipe).
+
+    Same result as `fold_perf_script`, several times faster on big inputs:
+    identical raw samples are counted as bytes and parsed once.
+    """
+    parser = _SampleParser()
+    odd: list[bytes] = []
+    raw_counts = _count_blocks(stream, chunk_bytes, parser, odd)
+    counts: dict[Sample, int] = {}
+    for (comm, body), n in raw_counts.items():
+        lines = body.decode("utf-8", "replace").split("\n") if body else []
+        if all(line[:1] in ("\t", " ", "") for line in lines):
+            samples = [(comm, parser.frames_of(lines))]
+        else:  # more than one sample without a blank line between them
+            samples = list(parser.parse_lines(lines, comm))
+        for sample in samples:
+            counts[sample] = counts.get(sample, 0) + n
+    for block in odd:
+        lines = block.decode("utf-8", "replace").split("\n")
+        for sample in parser.parse_lines(lines):
+            counts[sample] = counts.get(sample, 0) + 1
+    return _to_folded(counts)
 
 
 def folded_to_text(folded: dict[str, int]) -> str:

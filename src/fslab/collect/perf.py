@@ -1,0 +1,374 @@
+"""System-wide on-CPU kernel call graphs with `perf record -g -e cpu-clock`.
+
+The collector samples every CPU during the steady state of a point (after the
+ramp, for the runtime), folds the call graphs into a comm-rooted folded profile
+and turns its top functions into metrics. `cpu-clock` is a software event, so
+it works in VMs without hardware counters; `perf record` runs `sleep` as its
+workload so it ends on its own even if fslab dies, and `stop()` interrupts it
+when the workload finishes early.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import os
+import shutil
+import signal
+import subprocess
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+from fslab.analyze.profile import Profile
+from fslab.collect.base import Collector, CollectorResult, PointContext
+from fslab.collect.perf_fold import fold_perf_script_stream, folded_to_text
+from fslab.errors import ToolError
+from fslab.proc import CommandLog, CommandRecord, run
+
+DEFAULT_FREQ_HZ = 499  # ~1000 samples/s on 2 CPUs; odd, so it doesn't beat with timers
+END_MARGIN_S = 0.5  # stop recording a little before the workload is expected to end
+MIN_RECORD_S = 0.5
+TOP_FUNCS = 30
+SCRIPT_FIELDS = "comm,pid,tid,ip,sym"
+TRIAL_TIMEOUT_S = 60.0
+STOP_GRACE_S = 20.0  # perf writes its buffers after SIGINT; big runs take a while
+ARTIFACT_FOLDED = "profile.oncpu.folded"
+ARTIFACT_COMMANDS = "profile.oncpu.commands"
+
+
+def perf_record_argv(perf: str, data_path: Path, freq_hz: int, duration_s: float) -> list[str]:
+    """System-wide cpu-clock call graphs for `duration_s` seconds."""
+    return [
+        perf,
+        "record",
+        "-a",
+        "-g",
+        "-e",
+        "cpu-clock",
+        "-F",
+        str(freq_hz),
+        "--no-buildid",  # skip the post-pass over the data; we script right away
+        "--no-buildid-cache",  # and never copy binaries into ~/.debug
+        "-o",
+        str(data_path),
+        "--",
+        "sleep",
+        f"{duration_s:.3f}",
+    ]
+
+
+def perf_script_argv(perf: str, data_path: Path) -> list[str]:
+    """Just what folding needs; `--no-inline` avoids slow addr2line lookups."""
+    return [perf, "script", "-i", str(data_path), "-F", SCRIPT_FIELDS, "--no-inline"]
+
+
+def perf_error_summary(stderr: str) -> str:
+    """The line of perf's stderr that says what went wrong (perf's "Error:" line)."""
+    lines = [ln.strip() for ln in stderr.splitlines() if ln.strip()]
+    for i, line in enumerate(lines):
+        if line == "Error:" and i + 1 < len(lines):
+            return lines[i + 1]
+        if line.startswith("Error:"):
+            return line
+    return lines[-1] if lines else ""
+
+
+def _read_proc_int(path: str) -> int | None:
+    try:
+        return int(Path(path).read_text().strip())
+    except (OSError, ValueError):
+        return None
+
+
+def _paranoid_hint() -> str:
+    """Why a non-root user may not sample kernel stacks system-wide."""
+    paranoid = _read_proc_int("/proc/sys/kernel/perf_event_paranoid")
+    if os.geteuid() == 0 or paranoid is None or paranoid <= 0:
+        return ""
+    return (
+        f" (kernel.perf_event_paranoid is {paranoid}; system-wide kernel call graphs "
+        "need root, CAP_PERFMON or perf_event_paranoid <= 0)"
+    )
+
+
+def _kernel_symbols_hidden() -> bool:
+    """True when /proc/kallsyms shows zero addresses to us (kptr_restrict)."""
+    try:
+        with open("/proc/kallsyms") as fh:
+            first = fh.readline().split()
+    except OSError:
+        return True
+    return not first or int(first[0], 16) == 0
+
+
+@functools.lru_cache(maxsize=8)
+def _probe(perf: str | None, euid: int) -> str | None:
+    """Cached per perf binary and user: a short trial recording, or why not."""
+    if perf is None:
+        return "perf not found in PATH (install linux-perf / linux-tools)"
+    with tempfile.TemporaryDirectory(prefix="fslab-perf-probe-") as tmp:
+        argv = perf_record_argv(perf, Path(tmp) / "trial.data", 99, 0.1)
+        try:
+            record = run(argv, check=False, timeout_s=TRIAL_TIMEOUT_S)
+        except ToolError as exc:
+            return f"perf record trial failed: {exc}"
+    if record.returncode != 0:
+        summary = perf_error_summary(record.stderr) or f"exit code {record.returncode}"
+        return f"perf record -a -g -e cpu-clock trial failed: {summary}{_paranoid_hint()}"
+    if _kernel_symbols_hidden():
+        return "kernel symbols are hidden (kernel.kptr_restrict); run as root"
+    return None
+
+
+def _tail(path: Path, n_chars: int = 2000) -> str:
+    try:
+        return path.read_text(errors="replace").strip()[-n_chars:]
+    except OSError:
+        return ""
+
+
+def profile_metrics(profile: Profile, top_n: int = TOP_FUNCS) -> dict[str, float]:
+    """Flat metrics: sample count, idle share, top functions by both shares."""
+    metrics: dict[str, float] = {
+        "profile.samples": float(profile.total),
+        "profile.idle_share": profile.idle_share(),
+    }
+    for by in ("inclusive", "self"):
+        for func in profile.top(top_n, by=by):  # without [unknown]
+            metrics[f"profile.{by}.{func.name}"] = func.share
+    return metrics
+
+
+class PerfCollector(Collector):
+    """On-CPU call graphs of all CPUs during the steady state of a point."""
+
+    name = "perf"
+
+    def __init__(
+        self,
+        freq_hz: int = DEFAULT_FREQ_HZ,
+        *,
+        keep_data: bool = False,
+        top_n: int = TOP_FUNCS,
+        end_margin_s: float = END_MARGIN_S,
+        script_timeout_s: float = 600.0,
+    ) -> None:
+        if freq_hz <= 0:
+            raise ValueError(f"freq_hz must be positive, not {freq_hz}")
+        self.freq_hz = freq_hz
+        self.keep_data = keep_data
+        self.top_n = top_n
+        self.end_margin_s = end_margin_s
+        self.script_timeout_s = script_timeout_s
+        self.command_log = CommandLog()
+        self._lock = threading.Lock()
+        self._timer: threading.Timer | None = None
+        self._proc: subprocess.Popen[bytes] | None = None
+        self._proc_argv: list[str] = []
+        self._proc_started = 0.0
+        self._perf: str | None = None
+        self._ctx: PointContext | None = None
+        self._reset()
+
+    @classmethod
+    def unavailable_reason(cls) -> str | None:
+        return _probe(shutil.which("perf"), os.geteuid())
+
+    # --- start ----------------------------------------------------------------
+
+    @property
+    def _data_path(self) -> Path:
+        assert self._ctx is not None
+        return self._ctx.artifact_dir / "perf.data"
+
+    @property
+    def _log_path(self) -> Path:
+        assert self._ctx is not None
+        return self._ctx.artifact_dir / "perf-record.log"
+
+    def record_duration_s(self, ctx: PointContext) -> float:
+        """The steady state minus a margin, so perf ends before the workload."""
+        return max(ctx.runtime_s - self.end_margin_s, MIN_RECORD_S)
+
+    def start(self, ctx: PointContext) -> None:
+        """Arm a timer that launches perf when the ramp is over; returns at once."""
+        self._reset()
+        self._ctx = ctx
+        self._perf = shutil.which("perf")
+        if self._perf is None:
+            self._unavailable = "perf not found in PATH"
+            return
+        ctx.artifact_dir.mkdir(parents=True, exist_ok=True)
+        self._timer = threading.Timer(max(ctx.ramp_s, 0.0), self._launch)
+        self._timer.daemon = True
+        self._timer.start()
+
+    def _reset(self) -> None:
+        """Forget the previous point, so one collector can observe many."""
+        with self._lock:
+            self.command_log = CommandLog()
+            self._timer = None
+            self._proc = None
+            self._proc_argv = []
+            self._launch_error = ""
+            self._unavailable = ""
+            self._stopping = False
+            self._interrupted = False
+
+    def _launch(self) -> None:
+        assert self._ctx is not None and self._perf is not None
+        with self._lock:
+            if self._stopping:
+                return
+            argv = perf_record_argv(
+                self._perf, self._data_path, self.freq_hz, self.record_duration_s(self._ctx)
+            )
+            try:
+                with open(self._log_path, "wb") as log:
+                    self._proc = subprocess.Popen(
+                        argv,
+                        stdin=subprocess.DEVNULL,
+                        stdout=log,
+                        stderr=subprocess.STDOUT,
+                        start_new_session=True,  # a terminal ^C must not cut the file short
+                    )
+            except OSError as exc:
+                self._launch_error = f"cannot start perf record: {exc}"
+                return
+            self._proc_argv = argv
+            self._proc_started = time.monotonic()
+
+    # --- stop -----------------------------------------------------------------
+
+    def stop(self) -> CollectorResult:
+        """End perf if still running, fold its samples, always clean up."""
+        with self._lock:
+            self._stopping = True
+            proc = self._proc
+        if self._timer is not None:
+            self._timer.cancel()
+        try:
+            return self._result(proc)
+        except Exception as exc:  # a collector must never fail the point
+            return CollectorResult(status="failed", reason=f"perf collector error: {exc!r}")
+        finally:
+            if proc is not None:
+                _kill_group(proc)
+            if not self.keep_data and self._ctx is not None:
+                with contextlib.suppress(OSError):
+                    self._data_path.unlink()
+
+    def _result(self, proc: subprocess.Popen[bytes] | None) -> CollectorResult:
+        if self._unavailable:
+            return CollectorResult(status="unavailable", reason=self._unavailable)
+        if proc is None:
+            reason = self._launch_error or (
+                "the workload ended before the ramp was over; perf never started"
+            )
+            return CollectorResult(status="failed", reason=reason)
+        returncode = self._end_record(proc)
+        log_tail = _tail(self._log_path)
+        self.command_log.add(
+            CommandRecord(
+                argv=self._proc_argv,
+                returncode=returncode,
+                stdout="",
+                stderr=log_tail,
+                seconds=time.monotonic() - self._proc_started,
+            )
+        )
+        data = self._data_path
+        if not data.exists() or data.stat().st_size == 0:
+            return CollectorResult(
+                status="failed", reason=f"perf record wrote no data (exit {returncode}): {log_tail}"
+            )
+        if returncode != 0 and not self._interrupted:
+            return CollectorResult(
+                status="failed", reason=f"perf record failed (exit {returncode}): {log_tail}"
+            )
+        return self._fold(data)
+
+    def _end_record(self, proc: subprocess.Popen[bytes]) -> int:
+        """SIGINT a running perf so it flushes its buffers, then wait for it."""
+        if proc.poll() is None:
+            self._interrupted = True
+            with contextlib.suppress(ProcessLookupError):
+                proc.send_signal(signal.SIGINT)
+            try:
+                proc.wait(timeout=STOP_GRACE_S)
+            except subprocess.TimeoutExpired:
+                _kill_group(proc)
+        return proc.wait()
+
+    def _fold(self, data: Path) -> CollectorResult:
+        assert self._perf is not None and self._ctx is not None
+        argv = perf_script_argv(self._perf, data)
+        err_path = self._ctx.artifact_dir / "perf-script.log"
+        started = time.monotonic()
+        folded, returncode, timed_out = _run_script(argv, err_path, self.script_timeout_s)
+        err_tail = _tail(err_path)
+        self.command_log.add(
+            CommandRecord(argv, returncode, "", err_tail, time.monotonic() - started)
+        )
+        if timed_out:
+            return CollectorResult(
+                status="failed", reason=f"perf script timed out after {self.script_timeout_s} s"
+            )
+        if returncode != 0:
+            return CollectorResult(
+                status="failed", reason=f"perf script failed (exit {returncode}): {err_tail}"
+            )
+        profile = Profile.from_counts(folded)
+        if profile.total == 0:
+            return CollectorResult(status="failed", reason="perf recorded no samples")
+        metrics = profile_metrics(profile, self.top_n)
+        metrics["profile.freq_hz"] = float(self.freq_hz)
+        return CollectorResult(
+            status="ok",
+            metrics=metrics,
+            artifacts={
+                ARTIFACT_FOLDED: folded_to_text(folded),
+                ARTIFACT_COMMANDS: "\n".join(self.command_log.shell_lines()) + "\n",
+            },
+        )
+
+
+def _run_script(
+    argv: list[str], err_path: Path, timeout_s: float
+) -> tuple[dict[str, int], int, bool]:
+    """Stream `perf script` into the folder; a watchdog kills it on timeout."""
+    with open(err_path, "wb") as err:
+        proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=err)
+    timed_out = threading.Event()
+
+    def expire() -> None:
+        timed_out.set()
+        proc.kill()
+
+    watchdog = threading.Timer(timeout_s, expire)
+    watchdog.daemon = True
+    watchdog.start()
+    try:
+        assert proc.stdout is not None
+        folded = fold_perf_script_stream(proc.stdout)
+        returncode = proc.wait()
+    finally:
+        watchdog.cancel()
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+        if proc.stdout is not None:
+            proc.stdout.close()
+    return folded, returncode, timed_out.is_set()
+
+
+def _kill_group(proc: subprocess.Popen[bytes]) -> None:
+    """Kill perf and its `sleep` (their own session) if they still run."""
+    if proc.poll() is not None:
+        return
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(proc.pid, signal.SIGKILL)
+    with contextlib.suppress(subprocess.TimeoutExpired):
+        proc.wait(timeout=5)
