@@ -1,0 +1,251 @@
+"""Calibrate fslab's comparison verdicts: false alarms, detection power, repetitions.
+
+    .venv/bin/python bench/stats_calibration.py [--tables N] [--seed S]
+
+Synthetic part (runs now). Each simulated comparison is one table of an
+8-point sweep (one throughput metric, "fio.write.iops", higher is better),
+run through fslab.analyze.compare.compare() exactly as a campaign would be.
+Run-to-run noise is multiplicative with a 3% coefficient of variation:
+
+- lognormal: log(value) ~ Normal(0, 0.03);
+- heavy: log(value) ~ 0.03 / sqrt(3) x Student-t(3), the same 3% standard
+  deviation but heavier tails (stragglers: about 1 run in 40 lies beyond
+  4 standard deviations of a normal run).
+
+Figures printed:
+
+- A/A: both sides from the same distribution; the share of points flagged
+  better/worse (goal <= 1%). Also for one-point tables, where the
+  Benjamini-Hochberg correction has nothing to spread over.
+- A/B: the candidate 5% higher at every point; the share of points flagged
+  "better" at several repetition counts (goal >= 90% at the recommended
+  count) and the smallest count reaching 90% for lognormal noise, which is
+  what compare.RECOMMENDED_REPETITIONS should be.
+- The same A/B figure at the recommended count for other gate factors.
+
+Figures are computed in parallel (--workers, default: all CPUs), each from
+its own seed, so the output does not depend on the worker count. To fit in
+about two minutes on two CPUs the bootstrap inside the loop uses 1000
+resamples instead of compare()'s 10000: the 2.5% and 97.5% percentiles move
+by a few tenths of a percent of the ratio, far less than the Monte Carlo
+error of the rates printed (shown as +- one standard error).
+
+Real-runs part: `real_samples()` is the hook for the lead to wire to stored
+campaigns; when it returns data, an A/A check on real noise is printed too.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import time
+from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import ProcessPoolExecutor
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from fslab.analyze import compare as cmp
+
+CV = 0.03
+SHIFT = 1.05
+POINTS = 8
+METRIC = "fio.write.iops"
+N_RESAMPLES = 1000  # reduced inside the loop, see the module docstring
+REP_COUNTS = (3, 5, 8, 12, 14, 16, 18, 20)
+AA_REP_COUNTS = (3, 5)  # plus the recommended count
+POWER_GOAL = 0.90
+FALSE_ALARM_GOAL = 0.01
+GATE_FACTORS = (0.5, 2.0)  # besides the default cmp.GATE_CV_FACTOR
+
+Samples = Mapping[Any, Mapping[str, Sequence[float]]]
+Noise = Callable[[np.random.Generator, int], np.ndarray]
+
+
+def lognormal(rng: np.random.Generator, n: int) -> np.ndarray:
+    return np.exp(rng.normal(0.0, CV, n))
+
+
+def heavy(rng: np.random.Generator, n: int) -> np.ndarray:
+    return np.exp(rng.standard_t(3, n) * CV / np.sqrt(3.0))
+
+
+NOISES: dict[str, Noise] = {"lognormal": lognormal, "heavy (t3)": heavy}
+
+
+# --- real runs: the hook -------------------------------------------------------------------
+
+
+def real_samples(*args: Any, **kwargs: Any) -> Samples | None:
+    """HOOK for the lead: per-repetition values of real runs, or None (not wired yet).
+
+    Return {point_key: {metric: [value per repetition, ...]}} from a stored
+    campaign with many repetitions of one configuration (>= 2 x the
+    recommended count per point). main() then splits each point's
+    repetitions into two random halves and compares them (an A/A on real
+    noise, including drift between runs the synthetic noise lacks).
+    """
+    return None
+
+
+def real_aa(samples: Samples, rng: np.random.Generator) -> cmp.ComparisonTable:
+    """A/A on real data: each point's repetitions split at random into two halves."""
+    base: dict[Any, dict[str, list[float]]] = {}
+    cand: dict[Any, dict[str, list[float]]] = {}
+    for point, metrics in samples.items():
+        for metric, values in metrics.items():
+            shuffled = rng.permutation(np.asarray(values, dtype=float))
+            half = len(shuffled) // 2
+            base.setdefault(point, {})[metric] = list(shuffled[:half])
+            cand.setdefault(point, {})[metric] = list(shuffled[half : 2 * half])
+    return cmp.compare(base, cand, n_resamples=N_RESAMPLES)
+
+
+# --- simulation ----------------------------------------------------------------------------
+
+
+def simulate_table(
+    noise: Noise, rng: np.random.Generator, n_reps: int, shift: float, points: int = POINTS
+) -> tuple[Samples, Samples]:
+    """A baseline and a candidate sweep; the candidate's true level is `shift` x baseline."""
+    base, cand = {}, {}
+    for i in range(points):
+        key = (("numjobs", 2**i),)
+        level = 1000.0 * (i + 1)
+        base[key] = {METRIC: list(level * noise(rng, n_reps))}
+        cand[key] = {METRIC: list(level * shift * noise(rng, n_reps))}
+    return base, cand
+
+
+def flag_rate(
+    noise: Noise,
+    n_reps: int,
+    shift: float,
+    tables: int,
+    rng: np.random.Generator,
+    *,
+    points: int = POINTS,
+    gate_cv_factor: float = cmp.GATE_CV_FACTOR,
+) -> tuple[float, float]:
+    """Share of points flagged (any of better/worse/changed) and its standard error."""
+    flagged = total = 0
+    for index in range(tables):
+        base, cand = simulate_table(noise, rng, n_reps, shift, points)
+        table = cmp.compare(
+            base, cand, n_resamples=N_RESAMPLES, gate_cv_factor=gate_cv_factor, seed=index
+        )
+        flagged += len(table.flagged())
+        total += len(table.rows)
+    rate = flagged / total
+    return rate, float(np.sqrt(rate * (1.0 - rate) / total))
+
+
+@dataclass(frozen=True)
+class Figure:
+    """One simulated rate: a noise, a repetition count, a true shift, a table size."""
+
+    noise: str
+    n_reps: int
+    shift: float
+    tables: int
+    points: int = POINTS
+    gate_cv_factor: float = cmp.GATE_CV_FACTOR
+
+
+def run_figure(job: tuple[Figure, np.random.SeedSequence]) -> tuple[float, float]:
+    """A figure's flag rate, from its own seed (so results do not depend on scheduling)."""
+    figure, seed = job
+    return flag_rate(
+        NOISES[figure.noise],
+        figure.n_reps,
+        figure.shift,
+        figure.tables,
+        np.random.default_rng(seed),
+        points=figure.points,
+        gate_cv_factor=figure.gate_cv_factor,
+    )
+
+
+def plan(tables: int) -> list[Figure]:
+    """Every figure the report prints."""
+    recommended = cmp.recommended_repetitions()
+    figures = []
+    for noise in NOISES:
+        figures += [Figure(noise, n, 1.0, tables) for n in sorted({*AA_REP_COUNTS, recommended})]
+        figures.append(Figure(noise, recommended, 1.0, tables * POINTS, points=1))
+        figures += [Figure(noise, n, SHIFT, tables) for n in REP_COUNTS]
+    figures += [
+        Figure("lognormal", recommended, SHIFT, tables, gate_cv_factor=k) for k in GATE_FACTORS
+    ]
+    return figures
+
+
+def _pct(rate: float, se: float) -> str:
+    return f"{100 * rate:.1f}% +-{100 * se:.1f}"
+
+
+def report(rates: Mapping[Figure, tuple[float, float]], tables: int) -> None:
+    """Print the figures in the order of the module docstring."""
+    recommended = cmp.recommended_repetitions()
+    print(f"A/A false alarms: share of points flagged (goal <= {FALSE_ALARM_GOAL:.0%})")
+    for noise in NOISES:
+        sweeps = [f for f in rates if f.noise == noise and f.shift == 1.0 and f.points == POINTS]
+        cells = "  ".join(f"n={f.n_reps}: {_pct(*rates[f])}" for f in sweeps)
+        print(f"  {noise:<10} {POINTS}-point sweeps  {cells}")
+        single = Figure(noise, recommended, 1.0, tables * POINTS, points=1)
+        print(f"  {noise:<10} 1-point tables   n={recommended}: {_pct(*rates[single])}")
+    print(f"A/B detection of a {SHIFT - 1:.0%} shift at {CV:.0%} CV (goal >= {POWER_GOAL:.0%})")
+    for noise in NOISES:
+        cells = "  ".join(
+            f"n={n}: {100 * rates[Figure(noise, n, SHIFT, tables)][0]:.0f}%" for n in REP_COUNTS
+        )
+        print(f"  {noise:<10} {cells}")
+    worst_se = max(rates[Figure("lognormal", n, SHIFT, tables)][1] for n in REP_COUNTS)
+    print(f"  (Monte Carlo standard error up to {100 * worst_se:.1f} points)")
+    reaching = [
+        n for n in REP_COUNTS if rates[Figure("lognormal", n, SHIFT, tables)][0] >= POWER_GOAL
+    ]
+    print(
+        f"smallest count reaching {POWER_GOAL:.0%} (lognormal): "
+        f"{reaching[0] if reaching else 'none tried'}; "
+        f"compare.RECOMMENDED_REPETITIONS = {recommended}"
+    )
+    cells = "  ".join(
+        f"{f.gate_cv_factor:g} x CV: {_pct(*rates[f])}"
+        for f in rates
+        if f.noise == "lognormal" and f.shift == SHIFT and f.n_reps == recommended
+    )
+    print(f"gate max(2%, k x CV), lognormal, n={recommended}, 5% shift: {cells}")
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--tables", type=int, default=150, help="simulated sweeps per figure")
+    parser.add_argument("--seed", type=int, default=2024)
+    parser.add_argument("--workers", type=int, default=os.cpu_count() or 1)
+    args = parser.parse_args(argv)
+    started = time.monotonic()
+    print(
+        f"{args.tables} simulated {POINTS}-point sweeps per figure, "
+        f"{N_RESAMPLES} bootstrap resamples per row, seed {args.seed}"
+    )
+    figures = plan(args.tables)
+    seeds = np.random.SeedSequence(args.seed).spawn(len(figures))
+    with ProcessPoolExecutor(max_workers=args.workers) as pool:
+        results = list(pool.map(run_figure, zip(figures, seeds, strict=True)))
+    report(dict(zip(figures, results, strict=True)), args.tables)
+    samples = real_samples()
+    if samples is None:
+        print("real runs: not wired yet (real_samples() returns None)")
+    else:
+        table = real_aa(samples, np.random.default_rng(args.seed))
+        print(f"real runs A/A (split halves): {len(table.flagged())} of {len(table.rows)} flagged")
+        for line in table.describe():
+            print(f"  {line}")
+    print(f"took {time.monotonic() - started:.0f} s")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
