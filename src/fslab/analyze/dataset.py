@@ -1,0 +1,116 @@
+"""One campaign's stored results, shaped for analysis.
+
+Analysis reads only the store (DESIGN: one direction); this module is the one
+place that turns rows into the shapes the statistics want: per-repetition
+values keyed by sweep point, and curves over a concurrency axis.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+from fslab.analyze.summary import HEADLINE_CANDIDATES, LATENCY_CANDIDATES, pick_metric
+from fslab.store.db import CampaignRow, PointRow, Store
+
+PointKey = tuple[tuple[str, Any], ...]
+CONCURRENCY_AXES = ("numjobs", "iodepth", "cpus")
+
+
+def point_key(sweep: dict[str, Any], drop: Iterable[str] = ()) -> PointKey:
+    dropped = set(drop)
+    return tuple((k, v) for k, v in sweep.items() if k not in dropped)
+
+
+def key_label(key: PointKey) -> str:
+    return " ".join(f"{k}={v}" for k, v in key) or "(no sweep)"
+
+
+@dataclass
+class CampaignData:
+    campaign: CampaignRow
+    points: list[PointRow]
+    metrics: dict[int, dict[str, float]]
+    headline: str | None = field(init=False)
+    latency: str | None = field(init=False)
+
+    def __post_init__(self) -> None:
+        ok = [self.metrics.get(p.id, {}) for p in self.points if p.status == "ok"]
+        self.headline = pick_metric(HEADLINE_CANDIDATES, ok)
+        self.latency = pick_metric(LATENCY_CANDIDATES, ok)
+
+    @property
+    def id(self) -> int:
+        return self.campaign.id
+
+    def configs(self) -> list[str]:
+        return list(dict.fromkeys(p.config for p in self.points))
+
+    def fs_type(self, config: str) -> str:
+        return next(p.fs_type for p in self.points if p.config == config)
+
+    def axes(self) -> list[str]:
+        return list(dict.fromkeys(axis for p in self.points for axis in p.sweep))
+
+    def concurrency_axis(self) -> str | None:
+        return next((a for a in CONCURRENCY_AXES if a in self.axes()), None)
+
+    def ok_points(self, config: str | None = None) -> list[PointRow]:
+        return [
+            p for p in self.points if p.status == "ok" and (config is None or p.config == config)
+        ]
+
+    def values(
+        self, metric: str, config: str | None = None, *, drop_axes: Iterable[str] = ()
+    ) -> dict[PointKey, list[float]]:
+        """Per-repetition values of `metric` keyed by sweep point (in run order)."""
+        result: dict[PointKey, list[float]] = {}
+        for p in self.ok_points(config):
+            value = self.metrics.get(p.id, {}).get(metric)
+            if value is not None:
+                result.setdefault(point_key(p.sweep, drop_axes), []).append(value)
+        return result
+
+    def metric_names(self) -> list[str]:
+        return sorted({name for m in self.metrics.values() for name in m})
+
+    def curve(
+        self, config: str, metric: str, axis: str
+    ) -> dict[PointKey, tuple[list[float], list[list[float]]]]:
+        """Concurrency curves: for each combination of the other axes, (N, reps per N)."""
+        curves: dict[PointKey, dict[float, list[float]]] = {}
+        for p in self.ok_points(config):
+            value = self.metrics.get(p.id, {}).get(metric)
+            if value is None or axis not in p.sweep:
+                continue
+            rest = point_key(p.sweep, drop=[axis])
+            curves.setdefault(rest, {}).setdefault(float(p.sweep[axis]), []).append(value)
+        return {
+            rest: (sorted(by_n), [by_n[n] for n in sorted(by_n)]) for rest, by_n in curves.items()
+        }
+
+    def point(self, point_id: int) -> PointRow:
+        return next(p for p in self.points if p.id == point_id)
+
+    def worst_and_best(self, config: str) -> tuple[PointRow, PointRow] | None:
+        """The config's points with the lowest and highest headline (first repetition each)."""
+        if self.headline is None:
+            return None
+        scored = [
+            (self.metrics[p.id][self.headline], p)
+            for p in self.ok_points(config)
+            if self.headline in self.metrics.get(p.id, {})
+        ]
+        if not scored:
+            return None
+        scored.sort(key=lambda item: item[0])
+        return scored[0][1], scored[-1][1]
+
+
+def load_campaign(store: Store, campaign_id: int) -> CampaignData:
+    return CampaignData(
+        campaign=store.campaign(campaign_id),
+        points=store.points(campaign_id),
+        metrics=store.metrics(campaign_id),
+    )
