@@ -18,6 +18,8 @@ def format_value(metric: str | None, value: float | None) -> str:
     if metric.endswith("iops"):
         return f"{value / 1000:.1f}K" if value >= 10_000 else f"{value:.0f}"
     if metric.endswith("bw_bytes_s"):
+        if value >= 1e9:
+            return f"{value / 1e9:.2f}GB/s"
         return f"{value / 1e6:.1f}MB/s" if value >= 1e6 else f"{value / 1e3:.0f}kB/s"
     if "_ns" in metric:
         if value >= 1e9:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -16,13 +17,12 @@ from pathlib import Path
 from fslab.errors import FslabError, UsageError
 from fslab.proc import CommandLog, run_interruptible
 from fslab.spec import SPECIAL_AXES, DdWorkload, FioWorkload, ScalarValue, Spec
-from fslab.units import parse_size_bytes
+from fslab.units import parse_duration_s, parse_size_bytes
 from fslab.workload import dd as dd_mod
 from fslab.workload import fio as fio_mod
 from fslab.workload.fio_json import parse_fio_json
 
 SEPARATE_LAYOUT_BYTES = 64 * 1024**2
-SETUP_ALLOWANCE_S = 120.0  # file layout, thread start-up, final fsyncs
 C_LOCALE = {**os.environ, "LC_ALL": "C"}  # dd's summary words and decimal point follow the locale
 
 
@@ -75,8 +75,40 @@ def fio_options_for_point(spec: Spec, sweep: Mapping[str, ScalarValue]) -> fio_m
     return options
 
 
-def point_timeout_s(spec: Spec) -> float:
-    return (spec.runtime_s + spec.ramp_s) * spec.run.timeout_factor + SETUP_ALLOWANCE_S
+_FIO_TIME_RE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(us|ms|s|m|h|d)?\s*$", re.IGNORECASE)
+_FIO_TIME_UNITS = {
+    "us": 1e-6,
+    "ms": 1e-3,
+    "s": 1.0,
+    None: 1.0,
+    "m": 60.0,
+    "h": 3600.0,
+    "d": 86400.0,
+}
+
+
+def fio_seconds(text: str | None) -> float:
+    """A fio time option in seconds (fio's default unit); 0 when absent or unreadable."""
+    match = _FIO_TIME_RE.match(text or "")
+    if not match:
+        return 0.0
+    unit = match.group(2).lower() if match.group(2) else None
+    return float(match.group(1)) * _FIO_TIME_UNITS[unit]
+
+
+def point_timeout_s(spec: Spec, sweep: Mapping[str, ScalarValue] | None = None) -> float:
+    """When a point is declared hung: (runtime + ramp) x run.timeout_factor + run.setup_timeout.
+
+    The runtime is the one fio will really run: a --runtime pasted in a command
+    line (kept when run.runtime is unset) or swept, not just spec.runtime_s.
+    """
+    runtime_s, ramp_s = spec.runtime_s, spec.ramp_s
+    if isinstance(spec.workload, FioWorkload):
+        options = fio_options_for_point(spec, sweep or {})
+        runtime_s = max(runtime_s, fio_seconds(options.get("runtime")))
+        ramp_s = max(ramp_s, fio_seconds(options.get("ramp_time")))
+    setup_s = parse_duration_s(spec.run.setup_timeout)
+    return (runtime_s + ramp_s) * spec.run.timeout_factor + setup_s
 
 
 def fio_argv_for_point(spec: Spec, sweep: Mapping[str, ScalarValue], directory: str) -> list[str]:
@@ -201,9 +233,10 @@ def run_dd(
         )
         if record.timed_out or record.returncode != 0:
             reason = "hung" if record.timed_out else f"exited {record.returncode}"
+            last_line = (record.stderr.strip().splitlines() or [""])[0]
             return WorkloadOutcome(
                 ok=False,
-                error=f"dd {reason} at iteration {iterations + 1}",
+                error=f"dd {reason} at iteration {iterations + 1}: {last_line}".rstrip(": "),
                 stderr=record.stderr,
             )
         try:
