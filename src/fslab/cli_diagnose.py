@@ -1,0 +1,40 @@
+"""`fslab diagnose`: which kernel mechanism is to blame, with the evidence."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import typer
+
+from fslab.analyze.diagnose import diagnose_campaign
+from fslab.cli import DbOption, JsonOption, _guarded, _print_json, _store, app, out
+
+
+@app.command()
+def diagnose(
+    campaign_id: Annotated[
+        int | None, typer.Argument(help="Campaign id (default: the latest).")
+    ] = None,
+    db: DbOption = None,
+    as_json: JsonOption = False,
+) -> None:
+    """Rank the kernel mechanisms that explain each configuration's worst point.
+
+    Rules (one file per mechanism in fslab/analyze/rules/) are checked against the
+    worst point's profiles, collector metrics and facts, with the best point as
+    baseline; each candidate lists the numbers for and against it.
+    """
+
+    def body() -> None:
+        with _store(db) as store:
+            cid = campaign_id if campaign_id is not None else store.latest_campaign_id()
+            diagnoses = diagnose_campaign(store, cid)
+        if as_json:
+            _print_json({"campaign": cid, "configs": [d.to_dict() for d in diagnoses]})
+            return
+        for diagnosis in diagnoses:
+            for line in diagnosis.describe():
+                out.print(line, markup=False, highlight=False)
+            out.print()
+
+    _guarded(body)
