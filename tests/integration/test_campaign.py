@@ -57,6 +57,22 @@ def write_spec(tmp_path: Path, runtime: str) -> Path:
     return path
 
 
+def start_and_wait_for_mount(spec: Path, db: Path) -> subprocess.Popen[str]:
+    """Start `fslab run` and return once its first point has mounted a filesystem."""
+    mounts_before = loop_mounts()
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "fslab", "run", str(spec), "--db", str(db), "--no-collect"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline and not (loop_mounts() - mounts_before):
+        time.sleep(0.05)
+    assert loop_mounts() - mounts_before, "no point ever mounted"
+    return proc
+
+
 @requires_root
 def test_tiny_campaign_stores_trustworthy_results(tmp_path, no_leaks):
     spec = write_spec(tmp_path, "2s")
@@ -97,19 +113,8 @@ def test_tiny_campaign_stores_trustworthy_results(tmp_path, no_leaks):
 
 @requires_root
 def test_sigint_mid_run_releases_everything_and_resume_completes(tmp_path, no_leaks):
-    spec = write_spec(tmp_path, "4s")
     db = tmp_path / "r.db"
-    mounts_before = loop_mounts()
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "fslab", "run", str(spec), "--db", str(db), "--no-collect"],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline and not (loop_mounts() - mounts_before):
-        time.sleep(0.1)
-    assert loop_mounts() - mounts_before, "no point ever mounted"
+    proc = start_and_wait_for_mount(write_spec(tmp_path, "4s"), db)
     time.sleep(1.5)  # inside the workload
     proc.send_signal(signal.SIGINT)
     _, stderr = proc.communicate(timeout=120)
@@ -131,18 +136,7 @@ def test_sigint_mid_run_releases_everything_and_resume_completes(tmp_path, no_le
 
 @requires_root
 def test_sigterm_releases_everything(tmp_path, no_leaks):
-    spec = write_spec(tmp_path, "4s")
-    db = tmp_path / "r.db"
-    mounts_before = loop_mounts()
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "fslab", "run", str(spec), "--db", str(db), "--no-collect"],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline and not (loop_mounts() - mounts_before):
-        time.sleep(0.05)
+    proc = start_and_wait_for_mount(write_spec(tmp_path, "4s"), tmp_path / "r.db")
     proc.send_signal(signal.SIGTERM)  # possibly during mkfs, mount or layout
     proc.communicate(timeout=120)
     assert proc.returncode == 130
