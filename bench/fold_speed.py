@@ -20,9 +20,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import os
-import secrets
 import subprocess
-import tempfile
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -30,6 +28,7 @@ from pathlib import Path
 from fslab.collect.perf import perf_record_argv, perf_script_argv
 from fslab.collect.perf_fold import fold_perf_script, fold_perf_script_stream
 from fslab.proc import run
+from fslab.target.scratch import scratch_filesystem
 
 DEFAULT_OUTPUT = Path("/dev/shm/fslab-bench-perf-script.txt")
 RAMP_S = 2.0
@@ -38,24 +37,8 @@ RAMP_S = 2.0
 @contextlib.contextmanager
 def scratch_ext4() -> Iterator[Path]:
     """ext4 on a loop device over a /dev/shm image, mounted; released after."""
-    image = Path(f"/dev/shm/fslab-{os.getpid()}-{secrets.token_hex(4)}.img")
-    with open(image, "wb") as fh:
-        fh.truncate(2 << 30)
-    mnt = Path(tempfile.mkdtemp(prefix="fslab-bench-"))
-    loop, mounted = "", False
-    try:
-        loop = run(["losetup", "--find", "--show", str(image)]).stdout.strip()
-        run(["mkfs.ext4", "-q", "-F", loop])
-        run(["mount", loop, str(mnt)])
-        mounted = True
-        yield mnt
-    finally:
-        if mounted:
-            run(["umount", str(mnt)], check=False)
-        if loop:
-            run(["losetup", "-d", loop], check=False)
-        mnt.rmdir()
-        image.unlink(missing_ok=True)
+    with scratch_filesystem("ext4", 2 << 30) as (_, mountpoint):
+        yield mountpoint
 
 
 def record(output: Path, seconds: float, freq_hz: int) -> None:

@@ -13,24 +13,50 @@ import pytest
 DATA_DIR = Path(__file__).parent / "data"
 
 
-# What fslab itself creates: images fslab-<pid>-<hex>.img, mounts under /run/fslab/.
-# Only these count as leaks, so tests of other engineers running at the same
-# time (with their own decoys) do not make a test fail.
-FSLAB_IMAGE_RE = re.compile(r"fslab-\d+-[0-9a-f]{8}\.img")
+# What fslab itself creates: images fslab-<pid>-<hex>.img and mounts under
+# /run/fslab/mnt-<pid>-<hex>. Only these count, and only when their owner is
+# this test process or has died: a live fslab of someone else running at the
+# same time is not this test's leak.
+FSLAB_IMAGE_RE = re.compile(r"fslab-(\d+)-[0-9a-f]{8}\.img")
+FSLAB_MOUNT_RE = re.compile(r" /run/fslab/mnt-(\d+)-[0-9a-f]{8}")
+
+
+def _owner_gone_or_me(pid: int) -> bool:
+    if pid == os.getpid():
+        return True
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return True
+    except PermissionError:
+        return False
+    status = Path(f"/proc/{pid}/status")
+    return status.exists() and "State:\tZ" in status.read_text()
 
 
 def loop_devices() -> set[str]:
+    """fslab's loop devices, as 'device (image)' lines."""
     out = subprocess.run(["losetup", "-a"], capture_output=True, text=True, check=False).stdout
-    return {line.split(":", 1)[0] for line in out.splitlines() if FSLAB_IMAGE_RE.search(line)}
+    return {line for line in out.splitlines() if FSLAB_IMAGE_RE.search(line)}
 
 
 def loop_mounts() -> set[str]:
+    """fslab's mounts, as 'source target' lines."""
     out = subprocess.run(
         ["findmnt", "-rn", "-o", "SOURCE,TARGET"], capture_output=True, text=True, check=False
     ).stdout
     return {
         line for line in out.splitlines() if line.startswith("/dev/loop") and " /run/fslab/" in line
     }
+
+
+def _leaked(lines: set[str], pattern: re.Pattern[str]) -> set[str]:
+    leaked = set()
+    for line in lines:
+        match = pattern.search(line)
+        if match is None or _owner_gone_or_me(int(match.group(1))):
+            leaked.add(line)
+    return leaked
 
 
 def is_root_capable() -> bool:
@@ -45,8 +71,8 @@ def no_leaks():
     """Fail the test if it leaves a loop device or a loop mount behind."""
     loops_before, mounts_before = loop_devices(), loop_mounts()
     yield
-    leaked_loops = loop_devices() - loops_before
-    leaked_mounts = loop_mounts() - mounts_before
+    leaked_loops = _leaked(loop_devices() - loops_before, FSLAB_IMAGE_RE)
+    leaked_mounts = _leaked(loop_mounts() - mounts_before, FSLAB_MOUNT_RE)
     assert not leaked_mounts, f"leaked mounts: {leaked_mounts}"
     assert not leaked_loops, f"leaked loop devices: {leaked_loops}"
 

@@ -35,35 +35,18 @@ from fslab.collect.tpcounters import (
     plan_counters,
 )
 from fslab.collect.workqueue import EVENTS as WQ_EVENTS
+from fslab.target.scratch import scratch_filesystem
+from fslab.units import parse_size_bytes
 
 OUT = Path(__file__).resolve().parent
 MAX_BYTES = 1_000_000
 
 
 @contextlib.contextmanager
-def loop_ext4(tag: str, size: str, *mkfs_args: str) -> Iterator[tuple[str, Path]]:
-    """A fresh ext4 on a loop device over a sparse /dev/shm image; always torn down."""
-    image = Path(f"/dev/shm/fslab-colltest-{tag}-{os.getpid()}.img")
-    mnt = Path(tempfile.mkdtemp(prefix=f"fslab-colltest-{tag}-"))
-    dev = ""
-    mounted = False
-    try:
-        subprocess.run(["truncate", "-s", size, str(image)], check=True)
-        dev = subprocess.run(
-            ["losetup", "-f", "--show", str(image)], check=True, capture_output=True, text=True
-        ).stdout.strip()
-        subprocess.run(["mkfs.ext4", "-q", "-F", *mkfs_args, dev], check=True)
-        subprocess.run(["mount", dev, str(mnt)], check=True)
-        mounted = True
-        yield dev, mnt
-    finally:
-        if mounted:
-            subprocess.run(["umount", str(mnt)], check=False)
-        if dev:
-            subprocess.run(["losetup", "-d", dev], check=False)
-        image.unlink(missing_ok=True)
-        with contextlib.suppress(OSError):
-            mnt.rmdir()
+def loop_ext4(tag: str, size: str = "2G", *mkfs_args: str) -> Iterator[tuple[str, Path]]:
+    """A fresh ext4 on a RAM-backed loop device; always torn down (`tag` names the use)."""
+    with scratch_filesystem("ext4", parse_size_bytes(size), mkfs_options=mkfs_args) as fs:
+        yield fs
 
 
 def fio_argv(directory: Path, numjobs: int, runtime_s: float) -> list[str]:

@@ -59,17 +59,20 @@ def write_spec(tmp_path: Path, runtime: str) -> Path:
 
 def start_and_wait_for_mount(spec: Path, db: Path) -> subprocess.Popen[str]:
     """Start `fslab run` and return once its first point has mounted a filesystem."""
-    mounts_before = loop_mounts()
     proc = subprocess.Popen(
         [sys.executable, "-m", "fslab", "run", str(spec), "--db", str(db), "--no-collect"],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
     )
+
+    def mounted() -> bool:
+        return any(f"/run/fslab/mnt-{proc.pid}-" in line for line in loop_mounts())
+
     deadline = time.monotonic() + 60
-    while time.monotonic() < deadline and not (loop_mounts() - mounts_before):
+    while time.monotonic() < deadline and not mounted():
         time.sleep(0.05)
-    assert loop_mounts() - mounts_before, "no point ever mounted"
+    assert mounted(), "no point ever mounted"
     return proc
 
 
