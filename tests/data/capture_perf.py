@@ -27,13 +27,13 @@ from __future__ import annotations
 import argparse
 import contextlib
 import subprocess
-import tempfile
 import time
 from collections.abc import Iterator
 from pathlib import Path
 
 from fslab.collect.perf import perf_record_argv, perf_script_argv
 from fslab.proc import run
+from fslab.target.scratch import scratch_filesystem
 
 DATA_DIR = Path(__file__).parent
 FREQ_HZ = 499
@@ -43,27 +43,9 @@ IMAGE_BYTES = 2 << 30
 
 @contextlib.contextmanager
 def scratch_ext4(name: str) -> Iterator[Path]:
-    """ext4 on a loop device over /dev/shm/fslab-perftest-<name>.img, mounted."""
-    image = Path(f"/dev/shm/fslab-perftest-{name}.img")
-    image.unlink(missing_ok=True)
-    with open(image, "wb") as fh:
-        fh.truncate(IMAGE_BYTES)
-    loop = ""
-    mnt = Path(tempfile.mkdtemp(prefix=f"fslab-perftest-{name}-"))
-    mounted = False
-    try:
-        loop = run(["losetup", "--find", "--show", str(image)]).stdout.strip()
-        run(["mkfs.ext4", "-q", "-F", loop])
-        run(["mount", loop, str(mnt)])
-        mounted = True
-        yield mnt
-    finally:
-        if mounted:
-            run(["umount", str(mnt)], check=False)
-        if loop:
-            run(["losetup", "-d", loop], check=False)
-        mnt.rmdir()
-        image.unlink(missing_ok=True)
+    """A fresh ext4 on a RAM-backed loop device, mounted (`name` says which capture)."""
+    with scratch_filesystem("ext4", IMAGE_BYTES) as (_, mountpoint):
+        yield mountpoint
 
 
 def fio_fsync_argv(directory: Path, seconds: float) -> list[str]:

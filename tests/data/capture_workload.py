@@ -16,13 +16,12 @@ import json
 import os
 import platform
 import shutil
-import tempfile
 from pathlib import Path
 
 from fslab.proc import CommandRecord, run
+from fslab.target.scratch import scratch_filesystem
 
 DATA_DIR = Path(__file__).resolve().parent
-IMAGE_PATH = Path("/dev/shm/fslab-wltest-capture.img")
 IMAGE_SIZE_BYTES = 256 * 1024 * 1024
 
 SEED_SHAPE = [
@@ -162,24 +161,8 @@ def main() -> None:
         raise SystemExit("run as root: needs losetup, mkfs.ext4 and mount")
     os.environ["LC_ALL"] = "C"  # dd's summary uses the locale's decimal separator
     manifest: dict[str, dict] = {}
-    loop = ""
-    mnt = tempfile.mkdtemp(prefix="fslab-wltest-mnt-")
-    mounted = False
-    try:
-        with IMAGE_PATH.open("wb") as image:
-            image.truncate(IMAGE_SIZE_BYTES)
-        loop = run(["losetup", "--find", "--show", str(IMAGE_PATH)]).stdout.strip()
-        run(["mkfs.ext4", "-q", "-F", loop])
-        run(["mount", loop, mnt])
-        mounted = True
-        capture_all(mnt, manifest)
-    finally:
-        if mounted:
-            run(["umount", mnt], check=False)
-        if loop:
-            run(["losetup", "-d", loop], check=False)
-        os.rmdir(mnt)
-        IMAGE_PATH.unlink(missing_ok=True)
+    with scratch_filesystem("ext4", IMAGE_SIZE_BYTES) as (_, mountpoint):
+        capture_all(str(mountpoint), manifest)
     manifest["_environment"] = {
         "fio": run(["fio", "--version"]).stdout.strip(),
         "dd": run(["dd", "--version"]).stdout.splitlines()[0],
