@@ -25,6 +25,7 @@ from typing import Any
 from fslab.analyze.dataset import CampaignData, key_label, load_campaign
 from fslab.analyze.profile import Profile, diff
 from fslab.store.db import PointRow, Store
+from fslab.units import format_metric_value
 
 MATCH_SCORE = 0.5  # a candidate is reported when at least half its evidence weight holds
 PROFILES = {"oncpu": "profile.oncpu.folded", "offcpu": "profile.offcpu.folded"}
@@ -333,16 +334,19 @@ class ConfigDiagnosis:
 
     def describe(self, width: int = 80) -> list[str]:
         """Plain-text lines, each at most `width` columns."""
-        lines = [f"{self.config} ({self.fs_type}): {self.note}" if self.note else self.config]
+        head = f"{self.config} ({self.fs_type})" + (f": {self.note}" if self.note else "")
+        lines = textwrap.wrap(head, width=width, subsequent_indent="  ")
         if self.worst_point:
-            lines.append(
-                f"  worst point {self.worst_point['label']}: {self.worst_point['headline']:.4g}"
-            )
-            lines.append(
-                f"  best point  {self.best_point['label']}: {self.best_point['headline']:.4g}"
-            )
+            for name, point in (("worst", self.worst_point), ("best", self.best_point)):
+                text = f"{name} point {point['label']}: {point['figure']}"
+                lines += textwrap.wrap(
+                    text, width=width, initial_indent="  ", subsequent_indent="    "
+                )
         for rank, c in enumerate(self.candidates, 1):
-            lines.append(f"  {rank}. {c.title} [{c.mechanism}] score {c.score:.2f}")
+            title = f"{rank}. {c.title} [{c.mechanism}] score {c.score:.2f}"
+            lines += textwrap.wrap(
+                title, width=width, initial_indent="  ", subsequent_indent="     "
+            )
             lines += _wrap("evidence: ", c.evidence_for, width)
             lines += _wrap("against:  ", c.evidence_against, width)
             lines += _wrap("try:      ", c.remedies, width)
@@ -426,6 +430,18 @@ def _chain_tail(chain: str, frames: int = 4) -> str:
     return f"{parts[0]}: " + (" <- ".join(reversed(tail)))
 
 
+def _point_summary(row: PointRow, evidence: PointEvidence, data: CampaignData) -> dict[str, Any]:
+    assert data.headline is not None
+    value = data.metrics[row.id][data.headline]
+    return {
+        "seq": row.seq,
+        "label": evidence.label(),
+        "headline": value,
+        "metric": data.headline,
+        "figure": f"{format_metric_value(data.headline, value)} {data.headline}",
+    }
+
+
 def diagnose_config(
     store: Store, data: CampaignData, config: str, rules: list[Rule]
 ) -> ConfigDiagnosis:
@@ -441,16 +457,8 @@ def diagnose_config(
     diagnosis = ConfigDiagnosis(
         config,
         fs_type,
-        worst_point={
-            "seq": worst_row.seq,
-            "label": worst.label(),
-            "headline": data.metrics[worst_row.id][data.headline],
-        },
-        best_point={
-            "seq": best_row.seq,
-            "label": best.label(),
-            "headline": data.metrics[best_row.id][data.headline],
-        },
+        worst_point=_point_summary(worst_row, worst, data),
+        best_point=_point_summary(best_row, best, data),
     )
     for rule in rules:
         if rule.fs_types and fs_type not in rule.fs_types:
