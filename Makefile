@@ -25,6 +25,7 @@ venv: $(VENV)/.installed
 demo: deps venv
 	$(FSLAB) doctor || true
 	$(FSLAB) run ext4-fsync-storm --quick
+	$(FSLAB) report --format html -o fslab-demo-report.html
 
 lint: venv
 	$(VENV)/bin/ruff check src tests bench

@@ -20,11 +20,13 @@ from rich.progress import (
 )
 
 from fslab import doctor as doctor_mod
+from fslab.adaptive import check_options, run_until_ci
 from fslab.analyze.summary import summarize
-from fslab.errors import FslabError
+from fslab.errors import FslabError, UsageError
+from fslab.preflight import run_preflight
 from fslab.report import terminal
 from fslab.runner import RunOptions, leftover_warning, run_campaign, start_campaign
-from fslab.spec import load_spec, preset_names, preset_path
+from fslab.spec import Spec, load_spec, preset_names, preset_path
 from fslab.store.db import PointOutcome, PointRow, Store, default_db_path
 
 app = typer.Typer(
@@ -214,6 +216,25 @@ def run(
     resume: Annotated[
         int | None, typer.Option("--resume", help="Continue an interrupted campaign by id.")
     ] = None,
+    no_preflight: Annotated[
+        bool,
+        typer.Option(
+            "--no-preflight",
+            help="Skip trying mkfs, mount and fio options on a scratch image before the run.",
+        ),
+    ] = False,
+    until_ci: Annotated[
+        float | None,
+        typer.Option(
+            "--until-ci",
+            metavar="PCT",
+            help="Then repeat each point until its headline's 95% CI is within +-PCT%.",
+        ),
+    ] = None,
+    max_repeat: Annotated[
+        int | None,
+        typer.Option("--max-repeat", help="With --until-ci: most runs per point (default 16)."),
+    ] = None,
     db: DbOption = None,
     as_json: JsonOption = False,
 ) -> None:
@@ -223,6 +244,7 @@ def run(
     )
 
     def body() -> None:
+        cap = check_options(until_ci, max_repeat)  # before anything runs
         with _store(db) as store:
             if resume is not None:
                 campaign_id = resume
@@ -234,6 +256,8 @@ def run(
                 if device is not None:
                     overrides += ["target.kind=device", f"target.path={json.dumps(device)}"]
                 loaded, text = load_spec(spec, overrides=overrides, quick=quick)
+                if not no_preflight:
+                    _preflight(loaded)
                 warning = leftover_warning()
                 if warning:
                     err.print(f"[yellow]warning:[/] {warning}", markup=True)
@@ -248,6 +272,15 @@ def run(
             try:
                 with RichProgress(err) as progress:
                     run_campaign(store, campaign_id, options=options, progress=progress)
+                    if until_ci is not None:
+                        run_until_ci(
+                            store,
+                            campaign_id,
+                            pct=until_ci,
+                            max_repeat=cap,
+                            options=options,
+                            progress=progress,
+                        )
             except KeyboardInterrupt:
                 err.print(
                     f"interrupted: mounts and loop devices released; "
@@ -257,6 +290,16 @@ def run(
             _print_results(store, campaign_id, as_json)
 
     _guarded(body)
+
+
+def _preflight(spec: Spec) -> None:
+    """Try mkfs, mount and fio options before the campaign exists (a SpecError, exit 2)."""
+    try:
+        result = run_preflight(spec)
+    except KeyboardInterrupt:
+        err.print("interrupted during preflight: nothing was created")
+        raise typer.Exit(130) from None
+    err.print(f"preflight ok ({result.seconds:.1f} s)")
 
 
 @presets_app.callback(invoke_without_command=True)
@@ -376,5 +419,44 @@ def doctor(
         raise typer.Exit(1)
 
 
+@app.command("export")
+def export_(
+    campaign_id: Annotated[int, typer.Argument(help="Campaign id.")],
+    db: DbOption = None,
+) -> None:
+    """Write a campaign as JSON to stdout (to compare it on another machine)."""
+    from fslab.store.exchange import export_campaign
+
+    def body() -> None:
+        with _store(db) as store:
+            _print_json(export_campaign(store, campaign_id))
+
+    _guarded(body)
+
+
+@app.command("import")
+def import_(
+    path: Annotated[Path, typer.Argument(help="A file written by `fslab export`.")],
+    db: DbOption = None,
+) -> None:
+    """Store a campaign exported elsewhere under a new id, and print that id."""
+    from fslab.store.exchange import import_campaign
+
+    def body() -> None:
+        try:
+            data = json.loads(path.read_text())
+        except (OSError, json.JSONDecodeError) as exc:
+            raise UsageError(f"{path}: cannot read a campaign export: {exc}") from None
+        with _store(db) as store:
+            new_id = import_campaign(store, data)
+        out.print(f"imported as campaign {new_id}")
+
+    _guarded(body)
+
+
 def main() -> None:
     app()
+
+
+# Command groups in modules of their own; imported last, they register on `app`.
+from fslab import cli_analyze, cli_diagnose, cli_report  # noqa: E402, F401

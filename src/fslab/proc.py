@@ -147,6 +147,8 @@ def stop_process_group(proc: subprocess.Popen[str], grace_s: float = 10.0) -> No
             return
         try:
             os.killpg(proc.pid, sig)
+            # a stopped (hung) process acts on SIGTERM only once it is continued
+            os.killpg(proc.pid, signal.SIGCONT)
         except ProcessLookupError:
             return
         try:

@@ -27,6 +27,7 @@ from fslab.hostfacts import HostFacts, collect_host_facts
 from fslab.proc import CommandLog, run, run_interruptible
 from fslab.spec import DdWorkload, FioWorkload, Point, Spec, expand_points, validate_spec
 from fslab.store.db import PlannedPoint, PointOutcome, PointRow, Store, utc_now
+from fslab.store.lock import campaign_lock
 from fslab.target import fill as fill_mod
 from fslab.target.fs import Mount, describe_filesystem, make_filesystem
 from fslab.target.guard import check_device
@@ -266,6 +267,8 @@ def _measure(
                 spec, point, options, device, mount.mountpoint, state, artifact_dir
             )
             faults.checkpoint("umount")
+        if mount.lazily_unmounted:  # a process held it: the point's figures stand, say so
+            state.facts["umount"] = "lazy: the mount stayed busy; detached lazily"
         faults.checkpoint("release")
     return outcome
 
@@ -348,6 +351,18 @@ def _planned(points: Sequence[Point]) -> list[PlannedPoint]:
     ]
 
 
+def point_from_row(spec: Spec, row: PointRow) -> Point:
+    """The Point a stored row describes, built from its own config, sweep and repeat.
+
+    Not looked up by seq in expand_points(spec): points appended later
+    (adaptive repetition) have seqs the spec never planned.
+    """
+    by_label = {fs.label: fs for fs in spec.filesystems}
+    if row.config not in by_label:
+        raise FslabError(f"point #{row.seq}: configuration {row.config!r} is not in the spec")
+    return Point(row.seq, by_label[row.config], tuple(row.sweep.items()), row.repeat)
+
+
 def _device_identity(spec: Spec, options: RunOptions) -> dict[str, Any]:
     """Check a real device before anything is created; describe RAM/file targets."""
     target = spec.target
@@ -401,10 +416,13 @@ def run_campaign(
     progress: ProgressSink | None = None,
 ) -> str:
     """Run the campaign's pending points in order. Returns the final campaign status."""
-    sink = progress or SilentProgress()
+    with campaign_lock(store.path, campaign_id):
+        return _run_locked(store, campaign_id, options=options, sink=progress or SilentProgress())
+
+
+def _run_locked(store: Store, campaign_id: int, *, options: RunOptions, sink: ProgressSink) -> str:
     campaign = store.campaign(campaign_id)
     spec = validate_spec(campaign.spec, f"campaign {campaign_id}")
-    by_seq = {p.seq: p for p in expand_points(spec)}
     rows = store.points(campaign_id)
     host = collect_host_facts()
     done = sum(1 for r in rows if r.status != "pending")
@@ -417,9 +435,10 @@ def run_campaign(
                 if row.status != "pending":
                     continue
                 sink.point_started(row)
+                faults.begin_point(row.seq)
                 outcome = run_point(
                     spec,
-                    by_seq[row.seq],
+                    point_from_row(spec, row),
                     options=options,
                     host=host,
                     formatted_before=formatted_before,

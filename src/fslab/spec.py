@@ -84,9 +84,39 @@ class FioWorkload(_Strict):
 
     @model_validator(mode="after")
     def _one_source(self) -> FioWorkload:
-        sources = [bool(self.options), self.command_line is not None, self.job_file is not None]
-        if sum(sources) != 1:
-            raise ValueError("give exactly one of workload.options, command_line or job_file")
+        sources = {
+            "workload.options": bool(self.options),
+            "workload.command_line": self.command_line is not None,
+            "workload.job_file": self.job_file is not None,
+        }
+        given = [name for name, present in sources.items() if present]
+        if len(given) != 1:
+            raise ValueError(
+                "give exactly one of workload.options, workload.command_line or "
+                f"workload.job_file (given: {', '.join(given) or 'none'})"
+            )
+        return self
+
+    @model_validator(mode="after")
+    def _run_shaping_options_ok(self) -> FioWorkload:
+        """fio accepts numjobs=0 or 10^9 and runs runtime=0 forever; refuse them here."""
+        numjobs = self.options.get("numjobs")
+        if numjobs is not None:
+            text = str(numjobs)
+            if isinstance(numjobs, bool | float) or not text.isdigit():
+                raise ValueError(f"workload.options.numjobs: must be an integer, not {numjobs!r}")
+            if not 1 <= int(text) <= MAX_NUMJOBS:
+                raise ValueError(
+                    f"workload.options.numjobs: must be from 1 to {MAX_NUMJOBS} (fio's limit)"
+                )
+        runtime = self.options.get("runtime")
+        if runtime is not None:
+            try:
+                seconds = parse_duration_s(runtime if isinstance(runtime, str) else str(runtime))
+            except ValueError as exc:
+                raise ValueError(f"workload.options.runtime: {exc}") from None
+            if seconds <= 0:
+                raise ValueError("workload.options.runtime: must be greater than 0")
         return self
 
 
@@ -117,12 +147,17 @@ class FillSpec(_Strict):
     percent: Annotated[float, Field(ge=0, lt=100)] | None = None
     leave_free: str | None = None
 
+    @field_validator("leave_free")
+    @classmethod
+    def _leave_free_ok(cls, value: str | None) -> str | None:
+        if value is not None:
+            parse_size_bytes(value)  # its ValueError is reported at fill.leave_free
+        return value
+
     @model_validator(mode="after")
     def _one_of(self) -> FillSpec:
         if self.percent is not None and self.leave_free is not None:
             raise ValueError("give fill.percent or fill.leave_free, not both")
-        if self.leave_free is not None:
-            parse_size_bytes(self.leave_free)
         return self
 
 
@@ -135,14 +170,22 @@ class RunSpec(_Strict):
     ramp: str = "0s"
     seed: int = 0  # for order = random
     timeout_factor: Annotated[float, Field(ge=1.5, le=100)] = 3.0
+    setup_timeout: str = "120s"  # added to the point timeout: file layout, start-up, fsyncs
 
-    @field_validator("runtime", "ramp")
+    @field_validator("runtime", "ramp", "setup_timeout")
     @classmethod
     def _duration_ok(cls, value: str | None) -> str | None:
         if value is not None:
             seconds = parse_duration_s(value)
             if seconds > 7 * 24 * 3600:
                 raise ValueError("is longer than a week")
+        return value
+
+    @field_validator("setup_timeout")
+    @classmethod
+    def _setup_timeout_ok(cls, value: str) -> str:
+        if parse_duration_s(value) < 1:
+            raise ValueError("must be at least 1s")
         return value
 
     @field_validator("runtime")
@@ -238,7 +281,10 @@ def _check_axis(axis: str, values: SweepValues, workload: FioWorkload | DdWorklo
     if axis == "fill_leave_free":
         for value in values:
             if value not in ("", "none"):
-                parse_size_bytes(str(value))
+                try:
+                    parse_size_bytes(str(value))
+                except ValueError as exc:
+                    raise ValueError(f"sweep.fill_leave_free: {exc}") from None
         return
     if isinstance(workload, DdWorkload):
         if axis not in DD_AXES:
@@ -279,7 +325,12 @@ def read_spec_source(source: str) -> tuple[str, Path | None]:
     if candidate.suffix == ".toml" or candidate.exists():
         if not candidate.is_file():
             raise SpecError(f"spec file not found: {source}")
-        return candidate.read_text(), candidate
+        try:
+            return candidate.read_text(), candidate
+        except UnicodeDecodeError as exc:
+            raise SpecError(f"{source}: not valid TOML: not UTF-8 text ({exc.reason})") from None
+        except OSError as exc:
+            raise SpecError(f"{source}: cannot read the spec file: {exc.strerror}") from None
     return preset_path(source).read_text(), None
 
 
@@ -325,17 +376,54 @@ def _list_index(node: list[Any], part: str, where: str) -> int:
 
 
 def apply_quick(data: dict[str, Any]) -> None:
-    """Shrink a spec to its smoke-sized form, as declared in its [quick] table."""
+    """Shrink a spec to its smoke-sized form, as declared in its [quick] table.
+
+    Shapes are checked here, before anything is indexed, so a malformed [quick]
+    table is a SpecError naming it rather than a Python error.
+    """
     quick = data.get("quick") or {}
+    if not isinstance(quick, dict):
+        raise SpecError("quick: must be a table (filesystems = [labels] and [quick.set])")
     keep = quick.get("filesystems")
     if keep:
-        data["filesystems"] = [fs for fs in data.get("filesystems", []) if fs.get("label") in keep]
-    for key, value in (quick.get("set") or {}).items():
-        apply_override(data, key.split("."), value)
+        if not isinstance(keep, list) or not all(isinstance(label, str) for label in keep):
+            raise SpecError("quick.filesystems: must be a list of configuration labels")
+        filesystems = data.get("filesystems")
+        if isinstance(filesystems, list):
+            labels = [fs.get("label") for fs in filesystems if isinstance(fs, dict)]
+            unknown = [label for label in keep if label not in labels]
+            if unknown:
+                raise SpecError(
+                    f"quick.filesystems: {', '.join(unknown)} name no configuration "
+                    f"(labels: {', '.join(map(str, labels)) or 'none'})"
+                )
+            data["filesystems"] = [
+                fs for fs in filesystems if isinstance(fs, dict) and fs.get("label") in keep
+            ]
+    overrides = quick.get("set") or {}
+    if not isinstance(overrides, dict):
+        raise SpecError("quick.set: must be a table of field = value, like --set")
+    for key, value in overrides.items():
+        path = [part for part in str(key).split(".") if part]
+        if not path:
+            raise SpecError(f"quick.set: empty key {key!r}")
+        if path[0] not in Spec.model_fields:
+            raise SpecError(f"quick.set: {key!r}: '{path[0]}' is not a spec field")
+        try:
+            apply_override(data, path, value)
+        except SpecError as exc:
+            raise SpecError(f"quick.set: {exc}") from None
     if not quick:
-        data.setdefault("run", {})["runtime"] = "3s"
-        data["run"]["repeat"] = 1
-        data["sweep"] = {axis: values[:2] for axis, values in (data.get("sweep") or {}).items()}
+        run = data.setdefault("run", {})
+        if isinstance(run, dict):
+            run["runtime"] = "3s"
+            run["repeat"] = 1
+        sweep = data.get("sweep") or {}
+        if isinstance(sweep, dict):
+            data["sweep"] = {
+                axis: values[:2] if isinstance(values, list) else values
+                for axis, values in sweep.items()
+            }
 
 
 def load_spec(
@@ -367,10 +455,16 @@ def validate_spec(data: Mapping[str, Any], source: str = "spec") -> Spec:
 def format_validation_error(exc: ValidationError, source: str) -> str:
     lines = [f"{source}: invalid spec ({exc.error_count()} problem(s)):"]
     for error in exc.errors():
-        location = ".".join(str(part) for part in error["loc"] if part not in ("fio", "dd"))
+        location = ".".join(
+            str(part) if part != "" else '""' for part in error["loc"] if part not in ("fio", "dd")
+        )
         message = error["msg"].removeprefix("Value error, ")
         if error["type"] == "extra_forbidden":
             message = "unknown field (check the spelling; `fslab presets show` prints examples)"
+        if error["type"] in ("union_tag_invalid", "union_tag_not_found"):
+            expected = error.get("ctx", {}).get("expected_tags", "'fio', 'dd'")
+            location = f"{location}.kind" if location else "kind"
+            message = f"must be one of {expected}"
         lines.append(f"  - {location or '(top level)'}: {message}")
     return "\n".join(lines)
 

@@ -383,3 +383,97 @@ def test_backing_file_on_target(scratch: Scratch) -> None:
     unrelated = scratch.loop()
     assert check_device(inner, allowed=[inner], about_to_format=[unrelated]).major_minor
     assert check_device(inner, allowed=[inner]).resolved_path == inner
+
+
+# --- /dev/disk/by-* style links, and the command line --------------------------
+
+
+def by_id_link(scratch: Scratch, device: str, name: str) -> str:
+    """A relative link like udev's /dev/disk/by-id/NAME -> ../../loopN (no udev here)."""
+    directory = os.path.join(scratch.image_dir, "disk", "by-id")
+    os.makedirs(directory, exist_ok=True)
+    link = os.path.join(directory, name)
+    os.symlink(os.path.relpath(device, directory), link)
+    assert os.path.realpath(link) == os.path.realpath(device)
+    return link
+
+
+def test_by_id_links_to_forbidden_devices(
+    scratch: Scratch, partitioned: tuple[str, str, str]
+) -> None:
+    disk, part1, part2 = partitioned
+    refused("mounted", by_id_link(scratch, part1, "usb-decoy-part1"), allowed=[part1], force=True)
+    link = by_id_link(scratch, part2, "usb-decoy-part2")
+    refused("partition-of-busy-disk", link, allowed=[link], force=True)
+    link = by_id_link(scratch, disk, "usb-decoy")
+    refused("holds-mounted", link, allowed=[link], force=True)
+    formatted = scratch.loop(32 * MiB, random=False)
+    scratch.mkfs(formatted)
+    link = by_id_link(scratch, formatted, "ata-formatted")
+    refused("signature", link, allowed=[formatted])
+    refused("not-allowed", link, allowed=[part2])
+    root = root_block_device()
+    with pytest.raises(GuardRefusal) as caught:
+        check_device(by_id_link(scratch, root, "nvme-root"), allowed=[root], force=True)
+    assert caught.value.rule == "root-device"
+
+
+TINY_DEVICE_SPEC = """
+name = "device"
+[[filesystems]]
+label = "e"
+type = "ext4"
+[workload]
+kind = "fio"
+options = { rw = "write", bs = "64k", filesize = "4m" }
+[run]
+runtime = "1s"
+"""
+
+
+def run_cli(tmp_path: Path, *args: str) -> tuple[int, str]:
+    from typer.testing import CliRunner
+
+    from fslab import cli
+
+    spec = tmp_path / "device.toml"
+    spec.write_text(TINY_DEVICE_SPEC)
+    db = str(tmp_path / "r.db")
+    result = CliRunner().invoke(cli.app, ["run", str(spec), "--db", db, "--no-collect", *args])
+    return result.exit_code, result.output
+
+
+def campaigns_in(tmp_path: Path) -> list:
+    from fslab.store.db import Store
+
+    with Store(tmp_path / "r.db") as store:
+        return store.campaigns()
+
+
+def test_cli_refuses_before_writing(scratch: Scratch, tmp_path: Path) -> None:
+    """`fslab run --device X`: refused with exit 3 and the rule, the device untouched,
+    no campaign recorded (preflight tries the options on a sparse stand-in, not on X)."""
+    device = scratch.loop(64 * MiB, random=False)
+    scratch.mkfs(device)
+    link = by_id_link(scratch, device, "scsi-decoy")
+    before = sha256(device)
+    code, output = run_cli(tmp_path, "--device", link)
+    assert code == 3 and "'not-allowed'" in output, output
+    code, output = run_cli(tmp_path, "--device", link, "--allow-device", device)
+    assert code == 3 and "'signature'" in output and "--force" in output, output
+    assert sha256(device) == before
+    assert campaigns_in(tmp_path) == []
+
+
+def test_cli_records_the_device_identity(scratch: Scratch, tmp_path: Path) -> None:
+    device = scratch.loop(128 * MiB, random=False)
+    link = by_id_link(scratch, device, "wwn-blank")
+    code, output = run_cli(tmp_path, "--device", link, "--allow-device", device)
+    assert code == 0, output
+    (campaign,) = campaigns_in(tmp_path)
+    st = os.stat(device)
+    assert campaign.status == "complete"
+    assert campaign.device["kind"] == "device"
+    assert campaign.device["path"] == link and campaign.device["resolved_path"] == device
+    assert campaign.device["major_minor"] == f"{os.major(st.st_rdev)}:{os.minor(st.st_rdev)}"
+    assert campaign.device["size_bytes"] == 128 * MiB

@@ -191,6 +191,28 @@ class Store:
             )
         return campaign_id
 
+    def add_points(self, campaign_id: int, points: Sequence[PlannedPoint]) -> list[PointRow]:
+        """Append pending points after the campaign's last seq, in the order given.
+
+        For adaptive repetition (`fslab run --until-ci`). The given seq values
+        are replaced: the next free seqs are taken inside the transaction, so
+        two writers can never collide. Returns the new rows.
+        """
+        with self._transaction() as conn:
+            row = conn.execute(
+                "SELECT max(seq) AS last FROM points WHERE campaign_id=?", (campaign_id,)
+            ).fetchone()
+            first = (row["last"] + 1) if row and row["last"] is not None else 0
+            conn.executemany(
+                "INSERT INTO points (campaign_id, seq, config, fs_type, sweep_json, repeat, status)"
+                " VALUES (?, ?, ?, ?, ?, ?, 'pending')",
+                [
+                    (campaign_id, first + i, p.config, p.fs_type, json.dumps(p.sweep), p.repeat)
+                    for i, p in enumerate(points)
+                ],
+            )
+        return [p for p in self.points(campaign_id) if p.seq >= first]
+
     def save_outcome(self, point_id: int, outcome: PointOutcome) -> None:
         """Store one point's results, replacing anything a previous attempt left."""
         with self._transaction() as conn:

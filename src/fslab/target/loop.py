@@ -78,28 +78,40 @@ def loops_backed_by(image_path: str) -> list[str]:
     return [dev for dev, backing in loop_backing_files().items() if backing == target]
 
 
+DEFERRED_SIGNALS = (signal.SIGINT, signal.SIGTERM)
+
+
 @contextlib.contextmanager
 def deferred_interrupts() -> Iterator[None]:
-    """Hold back Ctrl-C while releasing devices, then deliver it.
+    """Hold back Ctrl-C and SIGTERM while releasing devices, then deliver them.
 
-    A second Ctrl-C during cleanup would otherwise leave a loop device or a
-    mount behind. Only the main thread can install signal handlers; elsewhere
-    this does nothing.
+    A signal during cleanup would otherwise interrupt umount or losetup and
+    leave a mount or a loop device behind (the runner turns SIGTERM into the
+    same KeyboardInterrupt as Ctrl-C). Only the main thread can install signal
+    handlers; elsewhere this does nothing.
     """
     if threading.current_thread() is not threading.main_thread():
         yield
         return
     received: list[int] = []
-    previous = signal.signal(signal.SIGINT, lambda signum, _frame: received.append(signum))
+    previous = {
+        signum: signal.signal(signum, lambda signum, _frame: received.append(signum))
+        for signum in DEFERRED_SIGNALS
+    }
     try:
         yield
     finally:
-        signal.signal(signal.SIGINT, previous)
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)
         if received:
-            if callable(previous):
-                previous(signal.SIGINT, None)
-            elif previous == signal.SIG_DFL:
+            signum = received[0]
+            handler = previous[signum]
+            if callable(handler):
+                handler(signum, None)
+            elif handler == signal.SIG_DFL and signum == signal.SIGINT:
                 raise KeyboardInterrupt
+            elif handler == signal.SIG_DFL:
+                os.kill(os.getpid(), signum)  # the default action, now that cleanup is done
 
 
 def _is_busy(err: ToolError) -> bool:

@@ -1,0 +1,164 @@
+"""Which points to compare, and with what: campaigns and configurations.
+
+`fslab.analyze.compare` judges baseline vs candidate samples; this module
+builds those samples from stored campaigns. Two shapes are compared:
+
+- two campaigns (the same spec on two kernels, hosts or commits): points
+  match by configuration and sweep values, so the key carries the config;
+- two configurations of one campaign (`--by filesystem`): points match by
+  sweep values alone, each config against one baseline config.
+
+The default metrics are the campaign's headline (throughput) and its latency
+p99: the two figures a reader asks about first. Evidence metrics (workqueue
+delays, profile shares) are added by glob because there are hundreds of them
+and every extra row costs power in the Benjamini-Hochberg family.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from fslab.analyze.compare import ComparisonRow, ComparisonTable, PointKey, compare
+from fslab.analyze.dataset import CampaignData, point_key
+from fslab.errors import UsageError
+
+Samples = dict[PointKey, dict[str, list[float]]]
+
+
+@dataclass
+class Comparison:
+    """One baseline vs candidate table, with labels saying what each side is."""
+
+    baseline: str
+    candidate: str
+    table: ComparisonTable
+    details: dict[str, str] = field(default_factory=dict)  # label -> what it is (campaigns)
+
+    def regressions(self, pct: float) -> list[ComparisonRow]:
+        return self.table.regressions(pct)
+
+    def to_dict(self, fail_pct: float | None = None) -> dict[str, Any]:
+        out = {
+            "baseline": self.baseline,
+            "candidate": self.candidate,
+            "details": dict(self.details),
+            **self.table.to_dict(),
+        }
+        if fail_pct is not None:
+            out["regressions"] = [row.to_dict() for row in self.regressions(fail_pct)]
+        return out
+
+
+def default_metrics(*campaigns: CampaignData) -> list[str]:
+    """Headline and latency p99 of each campaign, first seen first."""
+    names = [m for c in campaigns for m in (c.headline, c.latency) if m]
+    return list(dict.fromkeys(names))
+
+
+def select_metrics(
+    campaigns: Sequence[CampaignData], patterns: Iterable[str] | None = None
+) -> list[str]:
+    """Default metrics plus every stored metric matching one of `patterns` (globs).
+
+    Expanded to names here (not left as globs) so the caller can say when a
+    pattern matched nothing, instead of silently comparing less.
+    """
+    chosen = default_metrics(*campaigns)
+    available = sorted({name for c in campaigns for name in c.metric_names()})
+    for pattern in patterns or ():
+        matched = [name for name in available if fnmatch.fnmatchcase(name, pattern)]
+        if not matched:
+            raise UsageError(f"--metric {pattern!r} matches no stored metric")
+        chosen += matched
+    return list(dict.fromkeys(chosen))
+
+
+def samples(data: CampaignData, metrics: Iterable[str], config: str | None = None) -> Samples:
+    """{point: {metric: per-repetition values}}; the key has the config unless one is given."""
+    names = list(metrics)
+    out: Samples = {}
+    for p in data.ok_points(config):
+        values = data.metrics.get(p.id, {})
+        key = point_key(p.sweep) if config else (("config", p.config), *point_key(p.sweep))
+        for metric in names:
+            if metric in values:
+                out.setdefault(key, {}).setdefault(metric, []).append(values[metric])
+    return out
+
+
+def compare_campaigns(
+    a: CampaignData, b: CampaignData, metrics: Iterable[str] | None = None
+) -> ComparisonTable:
+    """Campaign b against baseline a, point by point (config + sweep values)."""
+    names = list(metrics) if metrics is not None else default_metrics(a, b)
+    return _ordered(compare(samples(a, names), samples(b, names)), names)
+
+
+def compare_configs(
+    data: CampaignData, baseline: str | None = None, metrics: Iterable[str] | None = None
+) -> dict[str, ComparisonTable]:
+    """Every other configuration against `baseline` (default: the first), by sweep point."""
+    configs = data.configs()
+    base = baseline or (configs[0] if configs else None)
+    if base is None or base not in configs:
+        raise UsageError(
+            f"no configuration {base!r} in campaign {data.id} (it has: {', '.join(configs)})"
+        )
+    if len(configs) < 2:
+        raise UsageError(f"campaign {data.id} has one configuration ({base}): nothing to compare")
+    names = list(metrics) if metrics is not None else default_metrics(data)
+    base_samples = samples(data, names, base)
+    return {
+        config: _ordered(compare(base_samples, samples(data, names, config)), names)
+        for config in configs
+        if config != base
+    }
+
+
+def campaign_comparisons(
+    a: CampaignData, b: CampaignData, patterns: Iterable[str] | None = None
+) -> list[Comparison]:
+    """What `fslab compare A B` shows: one table, campaign b against campaign a."""
+    names = select_metrics([a, b], patterns)
+    table = compare_campaigns(a, b, names)
+    labels = [f"campaign {a.id}", f"campaign {b.id}"]
+    if a.id == b.id:
+        labels = [f"campaign {a.id} (A)", f"campaign {b.id} (B)"]
+    details = {label: _campaign_detail(c) for label, c in zip(labels, (a, b), strict=True)}
+    return [Comparison(labels[0], labels[1], table, details)]
+
+
+def config_comparisons(
+    data: CampaignData, baseline: str | None = None, patterns: Iterable[str] | None = None
+) -> list[Comparison]:
+    """What `fslab compare ID --by filesystem` shows: one table per other config."""
+    names = select_metrics([data], patterns)
+    tables = compare_configs(data, baseline, names)
+    base = baseline or data.configs()[0]
+    return [Comparison(base, config, table) for config, table in tables.items()]
+
+
+def min_repetitions(comparisons: Sequence[Comparison]) -> int:
+    """The smallest repetition count on any compared row (0 when nothing compared)."""
+    counts = [min(row.n_baseline, row.n_candidate) for c in comparisons for row in c.table.rows]
+    return min(counts, default=0)
+
+
+def _ordered(table: ComparisonTable, names: Sequence[str]) -> ComparisonTable:
+    """Rows by point (as stored), then metrics in the order asked: headline first."""
+    rank = {name: i for i, name in enumerate(names)}
+    points = list(dict.fromkeys(row.point for row in table.rows))
+    table.rows.sort(key=lambda row: (points.index(row.point), rank.get(row.metric, len(rank))))
+    return table
+
+
+def _campaign_detail(data: CampaignData) -> str:
+    """Name, kernel, host and start time: what differs between two campaigns."""
+    host = data.campaign.host
+    return (
+        f"{data.campaign.name}, {host.get('kernel_release', '?')} on "
+        f"{host.get('hostname', '?')}, {data.campaign.started_at.replace('+00:00', 'Z')}"
+    )

@@ -1,0 +1,584 @@
+"""Analysis commands registered on the fslab app: compare, scale, profile.
+
+Thin by design: each command loads campaigns, calls one library function in
+fslab.analyze (comparisons, campaign_scaling, point_profile) and prints its
+result as a table or JSON. Nothing here computes a statistic.
+"""
+
+from __future__ import annotations
+
+import math
+import textwrap
+import warnings
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+from rich import box
+from rich.markup import escape
+from rich.table import Table
+
+from fslab.analyze import point_profile as pp
+from fslab.analyze.campaign_scaling import CurveFit, ScaleReport, fit_campaign
+from fslab.analyze.compare import RECOMMENDED_REPETITIONS, ComparisonRow, point_label
+from fslab.analyze.comparisons import (
+    Comparison,
+    campaign_comparisons,
+    config_comparisons,
+    min_repetitions,
+)
+from fslab.analyze.dataset import CampaignData, load_campaign
+from fslab.analyze.profile import Profile, folded_diff_text, format_chains, format_diff
+from fslab.analyze.scaling import UslFit
+from fslab.cli import DbOption, JsonOption, _guarded, _print_json, _store, app, err, out
+from fslab.collect.perf_fold import folded_to_text
+from fslab.errors import UsageError
+from fslab.report.flamegraph import diff_flamegraph_svg, flamegraph_svg
+from fslab.report.speedscope import speedscope_json
+from fslab.store.db import Store
+from fslab.units import format_metric_value as format_value
+
+CampaignArg = Annotated[int, typer.Argument(help="Campaign id (see `fslab list`).")]
+
+_VERDICT_STYLE = {
+    "better": "green",
+    "worse": "bold red",
+    "changed": "yellow",
+    "needs more runs": "dim",
+    "no change shown": "",
+}
+METRIC_COLUMN_MAX = 12  # longer metric names get a table each
+_SHORT_LABELS = {
+    "fio.write.iops": "write IOPS",
+    "fio.read.iops": "read IOPS",
+    "fio.total.iops": "IOPS",
+    "dd.bw_bytes_s": "dd rate",
+    "fio.sync.lat_ns_p99": "fsync p99",
+    "fio.write.clat_ns_p99": "write p99",
+    "fio.read.clat_ns_p99": "read p99",
+}
+
+
+def metric_label(metric: str) -> str:
+    """Short names for the headline and latency metrics; others as stored."""
+    return _SHORT_LABELS.get(metric, metric)
+
+
+def _say(text: str = "", *, end: str = "\n") -> None:
+    """Plain text: kernel frames like [unknown] must not be read as rich markup."""
+    out.print(text, markup=False, end=end)
+
+
+def _say_err(text: str) -> None:
+    err.print(text, markup=False)
+
+
+def _title(text: str) -> None:
+    out.print(f"[bold]{escape(text)}[/]", markup=True)
+
+
+# ------------------------------------------------------------------ compare
+
+
+@app.command()
+def compare(
+    campaign_a: Annotated[int, typer.Argument(help="Baseline campaign id.")],
+    campaign_b: Annotated[
+        int | None, typer.Argument(help="Candidate campaign id (omit with --by filesystem).")
+    ] = None,
+    by: Annotated[
+        str | None,
+        typer.Option("--by", help="'filesystem': compare the configurations of campaign A."),
+    ] = None,
+    metric: Annotated[
+        list[str] | None,
+        typer.Option("--metric", help="Also compare metrics matching this glob ('wq.*')."),
+    ] = None,
+    baseline: Annotated[
+        str | None,
+        typer.Option("--baseline", help="With --by filesystem: the baseline configuration."),
+    ] = None,
+    fail_on_regression: Annotated[
+        float | None,
+        typer.Option(
+            "--fail-on-regression",
+            help="Exit 1 if a significant regression is worse than PCT percent.",
+            metavar="PCT",
+        ),
+    ] = None,
+    db: DbOption = None,
+    as_json: JsonOption = False,
+) -> None:
+    """Is a difference real? Medians, ratio with 95% CI, BH-corrected test, verdict.
+
+    Two campaigns (A baseline, B candidate; points matched by configuration
+    and sweep values), or with --by filesystem the configurations inside
+    campaign A, each against the first (or --baseline).
+    """
+
+    def body() -> None:
+        with _store(db) as store, warnings.catch_warnings():
+            # scipy warns on evidence metrics that are constant on one side (e.g. jbd2
+            # times in whole ms); the test still returns a defined p, so keep the table clean
+            warnings.simplefilter("ignore", RuntimeWarning)
+            comparisons = _comparisons(store, campaign_a, campaign_b, by, baseline, metric)
+        regressions = _regressions(comparisons, fail_on_regression)
+        if as_json:
+            _print_json(
+                {
+                    "comparisons": [c.to_dict(fail_on_regression) for c in comparisons],
+                    "fail_on_regression_pct": fail_on_regression,
+                    "failed": bool(regressions),
+                }
+            )
+        else:
+            _print_comparisons(comparisons)
+        if regressions:
+            _report_regressions(regressions, fail_on_regression or 0.0)
+            raise typer.Exit(1)
+
+    _guarded(body)
+
+
+def _comparisons(
+    store: Store,
+    a: int,
+    b: int | None,
+    by: str | None,
+    baseline: str | None,
+    patterns: list[str] | None,
+) -> list[Comparison]:
+    if by is not None and by not in ("filesystem", "config"):
+        raise UsageError(f"--by {by!r}: only 'filesystem' (configurations) is supported")
+    if by is not None:
+        if b is not None:
+            raise UsageError("--by filesystem compares inside one campaign: give one id")
+        return config_comparisons(load_campaign(store, a), baseline, patterns)
+    if b is None:
+        raise UsageError("give a second campaign id, or --by filesystem to compare configs")
+    if baseline is not None:
+        raise UsageError("--baseline applies with --by filesystem")
+    return campaign_comparisons(load_campaign(store, a), load_campaign(store, b), patterns)
+
+
+def _regressions(
+    comparisons: Sequence[Comparison], pct: float | None
+) -> list[tuple[Comparison, ComparisonRow]]:
+    if pct is None:
+        return []
+    if not pct >= 0:
+        raise UsageError(f"--fail-on-regression takes a percentage >= 0, not {pct}")
+    return [(c, row) for c in comparisons for row in c.regressions(pct)]
+
+
+def _print_comparisons(comparisons: Sequence[Comparison]) -> None:
+    for comparison in comparisons:
+        for label, detail in comparison.details.items():
+            _say(f"{label}: {detail}")
+        for title, table in comparison_tables(comparison):
+            _title(title)
+            out.print(table)
+        for line in comparison.table.describe():
+            _say(f"  {line}")
+        _say()
+    _say("ratio: candidate/baseline medians, CI: its 95% bootstrap interval,")
+    _say("p: test on per-run values, Benjamini-Hochberg adjusted over the table")
+    reps = min_repetitions(comparisons)
+    if 0 < reps < 3:
+        _say(
+            f"only {reps} run(s) per point on a side: a verdict needs 3 or more\n"
+            f"({RECOMMENDED_REPETITIONS} to catch a 5% shift at 3% noise): rerun with "
+            "--set run.repeat=N\nor `fslab run --until-ci PCT`"
+        )
+
+
+def comparison_tables(comparison: Comparison) -> list[tuple[str, Table]]:
+    """(title, table) per configuration when the points carry one, else one table.
+
+    Long metric names (evidence metrics such as wq.ext4-rsv-conversion.*) do
+    not fit a column of an 80-column table: then each metric gets a table of
+    its own, titled with its name.
+    """
+    by_metric = any(len(metric_label(r.metric)) > METRIC_COLUMN_MAX for r in comparison.table.rows)
+    groups: dict[tuple[str | None, str | None], list[ComparisonRow]] = {}
+    for row in comparison.table.rows:
+        key = (_config_of(row.point), row.metric if by_metric else None)
+        groups.setdefault(key, []).append(row)
+    versus = f"{comparison.candidate} vs {comparison.baseline} (baseline)"
+    tables = []
+    shown: set[str | None] = set()
+    for (config, metric), rows in groups.items():
+        heading = [] if config in shown else [f"{config}: {versus}" if config else versus]
+        shown.add(config)
+        if metric:
+            heading.append(f"  {metric_label(metric)}")
+        tables.append(("\n".join(heading), comparison_table(rows, with_metric=not by_metric)))
+    return tables
+
+
+def _config_of(point: Any) -> str | None:
+    if isinstance(point, tuple) and point and point[0][0] == "config":
+        return str(point[0][1])
+    return None
+
+
+def comparison_table(rows: Sequence[ComparisonRow], *, with_metric: bool = True) -> Table:
+    """Rows of one comparison, narrow enough for 80 columns."""
+    axes = [a for a in _point_axes(rows) if a != "config"]
+    table = Table(box=box.SIMPLE_HEAD, pad_edge=False, padding=0)
+    table.add_column(" ".join(axes) or "point", no_wrap=True)
+    if with_metric:
+        table.add_column("metric", no_wrap=True)
+    for name in ("n", "base", "cand", "ratio", "95% CI", "p"):
+        table.add_column(name, justify="right", no_wrap=True)
+    table.add_column("verdict", no_wrap=True)
+    previous = None
+    for row in rows:
+        cells = _row_cells(row)
+        cells[0] = "" if row.point == previous else escape(_point_values(row.point))
+        previous = row.point
+        table.add_row(*(cells if with_metric else cells[:1] + cells[2:]))
+    return table
+
+
+def _point_axes(rows: Sequence[ComparisonRow]) -> list[str]:
+    """Axis names of the rows' point keys, for one header instead of one per cell."""
+    axes: dict[str, None] = {}
+    for row in rows:
+        if isinstance(row.point, tuple):
+            axes.update((str(pair[0]), None) for pair in row.point)
+    return list(axes)
+
+
+def _point_values(point: Any) -> str:
+    if isinstance(point, tuple):
+        return " ".join(str(value) for axis, value in point if axis != "config") or "-"
+    return point_label(point)
+
+
+def _row_cells(row: ComparisonRow) -> list[str]:
+    same = row.n_baseline == row.n_candidate
+    n = str(row.n_baseline) if same else f"{row.n_baseline}/{row.n_candidate}"
+    style = _VERDICT_STYLE.get(row.verdict, "")
+    verdict = f"[{style}]{row.verdict}[/]" if style else row.verdict
+    return [
+        point_label(row.point),
+        escape(metric_label(row.metric)),
+        n,
+        format_value(row.metric, row.median_baseline),
+        format_value(row.metric, row.median_candidate),
+        _ratio(row.ratio),
+        f"{_ratio(row.ci_low)}-{_ratio(row.ci_high)}" if math.isfinite(row.ci_low) else "-",
+        _p(row.p_adjusted),
+        verdict,
+    ]
+
+
+def _ratio(value: float) -> str:
+    return f"{value:.2f}" if math.isfinite(value) else "-"
+
+
+def _p(value: float) -> str:
+    if not math.isfinite(value):
+        return "-"
+    return "<0.001" if value < 0.001 else f"{value:.3f}"
+
+
+def _report_regressions(found: list[tuple[Comparison, ComparisonRow]], pct: float) -> None:
+    _say_err(f"{len(found)} significant regression(s) worse than {pct:g}%:")
+    for comparison, row in found:
+        _say_err(
+            f"  {comparison.candidate} vs {comparison.baseline}: {metric_label(row.metric)} "
+            f"at {point_label(row.point)} {row.worse_by_pct:.1f}% worse"
+        )
+
+
+# ------------------------------------------------------------------ scale
+
+
+@app.command()
+def scale(
+    campaign_id: CampaignArg,
+    config: Annotated[str | None, typer.Option("--config", help="Only this configuration.")] = None,
+    metric: Annotated[
+        str | None, typer.Option("--metric", help="Throughput metric (default: the headline).")
+    ] = None,
+    axis: Annotated[
+        str | None,
+        typer.Option("--axis", help="Concurrency axis (default: numjobs, iodepth or cpus)."),
+    ] = None,
+    db: DbOption = None,
+    as_json: JsonOption = False,
+) -> None:
+    """Where throughput falls off: a USL fit per configuration, knee, cliff, N*."""
+
+    def body() -> None:
+        with _store(db) as store:
+            data = load_campaign(store, campaign_id)
+        report = fit_campaign(data, config=config, metric=metric, axis=axis)
+        if as_json:
+            _print_json(report.to_dict())
+        else:
+            _print_scale(data, report)
+        if not report.fitted():
+            raise typer.Exit(1)
+
+    _guarded(body)
+
+
+def _print_scale(data: CampaignData, report: ScaleReport) -> None:
+    if report.reason:
+        _say_err(f"no scaling fit: {report.reason}")
+        return
+    _say(
+        f"campaign {data.id} {data.campaign.name}: {metric_label(report.metric or '')} "
+        f"over {report.axis}"
+    )
+    for curve in report.curves:
+        _say()
+        _title(curve.label)
+        if curve.fit is not None:
+            out.print(curve_table(curve))
+        for line in curve.describe()[1:]:
+            _say(line)
+    if report.moves:
+        _say()
+        _title("which coefficient moved (95% intervals do not overlap)")
+        for move in report.moves:
+            _say(f"{move.candidate} vs {move.baseline}:")
+            for line in move.lines:
+                _say(textwrap.fill(line, 80, initial_indent="  ", subsequent_indent="    "))
+
+
+def curve_table(curve: CurveFit) -> Table:
+    """Measured medians next to the fitted curve, with the knee and cliff marked."""
+    assert curve.fit is not None
+    fit = curve.fit
+    model = fit.predict(fit.n)
+    table = Table(box=box.SIMPLE_HEAD, pad_edge=False)
+    for name in (curve.axis, "median", "min..max", "runs", "USL", ""):
+        table.add_column(name, justify="left" if name == "" else "right")
+    for i, n in enumerate(fit.n):
+        reps = curve.reps[curve.n.index(n)] if n in curve.n else []
+        spread = (
+            f"{format_value(curve.metric, min(reps))}..{format_value(curve.metric, max(reps))}"
+            if len(reps) > 1
+            else ""
+        )
+        table.add_row(
+            f"{n:g}",
+            format_value(curve.metric, fit.x_median[i]),
+            spread,
+            str(len(reps)),
+            format_value(curve.metric, float(model[i])) if i < fit.n_fitted else "-",
+            _curve_mark(fit, n),
+        )
+    return table
+
+
+def _curve_mark(fit: UslFit, n: float) -> str:
+    marks = []
+    if fit.knee_n == n:
+        marks.append("knee")
+    if fit.cliff is not None and n == fit.cliff.n_before:
+        marks.append("last before cliff")
+    if fit.cliff is not None and n == fit.cliff.n_after:
+        refit = fit.n_fitted < len(fit.n)
+        marks.append("after cliff" + (" (not fitted)" if refit else ""))
+    return ", ".join(marks)
+
+
+# ------------------------------------------------------------------ profile
+
+
+@app.command()
+def profile(
+    campaign_id: CampaignArg,
+    point: Annotated[
+        int | None, typer.Option("--point", help="Point by run order (the #N profile titles show).")
+    ] = None,
+    config: Annotated[str | None, typer.Option("--config", help="Configuration.")] = None,
+    sweep: Annotated[
+        list[str] | None,
+        typer.Option("--sweep", help="Sweep value, e.g. numjobs=1024. Repeatable."),
+    ] = None,
+    diff: Annotated[
+        tuple[str, str] | None,
+        typer.Option(
+            "--diff",
+            help="Two points, A then B: seqs or config:axis=value selectors.",
+            metavar="A B",
+        ),
+    ] = None,
+    top: Annotated[int, typer.Option("--top", help="Functions to list.", min=1)] = 15,
+    offcpu: Annotated[
+        bool, typer.Option("--offcpu", help="Where threads wait (off-CPU), not on-CPU.")
+    ] = False,
+    folded: Annotated[
+        Path | None, typer.Option("--folded", help="Write folded stacks (diff: 3 columns).")
+    ] = None,
+    speedscope: Annotated[
+        Path | None, typer.Option("--speedscope", help="Write speedscope JSON.")
+    ] = None,
+    svg: Annotated[
+        Path | None, typer.Option("--svg", help="Write a flame graph (diff: differential).")
+    ] = None,
+    db: DbOption = None,
+    as_json: JsonOption = False,
+) -> None:
+    """Kernel profile of a point (default: the worst point of the first config), or a diff.
+
+    Top functions by inclusive and self share and the hottest call chains;
+    with --diff A B, functions, chains and threads ranked by the change in
+    inclusive share from A to B.
+    """
+    kind: pp.ProfileKind = "offcpu" if offcpu else "oncpu"
+    exports = {"folded": folded, "speedscope": speedscope, "svg": svg}
+
+    def body() -> None:
+        with _store(db) as store:
+            data = load_campaign(store, campaign_id)
+            if diff is not None:
+                if point is not None or config is not None or sweep:
+                    raise UsageError("--diff A B names its points; drop --point/--config/--sweep")
+                _profile_diff(store, data, diff, kind, top, exports, as_json)
+            else:
+                selector = _selector(point, config, sweep)
+                _profile_one(store, data, selector, kind, top, exports, as_json)
+
+    _guarded(body)
+
+
+def _selector(point: int | None, config: str | None, sweep: list[str] | None) -> pp.Selector:
+    if point is not None:
+        if config is not None or sweep:
+            raise UsageError("--point names one point; drop --config/--sweep")
+        return pp.Selector(seq=point)
+    return pp.Selector(config=config, sweep=pp.parse_sweep(sweep or []))
+
+
+def _profile_one(
+    store: Store,
+    data: CampaignData,
+    selector: pp.Selector,
+    kind: pp.ProfileKind,
+    top: int,
+    exports: dict[str, Path | None],
+    as_json: bool,
+) -> None:
+    row = pp.select_point(store, data, selector, kind)
+    prof = pp.load_profile(store, data, row, kind)
+    view = pp.profile_view(prof, row, kind, top=top)
+    title = f"campaign {data.id} {pp.point_label(row)} ({_kind_label(kind)})"
+    written = _export_one(prof, title, exports, pp.sample_period_s(data, row, kind))
+    if as_json:
+        _print_json({**view.to_dict(), "written": written})
+        return
+    print_profile_view(view, title)
+
+
+def print_profile_view(view: pp.ProfileView, title: str) -> None:
+    unit = "thread-samples (blocked)" if view.kind == "offcpu" else "samples"
+    _title(title)
+    line = f"{view.total} {unit}"
+    if view.kind == "oncpu":
+        line += f", idle {100 * view.idle_share:.1f}%"
+    if view.states:
+        line += ", " + ", ".join(f"{s} {100 * v:.1f}%" for s, v in view.states.items())
+    _say(line)
+    _say()
+    _say(f"top {len(view.top_inclusive)} functions by inclusive share")
+    _say(_shares_text(view, view.top_inclusive, by_self=False))
+    _say(f"top {len(view.top_self)} functions by self share")
+    _say(_shares_text(view, view.top_self, by_self=True))
+    _say("hottest call chains")
+    _say(format_chains(view.chains, view.total), end="")
+
+
+def _shares_text(view: pp.ProfileView, ranked: Sequence[Any], *, by_self: bool) -> str:
+    """Aligned lines: the ranking share first, then the other one, then the function."""
+    lines = ["   self    incl  function" if by_self else "   incl    self  function"]
+    for func in ranked:
+        incl, self_ = view.shares.get(func.name, (0.0, 0.0))
+        first, second = (self_, incl) if by_self else (incl, self_)
+        text = f"{100 * first:6.2f}% {100 * second:6.2f}%  {func.name}"
+        lines.append(text if len(text) <= 80 else text[:77] + "...")
+    return "\n".join(lines) + "\n"
+
+
+def _profile_diff(
+    store: Store,
+    data: CampaignData,
+    selectors: tuple[str, str],
+    kind: pp.ProfileKind,
+    top: int,
+    exports: dict[str, Path | None],
+    as_json: bool,
+) -> None:
+    if exports.get("speedscope") is not None:
+        raise UsageError("--speedscope exports one profile; use --svg or --folded with --diff")
+    rows = [pp.select_point(store, data, pp.parse_selector(s), kind) for s in selectors]
+    a, b = (pp.load_profile(store, data, row, kind) for row in rows)
+    result = pp.profile_diff(a, b, rows[0], rows[1], kind, top=top)
+    title = (
+        f"campaign {data.id} {_kind_label(kind)} diff: "
+        f"A {pp.point_label(rows[0])}, B {pp.point_label(rows[1])}"
+    )
+    written = _export_diff(a, b, title, exports)
+    if as_json:
+        _print_json({**result.to_dict(), "written": written})
+        return
+    print_profile_diff(result)
+
+
+def print_profile_diff(result: pp.ProfileDiff) -> None:
+    _title(f"{_kind_label(result.kind)} profile diff")
+    _say(f"A {pp.point_label(result.a)} ({result.total_a} samples)")
+    _say(f"B {pp.point_label(result.b)} ({result.total_b} samples)")
+    _say("change = B - A in inclusive share (points of the total)")
+    for heading, rows in (
+        ("functions", result.functions),
+        ("call chains (thread: hot function <- callers)", result.chains),
+        ("threads", result.comms),
+    ):
+        _say()
+        _say(heading)
+        _say(format_diff(rows), end="")
+
+
+def _kind_label(kind: pp.ProfileKind) -> str:
+    return "off-CPU" if kind == "offcpu" else "on-CPU"
+
+
+def _export_one(
+    prof: Profile, title: str, exports: dict[str, Path | None], period_s: float | None
+) -> list[str]:
+    texts = {
+        "folded": lambda: folded_to_text(prof.to_counts()),
+        "speedscope": lambda: speedscope_json(prof, title, sample_period_s=period_s),
+        "svg": lambda: flamegraph_svg(prof, title=title),
+    }
+    return _write(exports, texts)
+
+
+def _export_diff(a: Profile, b: Profile, title: str, exports: dict[str, Path | None]) -> list[str]:
+    texts = {
+        "folded": lambda: folded_diff_text(a, b),
+        "svg": lambda: diff_flamegraph_svg(a, b, title=title),
+    }
+    return _write(exports, texts)
+
+
+def _write(exports: dict[str, Path | None], texts: dict[str, Any]) -> list[str]:
+    written = []
+    for name, path in exports.items():
+        if path is None or name not in texts:
+            continue
+        try:
+            path.write_text(texts[name]())
+        except OSError as exc:
+            raise UsageError(f"--{name} {path}: {exc}") from None
+        _say_err(f"wrote {path} ({name})")
+        written.append(str(path))
+    return written

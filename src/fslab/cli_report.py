@@ -1,0 +1,85 @@
+"""`fslab report`: a campaign as plain text for a mailing list, one HTML file, or JSON.
+
+Thin by design: the report is built once (fslab.report.model) and handed to
+one renderer. Text and JSON go to stdout unless -o names a file; HTML is
+always written to a file (a page of SVG is no use on a terminal) and its path
+is printed, so `make demo` can end by showing where the report is.
+"""
+
+from __future__ import annotations
+
+import sys
+from enum import StrEnum
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated
+
+import typer
+
+from fslab.cli import DbOption, _guarded, _store, app, out
+from fslab.errors import UsageError
+
+if TYPE_CHECKING:  # the renderers import matplotlib: loaded only when a report is made
+    from fslab.report.model import Report
+
+
+class ReportFormat(StrEnum):
+    text = "text"
+    html = "html"
+    json = "json"
+
+
+@app.command()
+def report(
+    campaign_id: Annotated[
+        int | None, typer.Argument(help="Campaign id (default: the latest).")
+    ] = None,
+    fmt: Annotated[
+        ReportFormat,
+        typer.Option("--format", "-f", help="text (80 columns, for mail), html or json."),
+    ] = ReportFormat.text,
+    output: Annotated[
+        Path | None,
+        typer.Option(
+            "--output",
+            "-o",
+            help="Write to this file (html default: fslab-report-ID.html here).",
+        ),
+    ] = None,
+    db: DbOption = None,
+) -> None:
+    """Write a campaign's report: setup, commands to reproduce, results, scaling,
+    comparisons, hot call chains, contention evidence and the diagnosis."""
+    from fslab.report.model import build_report
+
+    def body() -> None:
+        with _store(db) as store:
+            cid = campaign_id if campaign_id is not None else store.latest_campaign_id()
+            model = build_report(store, cid)
+        document = _render(model, fmt)
+        target = output
+        if target is None and fmt is ReportFormat.html:
+            target = Path(f"fslab-report-{cid}.html")
+        if target is None:
+            sys.stdout.write(document)
+            return
+        try:
+            target.write_text(document, encoding="utf-8")
+        except OSError as exc:
+            raise UsageError(f"cannot write the report to {target}: {exc}") from None
+        out.print(str(target.resolve()), markup=False, highlight=False, soft_wrap=True)
+
+    _guarded(body)
+
+
+def _render(model: Report, fmt: ReportFormat) -> str:
+    if fmt is ReportFormat.html:
+        from fslab.report.html import render_html
+
+        return render_html(model)
+    if fmt is ReportFormat.json:
+        from fslab.report.json_report import render_json
+
+        return render_json(model)
+    from fslab.report.text import render_text
+
+    return render_text(model)

@@ -1,0 +1,557 @@
+"""Preflight: try what a campaign will run, before the campaign is created.
+
+A mkfs or mount option the tools reject, or a fio option fio rejects, would
+otherwise show up as failed points: every point of that configuration, maybe
+hours into a campaign. Here each is found in a fraction of a second per
+configuration and reported as one SpecError naming the fields, in the tools'
+own words:
+
+- fio: `fio --parse-only` on the base options, each sweep value and each combination;
+- mkfs: the real mkfs on a sparse regular file of the target's size (no loop device);
+- mount: that same file attached to a loop device, mounted and unmounted (the
+  kernel's reason for a refusal is read from /dev/kmsg); its free space then
+  shows whether numjobs x filesize fit after the fill, and a dd workload's
+  operands are tried on it with count=0.
+
+Images are named fslab-<pid>-<hex>.img (so `fslab doctor --cleanup` knows them
+if fslab is killed here), mounts live under /run/fslab, and everything is
+released before this returns, on error and on SIGINT/SIGTERM alike. A device
+target is never touched: a sparse stand-in of its size is used instead.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import itertools
+import os
+import shlex
+import signal
+import threading
+import time
+from collections.abc import Iterator, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from types import FrameType
+
+from fslab.errors import FslabError, SpecError, ToolError, UsageError
+from fslab.proc import CommandLog, run
+from fslab.spec import (
+    MAX_NUMJOBS,
+    SPECIAL_AXES,
+    DdWorkload,
+    FilesystemSpec,
+    FioWorkload,
+    ScalarValue,
+    Spec,
+    sweep_combinations,
+)
+from fslab.target import fill as fill_mod
+from fslab.target.fs import Mount, mkfs_argv
+from fslab.target.guard import block_major_minor, sysfs_dir
+from fslab.target.loop import (
+    check_image_space,
+    deferred_interrupts,
+    detach_loop,
+    image_name,
+    loops_backed_by,
+)
+from fslab.units import format_bytes, parse_size_bytes
+from fslab.workload import plan
+from fslab.workload.fio import FioOptions, validate_with_fio
+
+TOOL_TIMEOUT_S = 120.0
+MAX_COMBINATIONS = 64  # beyond this, sweep values are tried one axis at a time only
+MAX_LISTED = 12  # problems listed in the message; the rest are counted
+FIT_MARGIN = 0.95  # as plan.check_fits: fio's files may use 95% of the free space
+FIO_WORKERS = 4
+ATTACH_TRIES = 4
+
+
+@dataclass(frozen=True)
+class Problem:
+    """One rejected field, with the tool's own words."""
+
+    field: str
+    message: str
+
+    def __str__(self) -> str:
+        return f"{self.field}: {self.message}"
+
+
+@dataclass
+class Space:
+    """What a configuration's freshly made filesystem offers."""
+
+    total_bytes: int
+    free_bytes: int
+
+
+@dataclass
+class PreflightResult:
+    space: dict[str, Space] = field(default_factory=dict)  # by configuration label
+    seconds: float = 0.0
+
+
+# ------------------------------------------------------------------ entry point
+
+
+def run_preflight(spec: Spec, *, mount: bool = True) -> PreflightResult:
+    """Check the spec against the real tools; raise SpecError listing every problem.
+
+    mount=False skips the loop-device stage (mount options, fit), for callers
+    without root.
+    """
+    start = time.monotonic()
+    result = PreflightResult()
+    with _sigterm_as_interrupt():
+        problems = check_fio(spec)
+        fs_problems, result.space = check_filesystems(spec, mount=mount)
+        problems += fs_problems
+        if mount and not any(p.field.startswith(("workload", "sweep")) for p in problems):
+            problems += check_fits(spec, result.space)
+    result.seconds = time.monotonic() - start
+    if problems:
+        raise SpecError(format_problems(problems))
+    return result
+
+
+def format_problems(problems: Sequence[Problem]) -> str:
+    unique = list(dict.fromkeys(problems))
+    lines = [
+        f"preflight: {len(unique)} problem(s); nothing was created "
+        "(--no-preflight skips these checks):"
+    ]
+    lines += [f"  - {problem}" for problem in unique[:MAX_LISTED]]
+    if len(unique) > MAX_LISTED:
+        lines.append(f"  ... and {len(unique) - MAX_LISTED} more")
+    return "\n".join(lines)
+
+
+@contextlib.contextmanager
+def _sigterm_as_interrupt() -> Iterator[None]:
+    """SIGTERM unwinds like Ctrl-C, so the context managers release what preflight made."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def handle(signum: int, _frame: FrameType | None) -> None:
+        raise KeyboardInterrupt(signal.Signals(signum).name)
+
+    previous = signal.signal(signal.SIGTERM, handle)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+# ------------------------------------------------------------------ fio
+
+
+def _workload_field(workload: FioWorkload) -> str:
+    if workload.command_line is not None:
+        return "workload.command_line"
+    if workload.job_file is not None:
+        return "workload.job_file"
+    return "workload.options"
+
+
+def _workload_axes(spec: Spec) -> dict[str, list[ScalarValue]]:
+    return {k: v for k, v in spec.sweep.items() if k not in SPECIAL_AXES}
+
+
+def _fio_candidates(spec: Spec) -> list[tuple[str, str, dict[str, ScalarValue]]]:
+    """(field, what, sweep values) for each option set fio is asked to parse."""
+    # numjobs values are checked by the spec (integers 1..4096); fio's parse adds nothing
+    axes = {k: v for k, v in _workload_axes(spec).items() if k != "numjobs"}
+    candidates = [
+        (f"sweep.{axis}", f"{axis}={value}", {axis: value})
+        for axis, values in axes.items()
+        for value in values
+    ]
+    combos = sweep_combinations(axes)
+    if len(axes) > 1 and len(combos) <= MAX_COMBINATIONS:
+        for combo in combos:
+            what = ", ".join(f"{k}={v}" for k, v in combo)
+            candidates.append(("sweep", f"the combination {what}", dict(combo)))
+    return candidates
+
+
+def _fio_complaint(options: FioOptions) -> str | None:
+    try:
+        return validate_with_fio(options)
+    except (UsageError, ToolError) as exc:
+        return str(exc)
+
+
+def _numjobs_problem(options: Mapping[str, str | None], where: str) -> Problem | None:
+    """fio --parse-only accepts numjobs=0 and 10^9; the run would not."""
+    text = options.get("numjobs")
+    if text is None:
+        return None
+    try:
+        numjobs = int(text)
+    except ValueError:
+        return None  # fio's own parse says what is wrong with it
+    if not 1 <= numjobs <= MAX_NUMJOBS:
+        return Problem(where, f"numjobs={text}: must be from 1 to {MAX_NUMJOBS} (fio's limit)")
+    return None
+
+
+def check_fio(spec: Spec) -> list[Problem]:
+    """fio's complaints about the base options, each sweep value and each combination."""
+    workload = spec.workload
+    if not isinstance(workload, FioWorkload):
+        return []
+    base_field = _workload_field(workload)
+    try:
+        base = plan.fio_options_for_point(spec, {})
+    except (UsageError, ValueError) as exc:
+        return [Problem(base_field, str(exc))]
+    numjobs = _numjobs_problem(base, base_field)
+    if numjobs is not None:
+        return [numjobs]
+    complaint = _fio_complaint(base)
+    if complaint is not None:
+        return [Problem(base_field, f"fio rejected it: {_one_paragraph(complaint)}")]
+    candidates = []
+    problems = []
+    for where, what, sweep in _fio_candidates(spec):
+        try:
+            candidates.append((where, what, plan.fio_options_for_point(spec, sweep)))
+        except (UsageError, ValueError) as exc:
+            problems.append(Problem(where, f"{what}: {exc}"))
+    with ThreadPoolExecutor(max_workers=FIO_WORKERS) as pool:
+        complaints = list(pool.map(lambda c: _fio_complaint(c[2]), candidates))
+    axis_failed = False
+    for (where, what, _options), complaint in zip(candidates, complaints, strict=True):
+        if complaint is None or (where == "sweep" and axis_failed):
+            continue
+        axis_failed = axis_failed or where != "sweep"
+        problems.append(Problem(where, f"fio rejected {what}: {_one_paragraph(complaint)}"))
+    return problems
+
+
+def _one_paragraph(text: str, limit: int = 400) -> str:
+    """A tool's message on one line, usage text and repeats dropped."""
+    lines: list[str] = []
+    for raw in text.strip().splitlines():
+        line = raw.strip()
+        if line.lower().startswith(("usage:", "try '")):
+            break
+        if line and line not in lines:
+            lines.append(line)
+    joined = " ".join(lines)
+    return joined if len(joined) <= limit else joined[: limit - 3] + "..."
+
+
+# ------------------------------------------------------------------ mkfs
+
+
+def scratch_site(spec: Spec) -> tuple[str, int]:
+    """(image directory, image size) that stand in for the campaign's target."""
+    target = spec.target
+    if target.kind == "ram":
+        return "/dev/shm", target.size_bytes
+    if target.kind == "file":
+        assert target.path is not None
+        return target.path, target.size_bytes
+    assert target.path is not None  # a device: never written here, a sparse stand-in instead
+    size = _device_size(target.path) or target.size_bytes
+    try:
+        st = os.statvfs("/dev/shm")
+        size = min(size, st.f_bavail * st.f_frsize // 2)
+    except OSError:
+        pass
+    return "/dev/shm", max(size - size % 4096, 64 * 1024**2)
+
+
+def _device_size(path: str) -> int | None:
+    mm = block_major_minor(path)
+    if mm is None:
+        return None
+    try:
+        return int((sysfs_dir(mm) / "size").read_text()) * 512
+    except (OSError, ValueError):
+        return None
+
+
+def _mkfs_problem(index: int, fs: FilesystemSpec, size: int, exc: ToolError) -> Problem:
+    words = _one_paragraph(exc.stderr or str(exc))
+    if fs.mkfs_options:
+        options = shlex.join(fs.mkfs_options)
+        return Problem(
+            f"filesystems.{index}.mkfs_options", f"mkfs.{fs.type} rejected '{options}': {words}"
+        )
+    return Problem(
+        f"filesystems.{index}.type",
+        f"mkfs.{fs.type} fails on a {format_bytes(size)} target (target.size): {words}",
+    )
+
+
+def check_filesystems(spec: Spec, *, mount: bool = True) -> tuple[list[Problem], dict[str, Space]]:
+    """Per configuration: mkfs on a sparse regular file of the target's size, then
+    (mount=True) attach that very file to a loop device, mount, measure, umount.
+
+    mkfs on a regular file takes milliseconds where the same mkfs through a loop
+    device zeroes inode tables and journal in RAM (about a second at 16GiB),
+    and it needs no root; the loop device is only for the mount.
+    """
+    directory, size = scratch_site(spec)
+    problems: list[Problem] = []
+    space: dict[str, Space] = {}
+    if not os.path.isdir(directory):
+        where = "target.path" if spec.target.kind == "file" else "target.kind"
+        return [Problem(where, f"image directory {directory} does not exist")], space
+    try:
+        check_image_space(size, directory)
+    except FslabError as exc:
+        return [Problem("target.size", str(exc))], space
+    for index, fs in enumerate(spec.filesystems):
+        try:
+            with _image_file(directory, size) as path:
+                try:
+                    _mkfs(fs, path)
+                except ToolError as exc:
+                    problems.append(_mkfs_problem(index, fs, size, exc))
+                    continue
+                if mount:
+                    found = _mount_image(spec, index, fs, path)
+                    if isinstance(found, Space):
+                        space[fs.label] = found
+                    else:
+                        problems.extend(found)
+        except FslabError as exc:  # no room for the image, no free loop device ...
+            problems.append(Problem(f"filesystems.{index}", str(exc)))
+    return problems, space
+
+
+def check_mkfs(spec: Spec) -> list[Problem]:
+    """Only the mkfs half of check_filesystems: no loop device, no root needed."""
+    return check_filesystems(spec, mount=False)[0]
+
+
+@contextlib.contextmanager
+def _image_file(directory: str, size: int) -> Iterator[str]:
+    """A sparse fslab-<pid>-<hex>.img: doctor --cleanup knows the name if fslab is killed."""
+    check_image_space(size, directory)
+    path = os.path.join(os.path.realpath(directory), image_name())
+    try:
+        fd = os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o600)
+        try:
+            os.ftruncate(fd, size)
+        finally:
+            os.close(fd)
+        yield path
+    finally:
+        with deferred_interrupts():
+            try:
+                for device in loops_backed_by(path):  # even one whose name a Ctrl-C hid
+                    detach_loop(device)
+            finally:
+                with contextlib.suppress(FileNotFoundError):
+                    os.unlink(path)
+
+
+def _mkfs(fs: FilesystemSpec, path: str) -> None:
+    record = run(mkfs_argv(fs.type, path, fs.mkfs_options), check=False, timeout_s=TOOL_TIMEOUT_S)
+    if record.returncode != 0:
+        raise ToolError(
+            f"mkfs.{fs.type} exited {record.returncode}", stderr=record.stderr or record.stdout
+        )
+
+
+def _attach(path: str) -> str:
+    for attempt in range(ATTACH_TRIES):
+        try:
+            argv = ["losetup", "--find", "--show", path]
+            return run(argv, timeout_s=TOOL_TIMEOUT_S).stdout.strip()
+        except ToolError as exc:
+            if "busy" not in (exc.stderr or str(exc)).lower() or attempt == ATTACH_TRIES - 1:
+                raise
+            time.sleep(0.2)
+    raise AssertionError("unreachable")
+
+
+# ------------------------------------------------------------------ mount
+
+
+class KernelLog:
+    """Kernel messages logged after this was created (the mount's own reason).
+
+    mount(8) only says "wrong fs type, bad option ..."; the kernel logs which
+    option it refused ("ext4: Unknown parameter 'bogus'").
+    """
+
+    def __init__(self) -> None:
+        try:
+            self._fd: int | None = os.open("/dev/kmsg", os.O_RDONLY | os.O_NONBLOCK)
+            os.lseek(self._fd, 0, os.SEEK_END)
+        except OSError:
+            self._fd = None
+
+    def new_messages(self, needles: Sequence[str]) -> list[str]:
+        found: list[str] = []
+        if self._fd is None:
+            return found
+        while True:
+            try:
+                record = os.read(self._fd, 8192).decode(errors="replace")
+            except BlockingIOError:
+                break
+            except OSError as exc:
+                if exc.errno == errno.EPIPE:  # ring buffer overrun: skip what was lost
+                    continue
+                break
+            message = record.split(";", 1)[-1].strip()
+            if any(needle.lower() in message.lower() for needle in needles):
+                found.append(message)
+        return found
+
+    def close(self) -> None:
+        if self._fd is not None:
+            os.close(self._fd)
+            self._fd = None
+
+
+def _mount_image(spec: Spec, index: int, fs: FilesystemSpec, path: str) -> Space | list[Problem]:
+    """Mount the formatted image through a loop device: its space, or the kernel's refusal."""
+    device = _attach(path)  # detached by _image_file, whatever happens
+    kernel = KernelLog()
+    try:
+        with Mount(device, fs.type, fs.mount_options, log=CommandLog()) as mount:
+            total = fill_mod.total_bytes(mount.mountpoint)
+            free = fill_mod.free_bytes(mount.mountpoint)
+            problems = _dd_problems(spec, mount.mountpoint)
+    except ToolError as exc:
+        name = os.path.basename(device)
+        said = kernel.new_messages([f"{fs.type}:", f"({name})", f"device {name}"])
+        words = "; ".join(said) or _one_paragraph(exc.stderr or str(exc))
+        options = ",".join(fs.mount_options) or "(none)"
+        return [
+            Problem(
+                f"filesystems.{index}.mount_options",
+                f"the kernel refused to mount {fs.type} with '{options}': {words}",
+            )
+        ]
+    finally:
+        kernel.close()
+    return problems or Space(total, free)
+
+
+def _dd_problems(spec: Spec, mountpoint: str) -> list[Problem]:
+    """dd's own parse of each point's operands, with count=0 on the real filesystem."""
+    workload = spec.workload
+    if not isinstance(workload, DdWorkload):
+        return []
+    problems = []
+    combos = sweep_combinations(_workload_axes(spec))
+    for number, combo in enumerate(combos[:MAX_COMBINATIONS]):
+        sweep = dict(combo)
+        try:
+            params = plan.dd_parameters(workload, sweep)
+            path = os.path.join(mountpoint, f"fslab-preflight-dd-{number}")
+            argv = [
+                ("count=0" if a.startswith("count=") else a) for a in plan.dd_argv(params, path)
+            ]
+        except (UsageError, ValueError) as exc:
+            problems.append(Problem("workload", str(exc)))
+            continue
+        what = " ".join(a for a in argv[3:] if not a.startswith(("count=", "of=")))
+        try:
+            record = run(argv, check=False, timeout_s=TOOL_TIMEOUT_S)
+        except ToolError as exc:
+            problems.append(Problem("workload.kind", str(exc)))
+            break
+        finally:
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(path)
+        if record.returncode != 0:
+            where = _dd_field(record.stderr, sweep)
+            problems.append(Problem(where, f"dd rejected {what}: {_one_paragraph(record.stderr)}"))
+    return problems
+
+
+def _dd_field(stderr: str, sweep: Mapping[str, ScalarValue]) -> str:
+    """The operand dd complains about ("invalid conversion", "invalid output flag")."""
+    text = stderr.lower()
+    key = "conv" if "conversion" in text else "oflag" if "flag" in text else None
+    if key is None:
+        return "sweep" if sweep else "workload"
+    return f"sweep.{key}" if key in sweep else f"workload.{key}"
+
+
+# ------------------------------------------------------------------ fit
+
+
+def _fill_goal(
+    spec: Spec, sweep: Mapping[str, ScalarValue]
+) -> tuple[str, float | None, int | None]:
+    """(field, percent, leave_free_bytes) of a point's fill, as the runner reads them."""
+    if "fill_percent" in sweep:
+        value = float(sweep["fill_percent"])  # type: ignore[arg-type]
+        return "sweep.fill_percent", (value if value > 0 else None), None
+    if "fill_leave_free" in sweep:
+        text = str(sweep["fill_leave_free"])
+        return (
+            "sweep.fill_leave_free",
+            None,
+            (parse_size_bytes(text) if text not in ("", "none") else None),
+        )
+    leave = spec.fill.leave_free
+    field_name = "fill.leave_free" if leave else "fill.percent"
+    return field_name, spec.fill.percent, (parse_size_bytes(leave) if leave else None)
+
+
+def _files_bytes(spec: Spec, sweep: Mapping[str, ScalarValue]) -> tuple[int | None, str]:
+    """Bytes the workload writes up front at this point, and how that was computed."""
+    workload = spec.workload
+    if isinstance(workload, DdWorkload):
+        params = plan.dd_parameters(workload, sweep)
+        total = parse_size_bytes(params.bs) * params.count
+        return total, f"dd bs={params.bs} x count={params.count}"
+    options = plan.fio_options_for_point(spec, sweep)
+    size_text = options.get("filesize") or options.get("size")
+    numjobs = int(options.get("numjobs") or 1)
+    return plan.file_bytes_total(options), f"{numjobs} job(s) x {size_text}"
+
+
+def check_fits(spec: Spec, space: Mapping[str, Space]) -> list[Problem]:
+    """Per configuration and sweep combination: does the fill leave room for the files?"""
+    problems: list[Problem] = []
+    combos = sweep_combinations(spec.sweep)
+    for fs, combo in itertools.product(spec.filesystems, combos):
+        if fs.label not in space:
+            continue
+        sweep = dict(combo)
+        at = (" at " + ", ".join(f"{k}={v}" for k, v in combo)) if combo else ""
+        total, free = space[fs.label].total_bytes, space[fs.label].free_bytes
+        where, percent, leave = _fill_goal(spec, sweep)
+        available = free
+        if leave is not None:
+            if leave >= free:
+                problems.append(
+                    Problem(
+                        where,
+                        f"leaves {format_bytes(leave)} free, but '{fs.label}' has only "
+                        f"{format_bytes(free)} free after mkfs{at}: nothing would be filled",
+                    )
+                )
+            available = min(free, leave)
+        elif percent is not None:
+            available = min(free, total - int(total * percent / 100))
+        try:
+            needed, how = _files_bytes(spec, sweep)
+        except (UsageError, ValueError):
+            continue  # the fio check reports malformed sizes and numjobs
+        if needed is not None and needed > available * FIT_MARGIN:
+            filled = f" after the fill ({where})" if available < free else ""
+            problems.append(
+                Problem(
+                    "target.size",
+                    f"{how} = {format_bytes(needed)} does not fit '{fs.label}': "
+                    f"{format_bytes(available)} free{filled} on a {format_bytes(total)} "
+                    f"filesystem{at}; lower the size per job or grow target.size",
+                )
+            )
+    return problems

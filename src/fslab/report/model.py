@@ -1,0 +1,1050 @@
+"""A campaign's report as data, built once and read by the text, HTML and JSON renderers.
+
+Why one model: the three formats must never disagree. Every number, every
+choice (which point is the worst, which configuration is the baseline) and
+every "missing, because ..." note is decided here; renderers only lay it out.
+Each section carries `notes`: what it could not show and why (failed
+points, no sweep, collectors off, dd without latency histograms), so a
+report never crashes on a thin campaign and never stays silent about a gap.
+
+The focus points: the worst point is the successful point with the lowest
+headline in the campaign (where the falloff is); the best point is the
+highest-headline point of the same configuration, so "best vs worst"
+contrasts one configuration across its sweep (what changed as it fell off),
+not two filesystems. A configuration with a single point falls back to the
+campaign's best point.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import statistics
+from dataclasses import dataclass, field
+from typing import Any
+
+from fslab.analyze import stats
+from fslab.analyze.campaign_scaling import CurveFit, ScaleReport, fit_campaign
+from fslab.analyze.compare import MIN_REPS
+from fslab.analyze.comparisons import Comparison, config_comparisons
+from fslab.analyze.dataset import CampaignData, key_label, load_campaign, point_key
+from fslab.analyze.point_profile import NoProfile, ProfileKind, load_profile
+from fslab.analyze.profile import DiffRow, HotChain, Profile, diff
+from fslab.analyze.summary import SummaryRow, summarize
+from fslab.errors import FslabError
+from fslab.store.db import PointRow, Store
+from fslab.units import format_bytes
+from fslab.workload.fio_json import merge_bins
+
+PERCENTILES = ("p50", "p99", "p99_9")
+PROFILE_KINDS: tuple[ProfileKind, ...] = ("oncpu", "offcpu")
+CHAINS = 3  # perf-style chains are 15-20 lines each: the top three tell the story
+DIFF_ROWS = 12
+TOP_WORKQUEUES = 5
+TOP_WCHANS = 8
+COLLECTOR_FAMILIES = frozenset({"wq", "jbd2", "offcpu", "sys", "tp", "blk", "vm", "profile"})
+WQ_FIELDS = (
+    "items_per_s",
+    "queue_delay_ns_p99",
+    "start_delay_ns_p99",
+    "exec_ns_p99",
+    "utilisation",
+    "peak_concurrency",
+)
+JBD2_FIELDS = (
+    ("jbd2.transactions_per_s", "commits per second"),
+    ("jbd2.avg_commit_ms", "commit time, ms (kernel average)"),
+    ("jbd2.avg_wait_ms", "waiting for a transaction, ms"),
+    ("jbd2.avg_request_delay_ms", "request delay, ms"),
+    ("jbd2.avg_running_ms", "transaction running, ms"),
+    ("jbd2.avg_locked_ms", "transaction locked, ms"),
+    ("jbd2.avg_flushing_ms", "flushing ordered data, ms"),
+    ("jbd2.avg_logging_ms", "logging, ms"),
+    ("jbd2.handles_per_txn", "handles per transaction"),
+    ("jbd2.blocks_per_txn", "blocks per transaction"),
+    ("jbd2.run.wait_ms_p99", "wait per commit p99, ms"),
+    ("jbd2.run.running_ms_p99", "running per commit p99, ms"),
+    ("jbd2.run.locked_ms_p99", "locked per commit p99, ms"),
+    ("jbd2.run.logging_ms_p99", "logging per commit p99, ms"),
+)
+METRIC_LABELS = {
+    "fio.write.iops": "write IOPS",
+    "fio.read.iops": "read IOPS",
+    "fio.total.iops": "IOPS",
+    "dd.bw_bytes_s": "dd rate",
+    "fio.sync.lat_ns": "fsync latency",
+    "fio.write.clat_ns": "write completion latency",
+    "fio.read.clat_ns": "read completion latency",
+}
+LATENCY_SECTIONS = {  # metric family -> (fio json direction, latency key)
+    "fio.sync.lat_ns": ("sync", "lat_ns"),
+    "fio.write.clat_ns": ("write", "clat_ns"),
+    "fio.read.clat_ns": ("read", "clat_ns"),
+}
+
+
+def metric_label(metric: str | None) -> str:
+    """Short reader-facing names: "write IOPS", "fsync p99"; others as stored."""
+    if metric is None:
+        return "-"
+    if metric in METRIC_LABELS:
+        return METRIC_LABELS[metric]
+    family, _, pct = metric.rpartition("_")
+    if family in METRIC_LABELS and pct in PERCENTILES:
+        kind = family.split(".")[1]
+        return f"{'fsync' if kind == 'sync' else kind} {pct.replace('_', '.')}"
+    return metric
+
+
+# ------------------------------------------------------------------ the tree
+
+
+@dataclass
+class PointRef:
+    """One stored point, as every section names it."""
+
+    point_id: int
+    seq: int
+    config: str
+    sweep: dict[str, Any]
+    repeat: int
+    headline: float | None
+
+    @property
+    def sweep_label(self) -> str:
+        return key_label(point_key(self.sweep))
+
+    @property
+    def label(self) -> str:
+        return f"{self.config} {self.sweep_label}" if self.sweep else self.config
+
+
+@dataclass
+class CampaignInfo:
+    id: int
+    name: str
+    description: str
+    status: str
+    started_at: str
+    ended_at: str | None
+    fslab_version: str
+    overrides: dict[str, Any]
+    points_total: int
+    points_ok: int
+    points_failed: int
+    points_pending: int
+
+
+@dataclass
+class FilesystemSetup:
+    """One configuration as specified and as it was really built."""
+
+    config: str
+    fs_type: str
+    description: str
+    mkfs_options: list[str]
+    mount_options: list[str]
+    mkfs_argv: list[str] | None  # the mkfs command as run (effective)
+    mount_argv: list[str] | None
+    mount_options_effective: str | None  # as the kernel reported them after mount
+    journal_bytes: int | None  # ext4 journal or XFS log
+    journal_kind: str  # "journal" | "log"
+    block_size_bytes: int | None
+    features: list[str]
+    notes: list[str] = field(default_factory=list)
+
+
+@dataclass
+class Setup:
+    host: dict[str, Any]
+    device: dict[str, Any] | None
+    device_text: str
+    filesystems: list[FilesystemSetup]
+    workload: dict[str, Any]
+    workload_text: list[str]
+    sweep: dict[str, list[Any]]
+    run: dict[str, Any]
+    notes: list[str] = field(default_factory=list)
+
+
+@dataclass
+class Step:
+    """One line of the reproduction recipe: a comment, a command, or both."""
+
+    comment: str | None
+    argv: list[str] | None
+    returncode: int | None = None
+
+
+@dataclass
+class Reproduce:
+    point: PointRef | None
+    why: str
+    steps: list[Step]
+    notes: list[str] = field(default_factory=list)
+
+
+@dataclass
+class ResultRow:
+    config: str
+    sweep: dict[str, Any]
+    n_ok: int
+    n_failed: int
+    median: float | None
+    minimum: float | None
+    maximum: float | None
+    values: list[float]
+    latency_p99: float | None
+    percentiles: dict[str, float | None]  # median over repetitions of each percentile
+    free_bytes_start: float | None
+    watermark_bytes: float | None
+    below_watermark: bool | None
+    filled: bool
+
+
+@dataclass
+class FailedPoint:
+    seq: int
+    config: str
+    sweep: dict[str, Any]
+    error: str
+    stderr_tail: list[str]
+
+
+@dataclass
+class Results:
+    headline: str | None
+    headline_label: str
+    latency: str | None
+    latency_label: str
+    latency_family: str | None
+    axes: list[str]
+    rows: list[ResultRow]
+    failures: list[FailedPoint]
+    pending: int
+    watermark_relevant: bool
+    notes: list[str] = field(default_factory=list)
+
+
+@dataclass
+class Scaling:
+    axis: str | None
+    metric: str | None
+    curves: list[CurveFit]
+    moves: list[dict[str, Any]]
+    notes: list[str] = field(default_factory=list)
+
+
+@dataclass
+class LatencyCurve:
+    """Percentiles (median over repetitions) along the concurrency axis."""
+
+    config: str
+    rest: dict[str, Any]
+    axis: str
+    n: list[float]
+    percentiles: dict[str, list[float | None]]
+
+
+@dataclass
+class LatencyCdf:
+    """The latency distribution of one point: merged json+ bins of all its jobs."""
+
+    role: str  # "best" | "worst"
+    point: PointRef
+    family: str
+    samples: int
+    values_ns: list[float]
+    cumulative: list[float]  # fraction of samples <= values_ns[i]
+
+
+@dataclass
+class Latency:
+    family: str | None
+    label: str
+    curves: list[LatencyCurve]
+    cdfs: list[LatencyCdf]
+    notes: list[str] = field(default_factory=list)
+
+
+@dataclass
+class BarEntry:
+    config: str
+    n: int
+    median: float
+    ci_low: float | None  # 95% bootstrap interval of the median (None: too few runs)
+    ci_high: float | None
+
+
+@dataclass
+class BarGroup:
+    point: dict[str, Any]
+    label: str
+    entries: list[BarEntry]
+
+
+@dataclass
+class Comparisons:
+    baseline: str | None
+    metrics: list[str]
+    items: list[Comparison]
+    bars: list[BarGroup]
+    bar_metric: str | None
+    min_reps: int
+    notes: list[str] = field(default_factory=list)
+
+
+@dataclass
+class ProfileSection:
+    """One kind of profile (on-CPU or off-CPU) at the worst point."""
+
+    kind: ProfileKind
+    title: str
+    point: PointRef | None
+    samples: int
+    idle_share: float | None
+    chains: list[HotChain]
+    chains_text: str
+    profile: Profile | None = field(default=None, metadata={"json": False})
+    best_profile: Profile | None = field(default=None, metadata={"json": False})
+    diff_rows: list[DiffRow] = field(default_factory=list)  # busy shares, best -> worst
+    notes: list[str] = field(default_factory=list)
+
+
+@dataclass
+class Profiles:
+    worst: PointRef | None
+    best: PointRef | None
+    why: str
+    oncpu: ProfileSection
+    offcpu: ProfileSection
+    notes: list[str] = field(default_factory=list)
+
+
+@dataclass
+class MetricPair:
+    name: str
+    label: str
+    best: float | None
+    worst: float | None
+
+
+@dataclass
+class WorkqueueRow:
+    name: str
+    best: dict[str, float | None]
+    worst: dict[str, float | None]
+    waiting: float  # items/s x (queue + start delay p99) at the worst point: ranks rows
+
+
+@dataclass
+class WchanRow:
+    function: str
+    best_threads: float | None
+    worst_threads: float
+    worst_share: float | None  # of the blocked threads at the worst point
+
+
+@dataclass
+class Contention:
+    best: PointRef | None
+    worst: PointRef | None
+    workqueues: list[WorkqueueRow]
+    jbd2: list[MetricPair]
+    wchans: list[WchanRow]
+    blocked_threads_worst: float | None
+    notes: list[str] = field(default_factory=list)
+
+
+@dataclass
+class DiagnosisEntry:
+    config: str
+    lines: list[str]
+    data: dict[str, Any]
+
+
+@dataclass
+class Diagnosis:
+    available: bool
+    entries: list[DiagnosisEntry]
+    notes: list[str] = field(default_factory=list)
+
+
+@dataclass
+class Report:
+    campaign: CampaignInfo
+    setup: Setup
+    reproduce: Reproduce
+    results: Results
+    scaling: Scaling
+    latency: Latency
+    comparisons: Comparisons
+    profiles: Profiles
+    contention: Contention
+    diagnosis: Diagnosis
+
+
+# ------------------------------------------------------------------ building
+
+
+def build_report(store: Store, campaign_id: int) -> Report:
+    """Everything the renderers show, read from the store once."""
+    data = load_campaign(store, campaign_id)
+    worst, best = focus_points(data)
+    return Report(
+        campaign=_campaign_info(data),
+        setup=_setup(store, data),
+        reproduce=_reproduce(store, data, worst),
+        results=_results(data),
+        scaling=_scaling(data),
+        latency=_latency(store, data, worst, best),
+        comparisons=_comparisons(data),
+        profiles=_profiles(store, data, worst, best),
+        contention=_contention(store, data, worst, best),
+        diagnosis=_diagnosis(store, campaign_id),
+    )
+
+
+def _ref(data: CampaignData, point: PointRow) -> PointRef:
+    headline = data.metrics.get(point.id, {}).get(data.headline) if data.headline else None
+    return PointRef(point.id, point.seq, point.config, dict(point.sweep), point.repeat, headline)
+
+
+def focus_points(data: CampaignData) -> tuple[PointRef | None, PointRef | None]:
+    """(worst, best): see the module docstring for why best is in the worst's config."""
+    if data.headline is None:
+        return None, None
+    scored = [
+        (data.metrics[p.id][data.headline], p.seq, p)
+        for p in data.ok_points()
+        if data.headline in data.metrics.get(p.id, {})
+    ]
+    if not scored:
+        return None, None
+    worst = min(scored, key=lambda s: (s[0], s[1]))[2]
+    same = [s for s in scored if s[2].config == worst.config and s[2].id != worst.id]
+    others = [s for s in scored if s[2].id != worst.id]
+    pool = same or others
+    best = max(pool, key=lambda s: (s[0], -s[1]))[2] if pool else None
+    return _ref(data, worst), (_ref(data, best) if best else None)
+
+
+def _campaign_info(data: CampaignData) -> CampaignInfo:
+    c = data.campaign
+    counts = {s: sum(1 for p in data.points if p.status == s) for s in ("ok", "failed", "pending")}
+    return CampaignInfo(
+        id=c.id,
+        name=c.name,
+        description=str(c.spec.get("description", "")),
+        status=c.status,
+        started_at=c.started_at,
+        ended_at=c.ended_at,
+        fslab_version=c.fslab_version,
+        overrides=dict(c.overrides),
+        points_total=len(data.points),
+        points_ok=counts["ok"],
+        points_failed=counts["failed"],
+        points_pending=counts["pending"],
+    )
+
+
+# --- setup ----------------------------------------------------------------------
+
+
+def _setup(store: Store, data: CampaignData) -> Setup:
+    spec = data.campaign.spec
+    notes = []
+    host = dict(data.campaign.host)
+    if not host:
+        notes.append("no host facts were stored with this campaign")
+    configs = data.configs()
+    fs_specs = {fs.get("label"): fs for fs in spec.get("filesystems", [])}
+    filesystems = [_filesystem(store, data, c, fs_specs.get(c, {})) for c in configs]
+    workload = dict(spec.get("workload", {}))
+    return Setup(
+        host=host,
+        device=data.campaign.device,
+        device_text=_device_text(data.campaign.device),
+        filesystems=filesystems,
+        workload=workload,
+        workload_text=_workload_text(workload),
+        sweep={k: list(v) for k, v in spec.get("sweep", {}).items()},
+        run=dict(spec.get("run", {})),
+        notes=notes,
+    )
+
+
+def _device_text(device: dict[str, Any] | None) -> str:
+    if not device:
+        return "not recorded"
+    size = device.get("size_bytes")
+    size_text = f"{_gib(size)} " if size else ""
+    kind = device.get("kind")
+    if kind == "ram":
+        return f"{size_text}sparse loop image in {device.get('image_dir', '/dev/shm')} (RAM)"
+    if kind == "file":
+        return f"{size_text}sparse loop image in {device.get('image_dir', '?')}"
+    path = device.get("path") or device.get("device") or "?"
+    return f"block device {path} {size_text}".strip()
+
+
+def _gib(n: float) -> str:
+    return format_bytes(n)  # one spelling of sizes in every section
+
+
+def _workload_text(workload: dict[str, Any]) -> list[str]:
+    kind = workload.get("kind")
+    if kind == "fio":
+        if workload.get("command_line"):
+            return [
+                " ".join(str(workload["command_line"]).split()),
+                "(as written in the spec: fslab sets --directory, the swept options, "
+                "--runtime and --ramp_time per point; the commands below are what ran)",
+            ]
+        if workload.get("job_file"):
+            return [f"fio job file {workload['job_file']}"]
+        options = workload.get("options") or {}
+        return ["fio " + " ".join(f"--{k}={v}" for k, v in options.items())]
+    if kind == "dd":
+        keys = ("bs", "count", "conv", "oflag")
+        words = [f"{k}={workload[k]}" for k in keys if workload.get(k)]
+        mode = workload.get("mode", "once")
+        extra = " (repeated, write + delete, for the runtime)" if mode == "sustained" else ""
+        return [f"dd if=/dev/zero of=MNT/fslab-dd.out {' '.join(words)}{extra}"]
+    return [json.dumps(workload)]
+
+
+def _filesystem(
+    store: Store, data: CampaignData, config: str, fs_spec: dict[str, Any]
+) -> FilesystemSetup:
+    points = [p for p in data.points if p.config == config]
+    fs_type = points[0].fs_type if points else str(fs_spec.get("type", "?"))
+    with_facts = next((p for p in points if p.facts.get("filesystem")), None)
+    commands = next((store.commands(p.id) for p in points if store.commands(p.id)), [])
+    mkfs = next((argv for argv in commands if argv and argv[0].startswith("mkfs")), None)
+    mount = next((argv for argv in commands if argv and argv[0] == "mount"), None)
+    notes = []
+    facts = with_facts.facts if with_facts else {}
+    fs_facts = facts.get("filesystem", {})
+    if all(p.status == "pending" for p in points):
+        notes.append("no point has run yet")
+    elif not any(p.status == "ok" for p in points):
+        reasons = sorted({p.error for p in points if p.status == "failed" and p.error})
+        why = f": {reasons[0]}" if reasons else ""
+        notes.append(f"no point succeeded{why}")
+    if with_facts is None and any(p.status != "pending" for p in points):
+        notes.append("nothing was read back from the filesystem (no point got that far)")
+    journal = fs_facts.get("journal_size_bytes")
+    kind = "journal"
+    if journal is None and fs_facts.get("log_size_bytes") is not None:
+        journal, kind = fs_facts["log_size_bytes"], "log"
+    features = fs_facts.get("features", [])
+    if isinstance(features, dict):
+        features = [f"{k}={v}" for k, v in features.items()]
+    return FilesystemSetup(
+        config=config,
+        fs_type=fs_type,
+        description=str(fs_spec.get("description") or ""),
+        mkfs_options=list(fs_spec.get("mkfs_options", [])),
+        mount_options=list(fs_spec.get("mount_options", [])),
+        mkfs_argv=mkfs,
+        mount_argv=mount,
+        mount_options_effective=facts.get("mount_options_effective"),
+        journal_bytes=int(journal) if journal is not None else None,
+        journal_kind=kind,
+        block_size_bytes=fs_facts.get("block_size_bytes"),
+        features=list(features),
+        notes=notes,
+    )
+
+
+# --- reproduce ------------------------------------------------------------------
+
+
+def _reproduce(store: Store, data: CampaignData, worst: PointRef | None) -> Reproduce:
+    if worst is not None:
+        point = data.point(worst.point_id)
+        why = "the worst point of the campaign"
+    else:
+        ran = [p for p in data.points if store.commands(p.id)]
+        if not ran:
+            return Reproduce(None, "", [], ["no point ran a command yet"])
+        point = ran[0]
+        why = f"no point succeeded; the first that ran ({point.status})"
+    records = store.command_records(point.id)
+    steps: list[Step] = _image_steps(data, records[0][0] if records else [])
+    mountpoint = None
+    for argv, rc, _ in records:
+        steps.append(Step(None, argv, rc))
+        if argv and argv[0] == "mount":
+            mountpoint = argv[-1]
+            steps += _fill_steps(point, mountpoint)
+        if argv and argv[0] == "dd":
+            iterations = data.metrics.get(point.id, {}).get("dd.iterations")
+            if iterations and iterations > 1:
+                steps.append(
+                    Step(
+                        f"fslab ran this dd {iterations:.0f} times, deleting the file between "
+                        "runs (sustained mode), and reports total bytes over dd's own times",
+                        None,
+                    )
+                )
+    notes = []
+    if not records:
+        notes.append("this point stored no commands")
+    return Reproduce(_ref(data, point), why, steps, notes)
+
+
+def _image_steps(data: CampaignData, first: list[str]) -> list[Step]:
+    """fslab creates the loop image itself (no command is stored): the shell equivalent."""
+    device = data.campaign.device or {}
+    size = device.get("size_bytes")
+    if not (first[:1] == ["losetup"] and size and device.get("kind") in ("ram", "file")):
+        return []
+    return [
+        Step(
+            f"fslab created the sparse {_gib(size)} image itself; by hand:",
+            ["truncate", "-s", str(size), first[-1]],
+        )
+    ]
+
+
+def _fill_steps(point: PointRow, mountpoint: str) -> list[Step]:
+    fill = point.facts.get("fill")
+    if not isinstance(fill, dict) or not fill.get("bytes_filled"):
+        return []
+    size = int(fill["bytes_filled"])
+    return [
+        Step(
+            f"fslab then pre-filled the filesystem with fallocate(2), leaving "
+            f"{_gib(fill.get('free_bytes_after', 0))} free; one file does the same:",
+            ["fallocate", "-l", str(size), f"{mountpoint}/fslab-fill-0"],
+        )
+    ]
+
+
+# --- results --------------------------------------------------------------------
+
+
+def _latency_family(data: CampaignData) -> str | None:
+    if data.latency is None:
+        return None
+    return data.latency.rsplit("_", 1)[0]
+
+
+def _results(data: CampaignData) -> Results:
+    rows = summarize(data.points, data.metrics)
+    family = _latency_family(data)
+    out_rows = [_result_row(data, row, family) for row in rows]
+    notes = []
+    if data.headline is None:
+        notes.append("no successful point has a throughput metric: nothing to tabulate")
+    if data.latency is None and data.headline == "dd.bw_bytes_s":
+        notes.append("dd reports only a rate: no latency percentiles")
+    pending = sum(1 for p in data.points if p.status == "pending")
+    if pending:
+        notes.append(f"{pending} point(s) not run yet: fslab run --resume {data.id}")
+    return Results(
+        headline=data.headline,
+        headline_label=metric_label(data.headline),
+        latency=data.latency,
+        latency_label=metric_label(data.latency),
+        latency_family=family,
+        axes=data.axes(),
+        rows=out_rows,
+        failures=_failures(data),
+        pending=pending,
+        watermark_relevant=_watermark_relevant(rows, data.headline),
+        notes=notes,
+    )
+
+
+def _result_row(data: CampaignData, row: SummaryRow, family: str | None) -> ResultRow:
+    key = point_key(row.sweep)
+    percentiles: dict[str, float | None] = {}
+    for q in PERCENTILES:
+        values = data.values(f"{family}_{q}", row.config).get(key, []) if family else []
+        percentiles[q] = statistics.median(values) if values else None
+    return ResultRow(
+        config=row.config,
+        sweep=dict(row.sweep),
+        n_ok=row.n_ok,
+        n_failed=row.n_failed,
+        median=row.median,
+        minimum=row.minimum,
+        maximum=row.maximum,
+        values=list(row.values),
+        latency_p99=row.latency_median,
+        percentiles=percentiles,
+        free_bytes_start=row.facts.get("free_bytes_start"),
+        watermark_bytes=row.facts.get("ext4_watermark_bytes"),
+        below_watermark=row.facts.get("below_ext4_watermark"),
+        filled=bool(row.facts.get("filled")),
+    )
+
+
+def _watermark_relevant(rows: list[SummaryRow], headline: str | None) -> bool:
+    """ext4's free-cluster watermark matters for dd-style writes or pre-filled filesystems."""
+    has_ext4 = any("ext4_watermark_bytes" in r.facts for r in rows)
+    return has_ext4 and (headline == "dd.bw_bytes_s" or any(r.facts.get("filled") for r in rows))
+
+
+def _failures(data: CampaignData) -> list[FailedPoint]:
+    failed = []
+    for p in data.points:
+        if p.status != "failed":
+            continue
+        tail = [line for line in (p.stderr or "").strip().splitlines() if line.strip()][-5:]
+        failed.append(FailedPoint(p.seq, p.config, dict(p.sweep), p.error or "", tail))
+    return failed
+
+
+# --- scaling and latency curves -----------------------------------------------------
+
+
+def _scaling(data: CampaignData) -> Scaling:
+    try:
+        fitted: ScaleReport = fit_campaign(data)
+    except FslabError as exc:
+        return Scaling(None, data.headline, [], [], [f"no scaling fit: {exc}"])
+    notes = [f"no scaling fit: {fitted.reason}"] if fitted.reason else []
+    return Scaling(
+        axis=fitted.axis,
+        metric=fitted.metric,
+        curves=fitted.curves,
+        moves=[m.to_dict() for m in fitted.moves],
+        notes=notes,
+    )
+
+
+def _latency(
+    store: Store, data: CampaignData, worst: PointRef | None, best: PointRef | None
+) -> Latency:
+    family = _latency_family(data)
+    notes: list[str] = []
+    if family is None:
+        why = (
+            "dd reports only a rate, no latency"
+            if data.headline == "dd.bw_bytes_s"
+            else "no successful point has latency percentiles"
+        )
+        return Latency(None, "latency", [], [], [why])
+    axis = data.concurrency_axis()
+    curves: list[LatencyCurve] = []
+    if axis is None:
+        notes.append("no concurrency axis swept: latency is in the results table only")
+    else:
+        for config in data.configs():
+            curves += _latency_curves(data, config, family, axis)
+    cdfs = []
+    for role, ref in (("worst", worst), ("best", best)):
+        if ref is None:
+            continue
+        cdf, why = _cdf(store, ref, family, role)
+        if cdf is not None:
+            cdfs.append(cdf)
+        else:
+            notes.append(why)
+    return Latency(family, metric_label(family), curves, cdfs, notes)
+
+
+def _latency_curves(data: CampaignData, config: str, family: str, axis: str) -> list[LatencyCurve]:
+    by_q = {q: data.curve(config, f"{family}_{q}", axis) for q in PERCENTILES}
+    curves = []
+    for rest, (ns, _) in by_q["p99"].items():
+        values: dict[str, list[float | None]] = {}
+        for q in PERCENTILES:
+            q_ns, q_reps = by_q[q].get(rest, ([], []))
+            lookup = {n: statistics.median(reps) for n, reps in zip(q_ns, q_reps, strict=True)}
+            values[q] = [lookup.get(n) for n in ns]
+        curves.append(LatencyCurve(config, dict(rest), axis, list(ns), values))
+    return curves
+
+
+def _cdf(store: Store, ref: PointRef, family: str, role: str) -> tuple[LatencyCdf | None, str]:
+    text = store.artifact(ref.point_id, "fio.json")
+    if text is None:
+        return None, f"{role} point {ref.label}: no fio.json stored, so no latency distribution"
+    direction, key = LATENCY_SECTIONS[family]
+    try:
+        jobs = _fio_jobs(text)
+    except ValueError as exc:
+        return None, f"{role} point {ref.label}: fio.json unreadable ({exc})"
+    sections = [job[direction][key] for job in jobs if direction in job and key in job[direction]]
+    bins = [s["bins"] for s in sections if s.get("bins")]
+    if not bins:
+        return None, (
+            f"{role} point {ref.label}: fio.json has no {direction} latency bins "
+            "(fio ran without --output-format=json+)"
+        )
+    merged = sorted(merge_bins(bins).items())
+    total = sum(count for _, count in merged)
+    cumulative, running = [], 0
+    for _, count in merged:
+        running += count
+        cumulative.append(running / total)
+    values = [float(v) for v, _ in merged]
+    return LatencyCdf(role, ref, family, total, values, cumulative), ""
+
+
+def _fio_jobs(text: str) -> list[dict[str, Any]]:
+    """The jobs of the JSON report in fio's stdout (fio may print notes around it)."""
+    decoder = json.JSONDecoder()
+    found = None
+    for index, char in enumerate(text):
+        if char == "{" and (index == 0 or text[index - 1] == "\n"):
+            try:
+                obj, _ = decoder.raw_decode(text, index)
+            except json.JSONDecodeError:
+                continue
+            if isinstance(obj, dict) and isinstance(obj.get("jobs"), list):
+                found = obj
+    if found is None:
+        raise ValueError("no JSON report with a 'jobs' list")
+    return list(found["jobs"])
+
+
+# --- comparisons ------------------------------------------------------------------
+
+
+def _comparisons(data: CampaignData) -> Comparisons:
+    configs = data.configs()
+    with_results = [c for c in configs if data.ok_points(c)]
+    notes: list[str] = []
+    metrics = [m for m in (data.headline, data.latency) if m]
+    if len(configs) < 2:
+        notes.append(f"one configuration ({', '.join(configs) or 'none'}): nothing to compare")
+        return Comparisons(None, metrics, [], [], data.headline, 0, notes)
+    if not with_results:
+        notes.append("no configuration has a successful point: nothing to compare")
+        return Comparisons(None, metrics, [], [], data.headline, 0, notes)
+    baseline = configs[0]
+    if baseline not in with_results:
+        notes.append(
+            f"the first configuration, {baseline}, has no successful point; "
+            f"{with_results[0]} is the baseline instead"
+        )
+        baseline = with_results[0]
+    items: list[Comparison] = []
+    try:
+        items = [
+            c
+            for c in config_comparisons(data, baseline)
+            if c.candidate in with_results or c.table.rows
+        ]
+    except FslabError as exc:
+        notes.append(f"no comparison: {exc}")
+    for config in configs:
+        if config != baseline and config not in with_results:
+            notes.append(f"{config}: no successful point, not compared")
+    reps = [min(r.n_baseline, r.n_candidate) for c in items for r in c.table.rows]
+    min_reps = min(reps, default=0)
+    if items and min_reps < MIN_REPS:
+        notes.append(
+            f"{min_reps} run(s) per point on a side: a verdict needs {MIN_REPS} or more "
+            "(rerun with --set run.repeat=N); rows say 'needs more runs'"
+        )
+    return Comparisons(
+        baseline, metrics, items, _bars(data, with_results), data.headline, min_reps, notes
+    )
+
+
+def _bars(data: CampaignData, configs: list[str]) -> list[BarGroup]:
+    """Headline medians per sweep point and configuration, with 95% intervals."""
+    if data.headline is None:
+        return []
+    per_config = {c: data.values(data.headline, c) for c in configs}
+    keys = list(dict.fromkeys(k for values in per_config.values() for k in values))
+    groups = []
+    for key in keys:
+        entries = []
+        for config in configs:
+            values = per_config[config].get(key)
+            if not values:
+                continue
+            low = high = None
+            if len(values) >= MIN_REPS:
+                low, high = stats.bootstrap_median_ci(values, n_resamples=2000)
+            entries.append(BarEntry(config, len(values), statistics.median(values), low, high))
+        groups.append(BarGroup(dict(key), key_label(key), entries))
+    return groups
+
+
+# --- profiles ---------------------------------------------------------------------
+
+
+def _profiles(
+    store: Store, data: CampaignData, worst: PointRef | None, best: PointRef | None
+) -> Profiles:
+    notes = []
+    if worst is None:
+        notes.append("no successful point with a throughput metric: no worst point to profile")
+        empty = [_empty_profile(kind) for kind in PROFILE_KINDS]
+        return Profiles(None, best, "", empty[0], empty[1], notes)
+    why = (
+        f"worst: lowest {metric_label(data.headline)} of the campaign; best: highest of "
+        f"{worst.config}"
+        if best is not None and best.config == worst.config
+        else "worst: lowest of the campaign; best: highest of the campaign"
+    )
+    if best is None:
+        notes.append("a single successful point: no best-vs-worst difference")
+    sections = [_profile_section(store, data, kind, worst, best) for kind in PROFILE_KINDS]
+    return Profiles(worst, best, why, sections[0], sections[1], notes)
+
+
+def _empty_profile(kind: ProfileKind) -> ProfileSection:
+    return ProfileSection(kind, _profile_title(kind), None, 0, None, [], "")
+
+
+def _profile_title(kind: ProfileKind) -> str:
+    return "on-CPU (perf)" if kind == "oncpu" else "off-CPU (blocked threads)"
+
+
+def _profile_section(
+    store: Store, data: CampaignData, kind: ProfileKind, worst: PointRef, best: PointRef | None
+) -> ProfileSection:
+    section = _empty_profile(kind)
+    section.point = worst
+    try:
+        profile = load_profile(store, data, data.point(worst.point_id), kind)
+    except NoProfile as exc:
+        section.notes.append(str(exc))
+        return section
+    section.profile = profile
+    section.samples = profile.total
+    section.idle_share = profile.idle_share() if kind == "oncpu" else None
+    section.chains = profile.hottest_chains(CHAINS)
+    section.chains_text = profile.format_chains(section.chains)
+    if best is None:
+        return section
+    try:
+        best_profile = load_profile(store, data, data.point(best.point_id), kind)
+    except NoProfile as exc:
+        section.notes.append(f"best point: {exc}")
+        return section
+    section.best_profile = best_profile
+    a, b = (best_profile.busy(), profile.busy()) if kind == "oncpu" else (best_profile, profile)
+    rows = diff(a, b, limit=None, kinds=("function",))
+    section.diff_rows = [r for r in rows if not _is_state_frame(r.name)][:DIFF_ROWS]
+    return section
+
+
+def _is_state_frame(name: str) -> bool:
+    """Off-CPU stacks carry the thread state as a pseudo-frame ([D], [S]): not code."""
+    return len(name) == 3 and name[0] == "[" and name[2] == "]"
+
+
+# --- contention -------------------------------------------------------------------
+
+
+def _contention(
+    store: Store, data: CampaignData, worst: PointRef | None, best: PointRef | None
+) -> Contention:
+    if worst is None:
+        return Contention(best, None, [], [], [], None, ["no worst point: nothing to contrast"])
+    w = data.metrics.get(worst.point_id, {})
+    b = data.metrics.get(best.point_id, {}) if best else {}
+    collectors = store.collectors(worst.point_id)
+    workqueues = _workqueues(w, b)
+    jbd2 = [MetricPair(name, label, b.get(name), w.get(name)) for name, label in JBD2_FIELDS]
+    jbd2 = [m for m in jbd2 if m.best is not None or m.worst is not None]
+    wchans, blocked = _wchans(w, b)
+    notes = []
+    if not any(k.split(".")[0] in COLLECTOR_FAMILIES for k in w):
+        notes.append(
+            "no collector metrics at the worst point (run with --no-collect, or by an "
+            "fslab without collectors): no workqueue, jbd2 or off-CPU evidence"
+        )
+    else:
+        for found, prefix, collector in (
+            (workqueues, "wq.", "workqueue"),
+            (jbd2, "jbd2.", "jbd2"),
+            (wchans, "offcpu.wchan.", "offcpu"),
+        ):
+            if not found:
+                notes.append(_collector_gap(w, collectors, prefix, collector))
+    return Contention(
+        best=best,
+        worst=worst,
+        workqueues=workqueues,
+        jbd2=jbd2,
+        wchans=wchans,
+        blocked_threads_worst=blocked,
+        notes=[n for n in notes if n],
+    )
+
+
+def _collector_gap(
+    metrics: dict[str, float], collectors: dict[str, tuple[str, str]], prefix: str, name: str
+) -> str:
+    """Why the worst point has no metric under `prefix`, from the collectors table."""
+    if any(k.startswith(prefix) for k in metrics):
+        return ""
+    state, reason = collectors.get(name, ("not run", ""))
+    if state != "ok":
+        return f"{name}: the collector was {state}" + (f": {reason}" if reason else "")
+    if name == "offcpu":
+        return "offcpu: no thread of the workload was seen blocked in the kernel"
+    if name == "workqueue":
+        return "workqueue: no workqueue had 10 or more items in the window"
+    return f"{name}: the collector ran but stored no {prefix}* metrics"
+
+
+def _wq_split(name: str) -> tuple[str, str] | None:
+    for suffix in WQ_FIELDS:
+        if name.startswith("wq.") and name.endswith(f".{suffix}"):
+            middle = name[3 : -len(suffix) - 1]
+            if middle:
+                return middle, suffix
+    return None
+
+
+def _workqueues(worst: dict[str, float], best: dict[str, float]) -> list[WorkqueueRow]:
+    names = {split[0] for name in (*worst, *best) if (split := _wq_split(name))}
+    rows = []
+    for name in names:
+        w = {f: worst.get(f"wq.{name}.{f}") for f in WQ_FIELDS}
+        b = {f: best.get(f"wq.{name}.{f}") for f in WQ_FIELDS}
+        delay = (w["queue_delay_ns_p99"] or 0.0) + (w["start_delay_ns_p99"] or 0.0)
+        rows.append(WorkqueueRow(name, b, w, (w["items_per_s"] or 0.0) * delay / 1e9))
+    rows.sort(key=lambda r: (-r.waiting, r.name))
+    return rows[:TOP_WORKQUEUES]
+
+
+def _wchans(worst: dict[str, float], best: dict[str, float]) -> tuple[list[WchanRow], float | None]:
+    prefix, suffix = "offcpu.wchan.", ".threads_mean"
+    blocked = worst.get("offcpu.blocked_threads_mean")
+    rows = []
+    for name, value in worst.items():
+        if name.startswith(prefix) and name.endswith(suffix):
+            func = name[len(prefix) : -len(suffix)]
+            share = value / blocked if blocked else None
+            rows.append(WchanRow(func, best.get(name), value, share))
+    rows.sort(key=lambda r: (-r.worst_threads, r.function))
+    return rows[:TOP_WCHANS], blocked
+
+
+# --- diagnosis --------------------------------------------------------------------
+
+
+def _diagnosis(store: Store, campaign_id: int) -> Diagnosis:
+    """The lead's rule-based diagnosis, imported lazily: a report never fails for it."""
+    try:
+        from fslab.analyze.diagnose import diagnose_campaign
+    except ImportError as exc:
+        return Diagnosis(False, [], [f"diagnosis unavailable: {exc}"])
+    try:
+        found = diagnose_campaign(store, campaign_id)
+    except Exception as exc:  # the rest of the report stands without it
+        return Diagnosis(False, [], [f"diagnosis unavailable: {type(exc).__name__}: {exc}"])
+    entries = [DiagnosisEntry(d.config, list(d.describe()), d.to_dict()) for d in found]
+    notes = [] if entries else ["diagnosis found no configuration to diagnose"]
+    return Diagnosis(True, entries, notes)
+
+
+def finite(value: float | None) -> float | None:
+    """None for missing, NaN and infinite values (JSON and plots cannot carry them)."""
+    if value is None or not math.isfinite(value):
+        return None
+    return float(value)

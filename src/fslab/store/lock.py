@@ -1,0 +1,52 @@
+"""One runner per campaign: an advisory lock beside the results database.
+
+A campaign left 'running' by a fslab that was SIGKILLed must be resumable at
+once, while `fslab run --resume` of a campaign another fslab is still running
+must be refused (both would run the same pending points). A kernel lock does
+both: it dies with its process. One lock file per database holds one byte per
+campaign, locked with open-file-description locks (F_OFD_SETLK), which belong
+to the open file rather than to the process, so two campaigns run from one
+process do not release each other's lock.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import fcntl
+import os
+import struct
+from collections.abc import Iterator
+from pathlib import Path
+
+from fslab.errors import FslabError
+
+# struct flock: l_type, l_whence, (pad), l_start, l_len, l_pid, (pad)
+_FLOCK = "hhqqi4x"
+
+
+def lock_path(db_path: Path) -> Path:
+    return db_path.with_name(db_path.name + "-fslab-lock")
+
+
+def _lock_byte(fd: int, offset: int, lock_type: int) -> None:
+    fcntl.fcntl(fd, fcntl.F_OFD_SETLK, struct.pack(_FLOCK, lock_type, os.SEEK_SET, offset, 1, 0))
+
+
+@contextlib.contextmanager
+def campaign_lock(db_path: Path, campaign_id: int) -> Iterator[None]:
+    """Hold the campaign's lock for the with-block; refuse if another process holds it."""
+    fd = os.open(lock_path(db_path), os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+    try:
+        try:
+            _lock_byte(fd, campaign_id, fcntl.F_WRLCK)
+        except OSError as exc:
+            if exc.errno not in (errno.EAGAIN, errno.EACCES):
+                raise
+            raise FslabError(
+                f"campaign {campaign_id} is being run by another fslab process right now; "
+                "wait for it to finish (`fslab show` reads along) or stop it first"
+            ) from None
+        yield
+    finally:
+        os.close(fd)  # closing the description releases its locks
