@@ -178,7 +178,10 @@ def test_scale_refusals(db):
 
 
 def test_profile_default_point(db):
+    # the worst point (numjobs=1024, past the peak) kept only its off-CPU profile
     result = fslab("profile", QUICK, "--top", "8", "--db", db)
+    assert result.exit_code == 1 and "stored no profile.oncpu.folded" in result.output
+    result = fslab("profile", QUICK, "--sweep", "numjobs=512", "--top", "8", "--db", db)
     assert result.exit_code == 0, result.output
     out = result.stdout
     assert out.startswith("campaign 1 #8 ext4-default numjobs=512 rep 0 (on-CPU)")
@@ -208,8 +211,8 @@ def test_profile_exports(db, tmp_path):
 def test_profile_offcpu_json(db):
     result = fslab("profile", QUICK, "--offcpu", "--json", "--db", db)
     data = json.loads(result.stdout)
-    assert data["kind"] == "offcpu" and data["point"]["seq"] == 8
-    assert data["top_self"][1]["name"] == "add_transaction_credits"
+    assert data["kind"] == "offcpu" and data["point"]["seq"] == 34  # worst: numjobs=1024
+    assert data["top_self"][0]["name"] == "add_transaction_credits"
     assert data["states"]["[D]"] > 0.9
 
 

@@ -7,6 +7,7 @@ values keyed by sweep point, and curves over a concurrency axis.
 
 from __future__ import annotations
 
+import statistics
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
@@ -94,18 +95,36 @@ class CampaignData:
         return next(p for p in self.points if p.id == point_id)
 
     def worst_and_best(self, config: str) -> tuple[PointRow, PointRow] | None:
-        """The config's points with the lowest and highest headline (first repetition each)."""
+        """The config's worst and best sweep points, each as its most typical repetition.
+
+        Points are ranked by their median headline over repetitions (one noisy
+        run does not make a point the worst). With a concurrency axis, the worst
+        point is sought at or beyond the peak: that is where throughput falls
+        off, while a low-concurrency point is merely not loaded yet. The row
+        returned for a point is the repetition closest to its median.
+        """
         if self.headline is None:
             return None
-        scored = [
-            (self.metrics[p.id][self.headline], p)
-            for p in self.ok_points(config)
-            if self.headline in self.metrics.get(p.id, {})
-        ]
-        if not scored:
+        by_key: dict[PointKey, list[tuple[float, PointRow]]] = {}
+        for p in self.ok_points(config):
+            value = self.metrics.get(p.id, {}).get(self.headline)
+            if value is not None:
+                by_key.setdefault(point_key(p.sweep), []).append((value, p))
+        if not by_key:
             return None
-        scored.sort(key=lambda item: item[0])
-        return scored[0][1], scored[-1][1]
+        medians = {key: statistics.median(v for v, _ in reps) for key, reps in by_key.items()}
+        best_key = max(medians, key=lambda k: medians[k])
+        candidates = list(medians)
+        axis = self.concurrency_axis()
+        if axis is not None and axis in dict(best_key):
+            peak_n = float(dict(best_key)[axis])
+            candidates = [k for k in medians if float(dict(k).get(axis, peak_n)) >= peak_n]
+        worst_key = min(candidates, key=lambda k: medians[k])
+
+        def typical(key: PointKey) -> PointRow:
+            return min(by_key[key], key=lambda item: abs(item[0] - medians[key]))[1]
+
+        return typical(worst_key), typical(best_key)
 
 
 def load_campaign(store: Store, campaign_id: int) -> CampaignData:
