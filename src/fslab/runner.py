@@ -132,6 +132,8 @@ def collector_classes(spec: Spec, options: RunOptions) -> dict[str, type[Collect
 def make_collector(name: str, cls: type[Collector], spec: Spec) -> Collector:
     if name == "perf":
         return cls(freq_hz=spec.collect.perf_freq_hz)  # type: ignore[call-arg]
+    if name == "workqueue":
+        return cls(exclude_functions=spec.collect.workqueue_exclude)  # type: ignore[call-arg]
     return cls()
 
 

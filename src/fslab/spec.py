@@ -206,6 +206,10 @@ class CollectSpec(_Strict):
     jbd2: bool = True
     sysstat: bool = True
     perf_freq_hz: Annotated[int, Field(ge=1, le=20000)] = 499
+    # Work functions left out of workqueue tracing (an in-kernel filter): by
+    # default the loop device's own I/O work, which on a loop target is the
+    # emulated device, not the filesystem, and would be most of the events.
+    workqueue_exclude: list[str] = ["loop_rootcg_workfn", "loop_workfn", "blk_mq_requeue_work"]
 
     def enabled(self) -> list[str]:
         names = ("perf", "offcpu", "workqueue", "tpcounters", "jbd2", "sysstat")
