@@ -30,18 +30,25 @@ resamples instead of compare()'s 10000: the 2.5% and 97.5% percentiles move
 by a few tenths of a percent of the ratio, far less than the Monte Carlo
 error of the rates printed (shown as +- one standard error).
 
-Real-runs part: `real_samples()` is the hook for the lead to wire to stored
-campaigns; when it returns data, an A/A check on real noise is printed too.
+Real runs: with --record-real (root) it first records a real campaign on this
+machine (ext4, fsync writes, 2 points x 32 repetitions); with --real-db and
+--real-campaign it reads a stored one. Each point's repetitions are split at
+random into two halves many times: A/A (how often a difference is flagged
+between halves of the same runs) and A/B with the second half x1.05 (how often
+a known 5% difference is detected on real noise, which is often larger than
+the 3% of the synthetic part).
 """
 
 from __future__ import annotations
 
 import argparse
 import os
+import tempfile
 import time
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -77,20 +84,69 @@ NOISES: dict[str, Noise] = {"lognormal": lognormal, "heavy (t3)": heavy}
 # --- real runs: the hook -------------------------------------------------------------------
 
 
-def real_samples(*args: Any, **kwargs: Any) -> Samples | None:
-    """HOOK for the lead: per-repetition values of real runs, or None (not wired yet).
+REAL_SPEC = {
+    "name": "stats-calibration",
+    "target": {"kind": "ram", "size": "1GiB"},
+    "filesystems": [{"label": "ext4", "type": "ext4"}],
+    "workload": {
+        "kind": "fio",
+        "options": {
+            "rw": "randwrite",
+            "ioengine": "sync",
+            "buffered": 1,
+            "bs": "16k",
+            "filesize": "4m",
+            "fsync": 1,
+            "thread": True,
+            "group_reporting": True,
+        },
+    },
+    "sweep": {"numjobs": [1, 8]},
+    "run": {"runtime": "2s", "repeat": 2 * cmp.RECOMMENDED_REPETITIONS},
+    "collect": {
+        "perf": False,
+        "offcpu": False,
+        "workqueue": False,
+        "tpcounters": False,
+        "jbd2": False,
+        "sysstat": False,
+    },
+}
 
-    Return {point_key: {metric: [value per repetition, ...]}} from a stored
-    campaign with many repetitions of one configuration (>= 2 x the
-    recommended count per point). main() then splits each point's
-    repetitions into two random halves and compares them (an A/A on real
-    noise, including drift between runs the synthetic noise lacks).
-    """
-    return None
+
+def record_real_campaign(db: Path) -> int:
+    """Run REAL_SPEC (2 points x 32 repetitions, 2 s each) into `db`; return its id."""
+    from fslab.runner import RunOptions, run_campaign, start_campaign
+    from fslab.spec import validate_spec
+    from fslab.store.db import Store
+
+    spec = validate_spec(REAL_SPEC)
+    with Store(db) as store:
+        cid = start_campaign(store, spec, "", overrides={}, options=RunOptions())
+        run_campaign(store, cid, options=RunOptions())
+    return cid
 
 
-def real_aa(samples: Samples, rng: np.random.Generator) -> cmp.ComparisonTable:
-    """A/A on real data: each point's repetitions split at random into two halves."""
+def real_samples(db: Path, campaign_id: int) -> Samples:
+    """Per-repetition headline values of a stored campaign: {(config, point): {metric: [...]}}."""
+    from fslab.analyze.dataset import load_campaign
+    from fslab.store.db import Store
+
+    with Store(db) as store:
+        data = load_campaign(store, campaign_id)
+    metric = data.headline or METRIC
+    return {
+        (config, key): {metric: values}
+        for config in data.configs()
+        for key, values in data.values(metric, config).items()
+    }
+
+
+def real_split(
+    samples: Samples, rng: np.random.Generator, shift: float = 1.0
+) -> cmp.ComparisonTable:
+    """Each point's real repetitions split at random into two halves; the second
+    half multiplied by `shift` (1.0: an A/A; 1.05: a known 5% difference on real noise)."""
     base: dict[Any, dict[str, list[float]]] = {}
     cand: dict[Any, dict[str, list[float]]] = {}
     for point, metrics in samples.items():
@@ -98,7 +154,7 @@ def real_aa(samples: Samples, rng: np.random.Generator) -> cmp.ComparisonTable:
             shuffled = rng.permutation(np.asarray(values, dtype=float))
             half = len(shuffled) // 2
             base.setdefault(point, {})[metric] = list(shuffled[:half])
-            cand.setdefault(point, {})[metric] = list(shuffled[half : 2 * half])
+            cand.setdefault(point, {})[metric] = list(shuffled[half : 2 * half] * shift)
     return cmp.compare(base, cand, n_resamples=N_RESAMPLES)
 
 
@@ -219,11 +275,47 @@ def report(rates: Mapping[Figure, tuple[float, float]], tables: int) -> None:
     print(f"gate max(2%, k x CV), lognormal, n={recommended}, 5% shift: {cells}")
 
 
+def report_real(args: argparse.Namespace) -> None:
+    """A/A and A/B (x1.05) on real per-repetition values, over many random splits."""
+    if args.record_real:
+        args.real_db = Path(tempfile.mkdtemp(prefix="fslab-calib-")) / "calib.db"
+        args.real_campaign = record_real_campaign(args.real_db)
+    samples = real_samples(args.real_db, args.real_campaign)
+    rng = np.random.default_rng(args.seed)
+    reps = min(len(v) for m in samples.values() for v in m.values())
+    cvs = [float(np.std(v, ddof=1) / np.mean(v)) for m in samples.values() for v in m.values()]
+    flagged_aa = flagged_ab = rows = 0
+    for _ in range(args.real_splits):
+        aa = real_split(samples, rng)
+        ab = real_split(samples, rng, SHIFT)
+        rows += len(aa.rows)
+        flagged_aa += len(aa.flagged())
+        flagged_ab += sum(1 for r in ab.rows if r.verdict == "better")
+    print(
+        f"real runs ({args.real_db}, campaign {args.real_campaign}): {len(samples)} points, "
+        f">= {reps} repetitions each ({reps // 2} a side), run-to-run CV "
+        f"{min(cvs):.1%}..{max(cvs):.1%}"
+    )
+    print(
+        f"  A/A split halves: {flagged_aa} of {rows} rows flagged "
+        f"({flagged_aa / rows:.1%}; goal <= {FALSE_ALARM_GOAL:.0%})"
+    )
+    print(f"  A/B halves x{SHIFT}: {flagged_ab} of {rows} rows detected ({flagged_ab / rows:.1%})")
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--tables", type=int, default=150, help="simulated sweeps per figure")
     parser.add_argument("--seed", type=int, default=2024)
     parser.add_argument("--workers", type=int, default=os.cpu_count() or 1)
+    parser.add_argument("--real-db", type=Path, help="a results database with repeated runs")
+    parser.add_argument("--real-campaign", type=int, help="campaign id in --real-db")
+    parser.add_argument(
+        "--record-real",
+        action="store_true",
+        help="record real runs first (as root: 2 points x 32 repetitions, ~3 min)",
+    )
+    parser.add_argument("--real-splits", type=int, default=50, help="random splits of real runs")
     args = parser.parse_args(argv)
     started = time.monotonic()
     print(
@@ -235,14 +327,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     with ProcessPoolExecutor(max_workers=args.workers) as pool:
         results = list(pool.map(run_figure, zip(figures, seeds, strict=True)))
     report(dict(zip(figures, results, strict=True)), args.tables)
-    samples = real_samples()
-    if samples is None:
-        print("real runs: not wired yet (real_samples() returns None)")
+    if args.real_db or args.record_real:
+        report_real(args)
     else:
-        table = real_aa(samples, np.random.default_rng(args.seed))
-        print(f"real runs A/A (split halves): {len(table.flagged())} of {len(table.rows)} flagged")
-        for line in table.describe():
-            print(f"  {line}")
+        print("real runs: skipped (give --record-real, or --real-db and --real-campaign)")
     print(f"took {time.monotonic() - started:.0f} s")
     return 0
 
