@@ -300,7 +300,8 @@ def _run_workload(
     state: _PointState,
     artifact_dir: str,
 ) -> plan.WorkloadOutcome:
-    timeout_s = plan.point_timeout_s(spec)
+    timeout_s = plan.point_timeout_s(spec, point.sweep_dict)
+    runtime_s, ramp_s = plan.runtime_and_ramp_s(spec, point.sweep_dict)
     workload = spec.workload
     if isinstance(workload, FioWorkload):
         plan.check_fits(spec, point.sweep_dict, fill_mod.free_bytes(mountpoint))
@@ -321,8 +322,8 @@ def _run_workload(
         mountpoint=mountpoint,
         fs_type=point.filesystem.type,
         workload_comm=comm,
-        ramp_s=spec.ramp_s,
-        runtime_s=spec.runtime_s,
+        ramp_s=ramp_s,
+        runtime_s=runtime_s,
         artifact_dir=Path(artifact_dir),
     )
     faults.checkpoint("collectors_start")

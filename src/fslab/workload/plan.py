@@ -96,17 +96,29 @@ def fio_seconds(text: str | None) -> float:
     return float(match.group(1)) * _FIO_TIME_UNITS[unit]
 
 
+def runtime_and_ramp_s(
+    spec: Spec, sweep: Mapping[str, ScalarValue] | None = None
+) -> tuple[float, float]:
+    """The measured runtime and ramp the point's workload will really have.
+
+    For fio these are the options it is given (a --runtime pasted in a command
+    line is kept when run.runtime is unset, and either may be swept).
+    """
+    if not isinstance(spec.workload, FioWorkload):
+        return spec.runtime_s, spec.ramp_s
+    options = fio_options_for_point(spec, sweep or {})
+    runtime_s = fio_seconds(options.get("runtime")) or spec.runtime_s
+    ramp_s = fio_seconds(options.get("ramp_time"))
+    return runtime_s, ramp_s
+
+
 def point_timeout_s(spec: Spec, sweep: Mapping[str, ScalarValue] | None = None) -> float:
     """When a point is declared hung: (runtime + ramp) x run.timeout_factor + run.setup_timeout.
 
     The runtime is the one fio will really run: a --runtime pasted in a command
     line (kept when run.runtime is unset) or swept, not just spec.runtime_s.
     """
-    runtime_s, ramp_s = spec.runtime_s, spec.ramp_s
-    if isinstance(spec.workload, FioWorkload):
-        options = fio_options_for_point(spec, sweep or {})
-        runtime_s = max(runtime_s, fio_seconds(options.get("runtime")))
-        ramp_s = max(ramp_s, fio_seconds(options.get("ramp_time")))
+    runtime_s, ramp_s = runtime_and_ramp_s(spec, sweep)
     setup_s = parse_duration_s(spec.run.setup_timeout)
     return (runtime_s + ramp_s) * spec.run.timeout_factor + setup_s
 

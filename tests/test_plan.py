@@ -1,0 +1,40 @@
+"""From spec and sweep values to the fio run a point makes (no root needed)."""
+
+from __future__ import annotations
+
+from fslab.spec import load_spec, validate_spec
+from fslab.workload import plan
+
+PASTED = {
+    "name": "p",
+    "filesystems": [{"label": "a", "type": "ext4"}],
+    "workload": {
+        "kind": "fio",
+        "command_line": "fio --name=x --rw=randwrite --bs=4k --size=4m --runtime=60 "
+        "--time_based --max-jobs=2048",
+    },
+    "sweep": {"numjobs": [1, 4]},
+}
+
+
+def test_a_pasted_runtime_is_the_runtime_collectors_and_timeouts_see():
+    spec = validate_spec(PASTED)
+    assert plan.runtime_and_ramp_s(spec, {"numjobs": 4}) == (60.0, 0.0)
+    assert plan.point_timeout_s(spec, {"numjobs": 4}) >= 60.0 * spec.run.timeout_factor
+    short = validate_spec({**PASTED, "run": {"runtime": "5s", "ramp": "2s"}})
+    assert plan.runtime_and_ramp_s(short, {"numjobs": 4}) == (5.0, 2.0)
+
+
+def test_fio_argv_applies_sweep_and_takes_over_max_jobs():
+    spec = validate_spec(PASTED)
+    argv = plan.fio_argv_for_point(spec, {"numjobs": 4}, "/mnt/x")
+    assert argv[0] == "fio" and "--directory=/mnt/x" in argv and "--numjobs=4" in argv
+    assert [a for a in argv if a.startswith("--max-jobs")] == ["--max-jobs=2048"]
+    assert "--output-format=json+" in argv
+
+
+def test_layout_runs_separately_only_when_large():
+    spec, _ = load_spec("ext4-fsync-storm", quick=True)
+    assert plan.needs_separate_layout(spec, {"numjobs": 1024})  # 4 GiB of files
+    assert not plan.needs_separate_layout(spec, {"numjobs": 1})  # 4 MiB
+    assert plan.layout_argv(["fio", "--name=x"]) == ["fio", "--name=x", "--create_only=1"]
