@@ -117,3 +117,14 @@ def test_import_refuses_other_json(tmp_path):
             import_campaign(target, {"hello": 1})
         with pytest.raises(UsageError, match="malformed"):
             import_campaign(target, {"format": "fslab-campaign", "version": 1})
+
+
+def test_a_running_campaign_nobody_runs_reads_as_interrupted(tmp_path):
+    from fslab.store.lock import campaign_lock
+
+    with Store(tmp_path / "r.db") as store:
+        cid = _campaign(store)
+        assert store.campaign(cid).status == "interrupted"  # stored 'running', no runner
+        with campaign_lock(store.path, cid):
+            assert store.campaign(cid).status == "running"
+            assert [c.status for c in store.campaigns()] == ["running"]

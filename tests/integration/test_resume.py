@@ -121,7 +121,7 @@ def test_sigkill_then_doctor_then_resume(tmp_path: Path) -> None:
     left = owned_by([proc.pid])
     assert left.mounts and left.loop_devices and left.images, "killed mid-point: leftovers"
     with Store(db) as store:
-        assert store.campaign(1).status == "running"  # nobody could say otherwise
+        assert store.campaign(1).status == "interrupted"  # stored running; its lock died with it
         assert store.integrity_ok()
     before = committed(db, 1)
     finished = {seq: row for seq, row in before.items() if row[0] != "pending"}
@@ -134,7 +134,10 @@ def test_sigkill_then_doctor_then_resume(tmp_path: Path) -> None:
     assert set(left.loop_devices) <= set(found.loop_devices)
     cleanup = fslab("doctor", "--cleanup")
     assert "leftovers released" in cleanup.stdout, cleanup.stdout
-    # the orphaned fio outlives fslab by at most its runtime; then the lazy unmount completes
+    orphans = subprocess.run(
+        ["pgrep", "-f", f"/run/fslab/mnt-{proc.pid}-"], capture_output=True, text=True
+    ).stdout.split()
+    assert not orphans, "doctor --cleanup stops the fio a killed fslab left writing"
     assert wait_released([proc.pid]).empty()
 
     resumed = fslab("run", "--resume", "1", "--db", str(db), "--no-collect", "--json")

@@ -7,6 +7,7 @@ most the point in flight.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import sqlite3
@@ -19,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from fslab.errors import FslabError
+from fslab.store.lock import campaign_running
 
 SCHEMA_VERSION = 1
 
@@ -272,13 +274,19 @@ class Store:
 
     def campaigns(self) -> list[CampaignRow]:
         rows = self._conn.execute("SELECT * FROM campaigns ORDER BY id").fetchall()
-        return [_campaign_row(r) for r in rows]
+        return [self._live(_campaign_row(r)) for r in rows]
 
     def campaign(self, campaign_id: int) -> CampaignRow:
         row = self._conn.execute("SELECT * FROM campaigns WHERE id=?", (campaign_id,)).fetchone()
         if row is None:
             raise FslabError(f"no campaign {campaign_id} in {self.path} (see `fslab list`)")
-        return _campaign_row(row)
+        return self._live(_campaign_row(row))
+
+    def _live(self, campaign: CampaignRow) -> CampaignRow:
+        """'running' only while a fslab holds the campaign's lock; else it was killed."""
+        if campaign.status == "running" and not campaign_running(self.path, campaign.id):
+            return dataclasses.replace(campaign, status="interrupted")
+        return campaign
 
     def latest_campaign_id(self) -> int:
         row = self._conn.execute("SELECT max(id) AS id FROM campaigns").fetchone()

@@ -50,3 +50,21 @@ def campaign_lock(db_path: Path, campaign_id: int) -> Iterator[None]:
         yield
     finally:
         os.close(fd)  # closing the description releases its locks
+
+
+def campaign_running(db_path: Path, campaign_id: int) -> bool:
+    """Whether some process holds the campaign's lock now (it is really running).
+
+    A campaign stored as 'running' whose lock nobody holds was left by a fslab
+    that died (SIGKILL, power loss): it is resumable, not running.
+    """
+    path = lock_path(db_path)
+    if not path.exists():
+        return False
+    fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+    try:
+        probe = struct.pack(_FLOCK, fcntl.F_WRLCK, os.SEEK_SET, campaign_id, 1, 0)
+        answer = fcntl.fcntl(fd, fcntl.F_OFD_GETLK, probe)
+        return struct.unpack(_FLOCK, answer)[0] != fcntl.F_UNLCK
+    finally:
+        os.close(fd)

@@ -99,8 +99,8 @@ def is_mounted(mountpoint: str) -> bool:
     return any(e.mount_point == mountpoint for e in read_mountinfo())
 
 
-def processes_using(path: str) -> list[str]:
-    """Processes ("pid (comm)") with a cwd or open file under path, for messages."""
+def process_users(path: str) -> list[tuple[int, str]]:
+    """(pid, comm) of processes with a cwd or open file under path."""
     prefix = path.rstrip("/") + "/"
     users = []
     for proc_dir in Path("/proc").iterdir():
@@ -113,8 +113,13 @@ def processes_using(path: str) -> list[str]:
         except OSError:
             continue
         if any(t == path or t.startswith(prefix) for t in targets):
-            users.append(f"{proc_dir.name} ({comm})")
+            users.append((int(proc_dir.name), comm))
     return users
+
+
+def processes_using(path: str) -> list[str]:
+    """Processes ("pid (comm)") with a cwd or open file under path, for messages."""
+    return [f"{pid} ({comm})" for pid, comm in process_users(path)]
 
 
 class Mount:

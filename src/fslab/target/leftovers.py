@@ -11,12 +11,15 @@ from __future__ import annotations
 import contextlib
 import os
 import re
+import signal
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from fslab.errors import ToolError
 from fslab.proc import CommandLog, run
+from fslab.target.fs import process_users
 from fslab.target.guard import read_mountinfo
 from fslab.target.loop import (
     deferred_interrupts,
@@ -111,6 +114,28 @@ def _remove_orphan_mount_dirs(mount_base: str) -> None:
                 path.rmdir()
 
 
+ORPHAN_WORKLOADS = ("fio", "dd")
+
+
+def stop_orphan_workloads(mountpoint: str, wait_s: float = 10.0) -> list[int]:
+    """SIGKILL the workloads a killed fslab left writing to its mount, so it can go.
+
+    fslab starts fio and dd in their own session, so they outlive a SIGKILLed
+    fslab and keep the mount busy until their runtime ends. Only those
+    commands are stopped; anything else using the mount is left to the user
+    (the lazy unmount still detaches the mount point).
+    """
+    pids = [pid for pid, comm in process_users(mountpoint) if comm in ORPHAN_WORKLOADS]
+    for pid in pids:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGKILL)
+    deadline = time.monotonic() + wait_s
+    while pids and time.monotonic() < deadline:
+        pids = [pid for pid in pids if pid_alive(pid)]
+        time.sleep(0.05)
+    return pids
+
+
 def cleanup_leftovers(
     *,
     image_dirs: Sequence[str] = ("/dev/shm",),
@@ -123,6 +148,7 @@ def cleanup_leftovers(
     errors: list[str] = []
     with deferred_interrupts():
         for mountpoint in found.mounts:
+            stop_orphan_workloads(mountpoint)
             try:
                 _release_mount(mountpoint, log)
                 released.mounts.append(mountpoint)
