@@ -134,6 +134,8 @@ def make_collector(name: str, cls: type[Collector], spec: Spec) -> Collector:
         return cls(freq_hz=spec.collect.perf_freq_hz)  # type: ignore[call-arg]
     if name == "workqueue":
         return cls(exclude_functions=spec.collect.workqueue_exclude)  # type: ignore[call-arg]
+    if name == "offcpu":
+        return cls(cpu_budget=spec.collect.offcpu_cpu_budget)  # type: ignore[call-arg]
     return cls()
 
 

@@ -194,7 +194,7 @@ class OffcpuSampler:
         mountpoint: str = "",
         proc: Path = PROC,
         interval_s: float = 0.1,
-        cpu_budget: float = 0.05,
+        cpu_budget: float = 0.02,
         max_threads_per_sample: int = 4096,
         rescan_s: float = 1.0,
         seed: int | None = None,
@@ -289,7 +289,7 @@ class OffcpuCollector(Collector):
         *,
         proc: Path = PROC,
         interval_s: float = 0.1,
-        cpu_budget: float = 0.05,
+        cpu_budget: float = 0.02,
         seed: int | None = None,
         only_mountpoint: bool = True,
     ) -> None:

@@ -27,7 +27,7 @@ from fslab.collect.perf_fold import fold_perf_script_stream, folded_to_text
 from fslab.errors import ToolError
 from fslab.proc import CommandLog, CommandRecord, run
 
-DEFAULT_FREQ_HZ = 499  # ~1000 samples/s on 2 CPUs; odd, so it doesn't beat with timers
+DEFAULT_FREQ_HZ = 199  # ~400 samples/s on 2 CPUs; odd, so it doesn't beat with timers
 END_MARGIN_S = 0.5  # stop recording a little before the workload is expected to end
 MIN_RECORD_S = 0.5
 TOP_FUNCS = 30
