@@ -63,6 +63,29 @@ def _loop_support() -> Check:
     )
 
 
+def _tracefs() -> Check:
+    from fslab.collect import tracefs
+
+    found = tracefs.find_tracefs()
+    if found is not None:
+        return Check("tracefs", True, f"mounted at {found}", required=False)
+    problem = tracefs.mount_problem()
+    if problem is None:
+        return Check(
+            "tracefs",
+            True,
+            f"not mounted; fslab mounts it at {tracefs.DEFAULT_ROOT} when a collector needs it",
+            required=False,
+        )
+    return Check(
+        "tracefs",
+        False,
+        problem,
+        "mount -t tracefs nodev /sys/kernel/tracing (kernel needs CONFIG_TRACING)",
+        required=False,
+    )
+
+
 def _shm_space(image_bytes: int) -> Check:
     try:
         stat = os.statvfs("/dev/shm")
@@ -106,4 +129,11 @@ def _collectors() -> list[Check]:
 
 
 def run_checks(image_bytes: int = 16 * 1024**3) -> list[Check]:
-    return [_root(), *_tools(), _loop_support(), _shm_space(image_bytes), *_collectors()]
+    return [
+        _root(),
+        *_tools(),
+        _loop_support(),
+        _shm_space(image_bytes),
+        _tracefs(),
+        *_collectors(),
+    ]
