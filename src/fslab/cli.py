@@ -52,10 +52,16 @@ DbOption = Annotated[
     typer.Option("--db", help="Results database (default $XDG_DATA_HOME/fslab/results.db)."),
 ]
 JsonOption = Annotated[bool, typer.Option("--json", help="Print JSON for scripts.")]
+LatestCampaignArg = Annotated[int | None, typer.Argument(help="Campaign id (default: the latest).")]
 
 
 def _store(db: Path | None) -> Store:
     return Store(db or default_db_path())
+
+
+def _campaign_id(store: Store, campaign_id: int | None) -> int:
+    """The campaign asked for, or the latest one."""
+    return campaign_id if campaign_id is not None else store.latest_campaign_id()
 
 
 def _print_json(data: Any) -> None:
@@ -361,9 +367,7 @@ def list_(db: DbOption = None, as_json: JsonOption = False) -> None:
 
 @app.command()
 def show(
-    campaign_id: Annotated[
-        int | None, typer.Argument(help="Campaign id (default: the latest).")
-    ] = None,
+    campaign_id: LatestCampaignArg = None,
     db: DbOption = None,
     as_json: JsonOption = False,
 ) -> None:
@@ -371,7 +375,7 @@ def show(
 
     def body() -> None:
         with _store(db) as store:
-            cid = campaign_id if campaign_id is not None else store.latest_campaign_id()
+            cid = _campaign_id(store, campaign_id)
             _print_results(store, cid, as_json)
 
     _guarded(body)

@@ -2,19 +2,23 @@
 
 from __future__ import annotations
 
-from typing import Annotated
-
-import typer
-
 from fslab.analyze.diagnose import diagnose_campaign
-from fslab.cli import DbOption, JsonOption, _guarded, _print_json, _store, app, out
+from fslab.cli import (
+    DbOption,
+    JsonOption,
+    LatestCampaignArg,
+    _campaign_id,
+    _guarded,
+    _print_json,
+    _store,
+    app,
+    out,
+)
 
 
 @app.command()
 def diagnose(
-    campaign_id: Annotated[
-        int | None, typer.Argument(help="Campaign id (default: the latest).")
-    ] = None,
+    campaign_id: LatestCampaignArg = None,
     db: DbOption = None,
     as_json: JsonOption = False,
 ) -> None:
@@ -27,7 +31,7 @@ def diagnose(
 
     def body() -> None:
         with _store(db) as store:
-            cid = campaign_id if campaign_id is not None else store.latest_campaign_id()
+            cid = _campaign_id(store, campaign_id)
             diagnoses = diagnose_campaign(store, cid)
         if as_json:
             _print_json({"campaign": cid, "configs": [d.to_dict() for d in diagnoses]})

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from fslab.cli import DbOption, _guarded, _store, app, out
+from fslab.cli import DbOption, LatestCampaignArg, _campaign_id, _guarded, _store, app, out
 from fslab.errors import UsageError
 
 if TYPE_CHECKING:  # the renderers import matplotlib: loaded only when a report is made
@@ -30,9 +30,7 @@ class ReportFormat(StrEnum):
 
 @app.command()
 def report(
-    campaign_id: Annotated[
-        int | None, typer.Argument(help="Campaign id (default: the latest).")
-    ] = None,
+    campaign_id: LatestCampaignArg = None,
     fmt: Annotated[
         ReportFormat,
         typer.Option("--format", "-f", help="text (80 columns, for mail), html or json."),
@@ -53,7 +51,7 @@ def report(
 
     def body() -> None:
         with _store(db) as store:
-            cid = campaign_id if campaign_id is not None else store.latest_campaign_id()
+            cid = _campaign_id(store, campaign_id)
             model = build_report(store, cid)
         document = _render(model, fmt)
         target = output
