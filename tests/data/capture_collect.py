@@ -37,6 +37,8 @@ from fslab.collect.tpcounters import (
 from fslab.collect.workqueue import EVENTS as WQ_EVENTS
 from fslab.target.scratch import scratch_filesystem
 from fslab.units import parse_size_bytes
+from fslab.workload.fio_json import parse_fio_json
+from fslab.workload.plan import preset_fio_argv
 
 OUT = Path(__file__).resolve().parent
 MAX_BYTES = 1_000_000
@@ -50,31 +52,15 @@ def loop_ext4(tag: str, size: str = "2G", *mkfs_args: str) -> Iterator[tuple[str
 
 
 def fio_argv(directory: Path, numjobs: int, runtime_s: float) -> list[str]:
-    """The seed case's fsync workload, scaled."""
-    return [
-        "fio",
-        "--name=colltest",
-        f"--directory={directory}",
-        "--rw=randwrite",
-        "--ioengine=sync",
-        "--buffered=1",
-        "--bs=16k",
-        "--fsync=1",
-        "--thread",
-        "--time_based",
-        "--filesize=4m",
-        f"--numjobs={numjobs}",
-        f"--runtime={runtime_s}",
-        "--group_reporting",
-        "--output-format=json",
-    ]
+    """The seed case's fsync workload (from the ext4-fsync-storm preset), scaled."""
+    return preset_fio_argv("ext4-fsync-storm", str(directory), numjobs, runtime_s)
 
 
 def fio_iops(directory: Path, numjobs: int, runtime_s: float) -> float:
     out = subprocess.run(
         fio_argv(directory, numjobs, runtime_s), check=True, capture_output=True, text=True
     ).stdout
-    return float(json.loads(out)["jobs"][0]["write"]["iops"])
+    return parse_fio_json(out).metrics["fio.write.iops"]
 
 
 def write(name: str, data: str | bytes) -> None:

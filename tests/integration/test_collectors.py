@@ -21,6 +21,7 @@ from fslab.collect.tpcounters import TpCountersCollector
 from fslab.collect.workqueue import WorkqueueCollector
 from fslab.target.scratch import scratch_filesystem
 from fslab.units import parse_size_bytes
+from fslab.workload.plan import preset_fio_argv
 
 pytestmark = [
     requires_root,
@@ -37,26 +38,9 @@ def loop_ext4(tag: str, size: str = "2G", *mkfs_args: str) -> Iterator[tuple[str
 
 
 def fsync_fio(directory: Path, numjobs: int = 32, runtime_s: int = 3) -> None:
-    subprocess.run(
-        [
-            "fio",
-            "--name=colltest",
-            f"--directory={directory}",
-            "--rw=randwrite",
-            "--ioengine=sync",
-            "--buffered=1",
-            "--bs=16k",
-            "--fsync=1",
-            "--thread",
-            "--time_based",
-            "--filesize=4m",
-            f"--numjobs={numjobs}",
-            f"--runtime={runtime_s}",
-            "--output=/dev/null",
-        ],
-        check=True,
-        timeout=120,
-    )
+    """The seed workload (ext4-fsync-storm preset) for `runtime_s` seconds."""
+    argv = preset_fio_argv("ext4-fsync-storm", str(directory), numjobs, runtime_s)
+    subprocess.run(argv, check=True, timeout=120, stdout=subprocess.DEVNULL)
 
 
 def context(dev: str, mnt: Path, tmp_path: Path, **over: object) -> PointContext:

@@ -271,3 +271,15 @@ def run_dd(
     return WorkloadOutcome(
         ok=True, metrics=metrics, artifacts={"dd.seconds_each.json": json.dumps(seconds_each)}
     )
+
+
+def preset_fio_argv(preset: str, directory: str, numjobs: int, runtime_s: float) -> list[str]:
+    """A built-in preset's fio command for one numjobs value, without ramp.
+
+    Tests, captures and benchmarks that need "the seed workload" take it from
+    the preset, so there is one definition of it.
+    """
+    from fslab.spec import load_spec
+
+    spec, _ = load_spec(preset, overrides=[f'run.runtime="{runtime_s:g}s"', 'run.ramp="0s"'])
+    return fio_argv_for_point(spec, {"numjobs": numjobs}, directory)
