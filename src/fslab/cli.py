@@ -26,7 +26,7 @@ from fslab.errors import FslabError, UsageError
 from fslab.preflight import run_preflight
 from fslab.report import terminal
 from fslab.runner import RunOptions, leftover_warning, run_campaign, start_campaign
-from fslab.spec import Spec, load_spec, preset_names, preset_path
+from fslab.spec import Spec, load_spec, preset_names, preset_path, target_overrides
 from fslab.store.db import PointOutcome, PointRow, Store, default_db_path
 
 app = typer.Typer(
@@ -205,9 +205,17 @@ def run(
     quick: Annotated[
         bool, typer.Option("--quick", help="Smoke-sized run: the preset's [quick] form.")
     ] = False,
+    target: Annotated[
+        str | None,
+        typer.Option(
+            "--target",
+            help="Where to build filesystems: 'ram' (default), 'file:DIR' (a sparse image "
+            "in DIR, on a real disk) or 'device:/dev/X' (needs --allow-device).",
+        ),
+    ] = None,
     device: Annotated[
         str | None,
-        typer.Option("--device", help="Use this block device as target (needs --allow-device)."),
+        typer.Option("--device", help="Same as --target device:PATH (needs --allow-device)."),
     ] = None,
     allow_device: Annotated[
         list[str] | None,
@@ -259,8 +267,9 @@ def run(
                 if spec is None:
                     raise FslabError("give a preset name or spec file (or --resume ID)")
                 overrides = list(set_ or [])
-                if device is not None:
-                    overrides += ["target.kind=device", f"target.path={json.dumps(device)}"]
+                target_text = f"device:{device}" if device is not None else target
+                if target_text is not None:
+                    overrides += target_overrides(target_text)
                 loaded, text = load_spec(spec, overrides=overrides, quick=quick)
                 if not no_preflight:
                     _preflight(loaded)

@@ -9,6 +9,7 @@ the ordered list of points the runner executes.
 from __future__ import annotations
 
 import itertools
+import json
 import random
 import tomllib
 from collections.abc import Iterable, Mapping
@@ -380,6 +381,16 @@ def _list_index(node: list[Any], part: str, where: str) -> int:
     if not part.isdigit() or int(part) >= len(node):
         raise SpecError(f"--set: '{where}' must be a list index below {len(node)}")
     return int(part)
+
+
+def target_overrides(text: str) -> list[str]:
+    """`--target ram | file:DIR | device:PATH` as --set overrides of [target]."""
+    kind, _, path = text.partition(":")
+    if kind == "ram" and not path:
+        return ["target.kind=ram", 'target.path=""']
+    if kind in ("file", "device") and path:
+        return [f"target.kind={kind}", f"target.path={json.dumps(path)}"]
+    raise SpecError(f"--target {text!r}: expected ram, file:DIR or device:/dev/X")
 
 
 def apply_quick(data: dict[str, Any]) -> None:
