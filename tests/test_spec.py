@@ -140,3 +140,17 @@ def test_dd_workload_axes():
     assert spec.workload.kind == "dd"
     with pytest.raises(SpecError, match="dd workload can sweep"):
         load_spec("cached-write-ext4-vs-xfs", overrides=["sweep.numjobs=[1]"])
+
+
+def test_target_option_forms():
+    from fslab.spec import target_overrides
+
+    spec, _ = load_spec("cached-write-ext4-vs-xfs", overrides=target_overrides("file:/var/tmp"))
+    assert (spec.target.kind, spec.target.path) == ("file", "/var/tmp")
+    spec, _ = load_spec("cached-write-ext4-vs-xfs", overrides=target_overrides("device:/dev/sdz"))
+    assert (spec.target.kind, spec.target.path) == ("device", "/dev/sdz")
+    spec, _ = load_spec("cached-write-ext4-vs-xfs", overrides=target_overrides("ram"))
+    assert spec.target.kind == "ram" and not spec.target.path
+    for bad in ("file", "disk:/dev/sda", "ram:/x"):
+        with pytest.raises(SpecError, match="expected ram, file:DIR"):
+            target_overrides(bad)
