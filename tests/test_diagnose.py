@@ -179,3 +179,14 @@ def test_bad_rule_entry_is_reported():
             }
         )
     assert Condition(kind="metric", what="w").op == ">="
+
+
+def test_single_point_is_judged_without_a_baseline(tmp_path):
+    """A real 2048-job point per configuration: no best point to compare with."""
+    store, cid = _import(tmp_path, "diagnose_fsync_2048_single.json")
+    default = _by_config(store, cid)["ext4-default"]
+    assert "single point" in default.note
+    # change and cliff evidence is not judged, so it neither helps nor hurts
+    assert default.candidates[0].mechanism == "jbd2-reserved-credits"
+    assert default.candidates[0].score == 1.0
+    assert not any("not judged" in line for c in default.candidates for line in c.evidence_against)

@@ -143,6 +143,16 @@ class Finding:
     text: str
     holds: bool
     weight: float
+    applicable: bool = True  # False: no baseline to judge a change against
+
+
+def _no_baseline(worst: PointEvidence, best: PointEvidence) -> bool:
+    """One point only (worst is best): changes and cliffs cannot be judged."""
+    return worst.point is not None and best.point is not None and worst.point.id == best.point.id
+
+
+def _not_applicable(c: Condition) -> Finding:
+    return Finding(f"{c.what}: not judged (a single point: no baseline)", False, c.weight, False)
 
 
 def _fmt(value: float | None, unit: str = "") -> str:
@@ -196,6 +206,8 @@ def _check_metric(c: Condition, worst: PointEvidence, best: PointEvidence) -> Fi
 
 
 def _check_change(c: Condition, worst: PointEvidence, best: PointEvidence) -> Finding:
+    if _no_baseline(worst, best):
+        return _not_applicable(c)
     w, b = worst.metrics.get(c.metric), best.metrics.get(c.metric)
     family = c.metric.split(".")[0] + "."
     if b is None and any(k.startswith(family) for k in best.metrics):
@@ -254,7 +266,9 @@ def _check_workqueue(c: Condition, worst: PointEvidence, _best: PointEvidence) -
     )
 
 
-def _check_cliff(c: Condition, worst: PointEvidence, _best: PointEvidence) -> Finding:
+def _check_cliff(c: Condition, worst: PointEvidence, best: PointEvidence) -> Finding:
+    if _no_baseline(worst, best):
+        return _not_applicable(c)
     bracket = worst.facts.get("cliff")
     if bracket:
         return Finding(f"{c.what}: throughput falls off a cliff {bracket}", True, c.weight)
@@ -279,6 +293,7 @@ class Candidate:
     mechanism: str
     title: str
     score: float
+    weight_held: float  # breaks ties: more (and stronger) evidence ranks first
     evidence_for: list[str]
     evidence_against: list[str]
     explanation: str
@@ -292,16 +307,18 @@ class Candidate:
 def evaluate(rule: Rule, worst: PointEvidence, best: PointEvidence) -> Candidate:
     findings = [_CHECKS[c.kind](c, worst, best) for c in rule.evidence]
     counter = [_CHECKS[c.kind](c, worst, best) for c in rule.against]
-    total = sum(f.weight for f in findings) or 1.0
-    score = sum(f.weight for f in findings if f.holds) / total
+    judged = [f for f in findings if f.applicable]
+    total = sum(f.weight for f in judged) or 1.0
+    held = sum(f.weight for f in judged if f.holds)
     against_weight = sum(f.weight for f in counter if f.holds)
-    score = max(0.0, score - 0.5 * against_weight / total)
+    score = max(0.0, held / total - 0.5 * against_weight / total)
     return Candidate(
         mechanism=rule.id,
         title=rule.title,
         score=round(score, 3),
+        weight_held=held,
         evidence_for=[f.text for f in findings if f.holds],
-        evidence_against=[f"not seen: {f.text}" for f in findings if not f.holds]
+        evidence_against=[f"not seen: {f.text}" for f in judged if not f.holds]
         + [f.text for f in counter if f.holds],
         explanation=rule.explanation,
         remedies=list(rule.remedies),
@@ -467,8 +484,10 @@ def diagnose_config(
         (diagnosis.candidates if candidate.score >= MATCH_SCORE else diagnosis.rejected).append(
             candidate
         )
-    diagnosis.candidates.sort(key=lambda c: -c.score)
-    diagnosis.rejected.sort(key=lambda c: -c.score)
+    diagnosis.candidates.sort(key=lambda c: (-c.score, -c.weight_held))
+    diagnosis.rejected.sort(key=lambda c: (-c.score, -c.weight_held))
+    if worst_row.id == best_row.id:
+        diagnosis.note = "a single point: no best point to compare with"
     if not diagnosis.candidates:
         diagnosis.fallback = fallback_changes(worst, best)
     return diagnosis
