@@ -456,7 +456,3 @@ def _run_locked(store: Store, campaign_id: int, *, options: RunOptions, sink: Pr
             raise
     store.set_campaign_status(campaign_id, "complete")
     return "complete"
-
-
-def stderr_tail(text: str, lines: int = 5) -> str:
-    return "\n".join(text.strip().splitlines()[-lines:]) if text else ""
