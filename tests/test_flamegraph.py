@@ -145,3 +145,9 @@ def test_speedscope_weights_in_seconds() -> None:
     (p,) = doc["profiles"]
     assert p["unit"] == "seconds"
     assert p["endValue"] == pytest.approx(3.0)
+
+
+def test_offcpu_flame_graph_says_what_its_width_means():
+    profile = Profile.from_folded("fio;[D];do_fsync;jbd2_log_wait_commit 3\nfio;[S];poll 1\n")
+    assert "blocked-thread samples (off-CPU)" in flamegraph_svg(profile, title="t", offcpu=True)
+    assert "samples on CPU" in flamegraph_svg(profile, title="t")

@@ -471,7 +471,9 @@ def _profile_one(
     prof = pp.load_profile(store, data, row, kind)
     view = pp.profile_view(prof, row, kind, top=top)
     title = f"campaign {data.id} {pp.point_label(row)} ({_kind_label(kind)})"
-    written = _export_one(prof, title, exports, pp.sample_period_s(data, row, kind))
+    written = _export_one(
+        prof, title, exports, pp.sample_period_s(data, row, kind), offcpu=kind == "offcpu"
+    )
     if as_json:
         _print_json({**view.to_dict(), "written": written})
         return
@@ -552,12 +554,17 @@ def _kind_label(kind: pp.ProfileKind) -> str:
 
 
 def _export_one(
-    prof: Profile, title: str, exports: dict[str, Path | None], period_s: float | None
+    prof: Profile,
+    title: str,
+    exports: dict[str, Path | None],
+    period_s: float | None,
+    *,
+    offcpu: bool = False,
 ) -> list[str]:
     texts = {
         "folded": lambda: folded_to_text(prof.to_counts()),
         "speedscope": lambda: speedscope_json(prof, title, sample_period_s=period_s),
-        "svg": lambda: flamegraph_svg(prof, title=title),
+        "svg": lambda: flamegraph_svg(prof, title=title, offcpu=offcpu),
     }
     return _write(exports, texts)
 

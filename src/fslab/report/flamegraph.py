@@ -203,8 +203,13 @@ def _pct(part: int, total: int) -> float:
     return 100.0 * part / total if total else 0.0
 
 
-def flamegraph_svg(profile: Profile, *, title: str, width_px: int = 1200) -> str:
-    """A flame graph of `profile` as one standalone SVG document."""
+def flamegraph_svg(
+    profile: Profile, *, title: str, width_px: int = 1200, offcpu: bool = False
+) -> str:
+    """A flame graph of `profile` as one standalone SVG document.
+
+    `offcpu`: the samples are blocked threads (sampled kernel stacks), not CPU time.
+    """
     boxes = _layout(_tree(profile), width_px)
     colour, tooltip = {}, {}
     for box in boxes:
@@ -212,7 +217,8 @@ def flamegraph_svg(profile: Profile, *, title: str, width_px: int = 1200) -> str
         tooltip[box.path] = (
             f"{box.name}\n{box.samples} samples, {_pct(box.samples, profile.total):.2f}%"
         )
-    subtitle = f"{profile.total} samples; width = share of samples on CPU"
+    what = "blocked-thread samples (off-CPU)" if offcpu else "samples on CPU"
+    subtitle = f"{profile.total} samples; width = share of {what}"
     return _svg(
         boxes, title=title, subtitle=subtitle, width_px=width_px, colour=colour, tooltip=tooltip
     )
