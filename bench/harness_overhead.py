@@ -23,21 +23,12 @@ from pathlib import Path
 
 from fslab.hostfacts import collect_host_facts
 from fslab.runner import RunOptions, run_campaign, run_point, start_campaign
-from fslab.spec import expand_points, validate_spec
+from fslab.spec import expand_points, load_spec, validate_spec
 from fslab.store.db import Store
 from fslab.target.loop import LoopImage
 
-FIO_OPTIONS = {
-    "name": "fidelity",
-    "rw": "randwrite",
-    "ioengine": "sync",
-    "buffered": 1,
-    "bs": "16k",
-    "filesize": "4m",
-    "fsync": 1,
-    "thread": True,
-    "group_reporting": True,
-}
+# the seed workload, from the preset that defines it (runtime and numjobs set per point)
+SEED_WORKLOAD = load_spec("ext4-fsync-storm")[0].workload.model_dump(mode="json")
 
 
 def spec_for(runtime_s: float, numjobs: list[int]) -> dict:
@@ -52,7 +43,7 @@ def spec_for(runtime_s: float, numjobs: list[int]) -> dict:
                 "mount_options": ["noatime"],
             }
         ],
-        "workload": {"kind": "fio", "options": FIO_OPTIONS},
+        "workload": SEED_WORKLOAD,
         "sweep": {"numjobs": numjobs},
         "run": {"runtime": f"{runtime_s:g}s"},
     }

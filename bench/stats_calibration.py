@@ -54,6 +54,7 @@ from typing import Any
 import numpy as np
 
 from fslab.analyze import compare as cmp
+from fslab.spec import load_spec
 
 CV = 0.03
 SHIFT = 1.05
@@ -88,19 +89,8 @@ REAL_SPEC = {
     "name": "stats-calibration",
     "target": {"kind": "ram", "size": "1GiB"},
     "filesystems": [{"label": "ext4", "type": "ext4"}],
-    "workload": {
-        "kind": "fio",
-        "options": {
-            "rw": "randwrite",
-            "ioengine": "sync",
-            "buffered": 1,
-            "bs": "16k",
-            "filesize": "4m",
-            "fsync": 1,
-            "thread": True,
-            "group_reporting": True,
-        },
-    },
+    # the seed workload, from the preset that defines it
+    "workload": load_spec("ext4-fsync-storm")[0].workload.model_dump(mode="json"),
     "sweep": {"numjobs": [1, 8]},
     "run": {"runtime": "2s", "repeat": 2 * cmp.RECOMMENDED_REPETITIONS},
     "collect": {
