@@ -1,85 +1,214 @@
 #!/usr/bin/env python3
-"""What do the collectors cost? IOPS with all collectors on vs off, side by side.
+"""What does each collector cost? IOPS with it on vs no collector, in alternating pairs.
 
-The ext4-fsync-storm configuration (ext4 default journal, 16 KiB random
-buffered writes + fsync) at 64 and 1024 jobs, alternating on/off for N pairs
-on fresh filesystems; prints the ratio of median IOPS on/off per job count
-(goal >= 0.95). Fold speed (goal: report samples/s on >= 1 million samples)
-is measured by bench/fold_speed.py, which this script runs last unless
---skip-fold is given.
+The ext4-fsync-storm configuration (ext4-default: 16 KiB random buffered
+writes + fsync, 16 GiB sparse RAM image) at 64 and 1024 jobs. A cell is a set
+of collectors: each one alone, `all` (the evidence run fslab makes by
+default), and `clean` (a clean repetition as a campaign runs it against a run
+with collectors off: the same code path, so its ratio is 1.00 by construction
+and its interval is the bench's own noise floor). Each pair is one run with
+the cell's collectors (an evidence run) and one without (a clean run), on
+fresh filesystems, order alternated between pairs. The ratio of a pair is
+IOPS on / IOPS off; the table gives the median ratio over the pairs with a
+95% percentile-bootstrap interval and says whether the interval clears the
+goal (the evidence run perturbs by at most 5% at 64 jobs, 10% at 1024):
 
-Run as root: .venv/bin/python bench/collector_overhead.py [--pairs 3] [--runtime 10]
+  meets         the whole interval is at or above the goal
+  fails         the whole interval is below it
+  inconclusive  the interval straddles it (more pairs would decide)
+
+Long: a 1024-job pair takes ~50 s. Run it cell by cell (each `run` appends
+its pairs to the results file as they finish) and print the combined table:
+
+  flock -x /work/machine.lock .venv/bin/python bench/collector_overhead.py run \
+      --numjobs 64 --cells clean all perf --pairs 10
+  .venv/bin/python bench/collector_overhead.py table
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import statistics
-import subprocess
 import sys
+import time
+from dataclasses import asdict, dataclass
 from pathlib import Path
 
+from fslab.analyze.stats import bootstrap_median_ci
 from fslab.hostfacts import collect_host_facts
 from fslab.runner import RunOptions, run_point
-from fslab.spec import expand_points, load_spec
+from fslab.spec import CollectSpec, expand_points, load_spec
+
+COLLECTORS = tuple(CollectSpec().enabled())  # perf, offcpu, workqueue, tpcounters, jbd2, sysstat
+CELLS = ("clean", "all", *COLLECTORS)
+GOALS = {64: 0.95, 1024: 0.90}  # lowest acceptable ratio on/off
+DEFAULT_RESULTS = Path("collector_overhead.jsonl")
+CONFIG = "ext4-default"
 
 
-def measure(numjobs: int, pairs: int, runtime_s: float, ramp_s: float) -> dict[str, list[float]]:
-    spec, _ = load_spec(
-        "ext4-fsync-storm",
-        overrides=[
-            f"sweep.numjobs=[{numjobs}]",
-            f'run.runtime="{runtime_s:g}s"',
-            f'run.ramp="{ramp_s:g}s"',
-        ],
+@dataclass
+class Pair:
+    """One alternating pair of runs, as appended to the results file."""
+
+    cell: str
+    numjobs: int
+    index: int  # pair number within (cell, numjobs); even: the instrumented run went first
+    on_iops: float
+    off_iops: float
+    runtime_s: float
+    ramp_s: float
+    collector_cpu_s: dict[str, float]  # the collectors' own CPU time in the instrumented run
+    not_ok: dict[str, str]  # collectors that did not end ok: name -> status
+    kernel: str
+    at: str
+
+    @property
+    def ratio(self) -> float:
+        return self.on_iops / self.off_iops
+
+
+def cell_spec(cell: str, numjobs: int, runtime_s: float, ramp_s: float):
+    """The preset with only the cell's collectors enabled."""
+    wanted = set(COLLECTORS) if cell == "all" else {cell} & set(COLLECTORS)
+    overrides = [
+        f"sweep.numjobs=[{numjobs}]",
+        f'run.runtime="{runtime_s:g}s"',
+        f'run.ramp="{ramp_s:g}s"',
+        *(f"collect.{name}={'true' if name in wanted else 'false'}" for name in COLLECTORS),
+    ]
+    spec, _ = load_spec("ext4-fsync-storm", overrides=overrides)
+    return spec
+
+
+def one_run(spec, instrumented: bool, host) -> tuple[float, dict[str, float], dict[str, str]]:
+    """(IOPS, collectors' CPU seconds, collectors not ok) of one fresh point."""
+    role = "evidence" if instrumented else "clean"
+    point = next(
+        p
+        for p in expand_points(spec, "separate")
+        if p.filesystem.label == CONFIG and p.role == role
     )
-    point = next(p for p in expand_points(spec) if p.filesystem.label == "ext4-default")
+    outcome = run_point(spec, point, options=RunOptions(), host=host, formatted_before=False)
+    if outcome.status != "ok":
+        raise SystemExit(f"point failed: {outcome.error}")
+    cpu = {k: v for k, v in outcome.metrics.items() if k.endswith("collector_cpu_s")}
+    not_ok = {n: f"{s}: {r}" for n, (s, r) in outcome.collectors.items() if s != "ok"}
+    return outcome.metrics["fio.write.iops"], cpu, not_ok
+
+
+def load_pairs(path: Path) -> list[Pair]:
+    if not path.exists():
+        return []
+    return [Pair(**json.loads(line)) for line in path.read_text().splitlines() if line.strip()]
+
+
+def run_cells(args: argparse.Namespace) -> None:
     host = collect_host_facts()
-    iops: dict[str, list[float]] = {"on": [], "off": []}
-    for i in range(pairs):
-        for mode in ("on", "off") if i % 2 == 0 else ("off", "on"):
-            outcome = run_point(
-                spec,
-                point,
-                options=RunOptions(collect=mode == "on"),
-                host=host,
-                formatted_before=False,
-            )
-            if outcome.status != "ok":
-                raise SystemExit(f"point failed: {outcome.error}")
-            iops[mode].append(outcome.metrics["fio.write.iops"])
-            if mode == "on":
-                bad = {n: s for n, (s, _) in outcome.collectors.items() if s != "ok"}
-                if bad:
-                    print(f"    note: collectors not ok: {bad}")
-    return iops
+    for numjobs in args.numjobs:
+        for cell in args.cells:
+            done = [p for p in load_pairs(args.results) if (p.cell, p.numjobs) == (cell, numjobs)]
+            on_spec = cell_spec(cell, numjobs, args.runtime, args.ramp)
+            for index in range(len(done), len(done) + args.pairs):
+                runs: dict[str, tuple[float, dict[str, float], dict[str, str]]] = {}
+                order = ("on", "off") if index % 2 == 0 else ("off", "on")
+                for which in order:
+                    instrumented = which == "on" and cell != "clean"
+                    runs[which] = one_run(on_spec, instrumented, host)
+                pair = Pair(
+                    cell=cell,
+                    numjobs=numjobs,
+                    index=index,
+                    on_iops=runs["on"][0],
+                    off_iops=runs["off"][0],
+                    runtime_s=args.runtime,
+                    ramp_s=args.ramp,
+                    collector_cpu_s=runs["on"][1],
+                    not_ok=runs["on"][2],
+                    kernel=host.kernel_release,
+                    at=time.strftime("%Y-%m-%dT%H:%M:%S"),
+                )
+                with args.results.open("a") as fh:
+                    fh.write(json.dumps(asdict(pair)) + "\n")
+                note = f"  not ok: {pair.not_ok}" if pair.not_ok else ""
+                print(
+                    f"  {cell:10s} numjobs={numjobs:<5d} pair {index:2d} ({order[0]} first): "
+                    f"on {pair.on_iops:7.0f}  off {pair.off_iops:7.0f}  "
+                    f"ratio {pair.ratio:.3f}{note}",
+                    flush=True,
+                )
+    print_table(load_pairs(args.results))
+
+
+def verdict(low: float, high: float, goal: float) -> str:
+    if low >= goal:
+        return "meets"
+    if high < goal:
+        return "fails"
+    return "inconclusive"
+
+
+def print_table(pairs: list[Pair]) -> None:
+    cells: dict[tuple[str, int], list[Pair]] = {}
+    for p in pairs:
+        cells.setdefault((p.cell, p.numjobs), []).append(p)
+    if not cells:
+        print("no pairs recorded yet")
+        return
+    settings = sorted({(p.runtime_s, p.ramp_s) for p in pairs})
+    timing = ", ".join(f"{r:g} s after a {m:g} s ramp" for r, m in settings)
+    print(
+        f"\ncollector cost: write IOPS with the collectors / without, ext4-fsync-storm "
+        f"{CONFIG}, {timing}"
+    )
+    print("median of the pair ratios, 95% bootstrap CI; goal: the lowest acceptable ratio")
+    header = (
+        f"{'cell':<11s}{'numjobs':>8s}{'pairs':>6s}{'median':>8s}{'95% CI':>16s}"
+        f"{'goal':>6s}  {'verdict':<13s}{'on IOPS':>9s}{'off IOPS':>9s}  collector CPU s"
+    )
+    print(header)
+    print("-" * len(header))
+    order = {c: i for i, c in enumerate(CELLS)}
+    for (cell, numjobs), group in sorted(cells.items(), key=lambda kv: (kv[0][1], order[kv[0][0]])):
+        ratios = [p.ratio for p in group]
+        low, high = bootstrap_median_ci(ratios, rng=0)
+        goal = GOALS.get(numjobs, 0.95)
+        cpu: dict[str, list[float]] = {}
+        for p in group:
+            for name, value in p.collector_cpu_s.items():
+                cpu.setdefault(name.split(".")[0], []).append(value)
+        cpu_text = " ".join(f"{k} {statistics.median(v):.2f}" for k, v in sorted(cpu.items()))
+        if cell == "clean":
+            cpu_text = "(none: 1.00 by construction)"
+        print(
+            f"{cell:<11s}{numjobs:>8d}{len(group):>6d}{statistics.median(ratios):>8.3f}"
+            f"{f'[{low:.3f}, {high:.3f}]':>16s}{goal:>6.2f}  {verdict(low, high, goal):<13s}"
+            f"{statistics.median(p.on_iops for p in group):>9.0f}"
+            f"{statistics.median(p.off_iops for p in group):>9.0f}  {cpu_text}"
+        )
+    short = sorted({f"{c}@{n}" for (c, n), g in cells.items() if len(g) < 10})
+    if short:
+        print(f"fewer than 10 pairs (add more with `run`): {', '.join(short)}")
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--pairs", type=int, default=3)
-    parser.add_argument("--runtime", type=float, default=10.0)
-    parser.add_argument("--ramp", type=float, default=2.0)
-    parser.add_argument("--jobs", type=int, nargs="+", default=[64, 1024])
-    parser.add_argument("--skip-fold", action="store_true")
+    sub = parser.add_subparsers(dest="command", required=True)
+    run = sub.add_parser("run", help="measure cells (as root, under the machine lock)")
+    run.add_argument("--cells", nargs="+", choices=CELLS, default=list(CELLS))
+    run.add_argument("--numjobs", nargs="+", type=int, default=[64, 1024])
+    run.add_argument("--pairs", type=int, default=10, help="pairs to add per cell")
+    run.add_argument("--runtime", type=float, default=8.0)
+    run.add_argument("--ramp", type=float, default=2.0)
+    run.add_argument("--results", type=Path, default=DEFAULT_RESULTS)
+    table = sub.add_parser("table", help="print the combined table of a results file")
+    table.add_argument("--results", type=Path, default=DEFAULT_RESULTS)
     args = parser.parse_args()
-
-    print(
-        f"collectors on vs off, ext4-default, {args.pairs} alternating pairs, "
-        f"{args.runtime:g} s + {args.ramp:g} s ramp"
-    )
-    for numjobs in args.jobs:
-        iops = measure(numjobs, args.pairs, args.runtime, args.ramp)
-        ratio = statistics.median(iops["on"]) / statistics.median(iops["off"])
-        print(
-            f"  numjobs={numjobs}: on {', '.join(f'{v:.0f}' for v in iops['on'])}; "
-            f"off {', '.join(f'{v:.0f}' for v in iops['off'])}"
-        )
-        print(f"  numjobs={numjobs}: ratio of medians on/off = {ratio:.3f}  (goal >= 0.95)")
-    if not args.skip_fold:
-        print("fold speed (bench/fold_speed.py):", flush=True)
-        subprocess.run([sys.executable, str(Path(__file__).with_name("fold_speed.py"))], check=True)
+    if args.command == "run":
+        run_cells(args)
+    else:
+        print_table(load_pairs(args.results))
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

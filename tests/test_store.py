@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import sqlite3
+from pathlib import Path
 
 import pytest
 
 from fslab.errors import FslabError
-from fslab.store.db import PlannedPoint, PointOutcome, Store
+from fslab.store.db import SCHEMA_VERSION, PlannedPoint, PointOutcome, Store
+
+DATA = Path(__file__).parent / "data"
 
 
 def _campaign(store: Store, n_points: int = 3) -> int:
@@ -128,3 +131,113 @@ def test_a_running_campaign_nobody_runs_reads_as_interrupted(tmp_path):
         with campaign_lock(store.path, cid):
             assert store.campaign(cid).status == "running"
             assert [c.status for c in store.campaigns()] == ["running"]
+
+
+def test_a_version_1_database_is_migrated_and_its_points_read_as_inline(tmp_path):
+    """tests/data/store_schema_v1.sql is the schema fslab shipped before roles."""
+    path = tmp_path / "old.db"
+    with sqlite3.connect(path) as conn:
+        conn.executescript((DATA / "store_schema_v1.sql").read_text())
+        conn.execute("INSERT INTO meta VALUES ('schema_version', '1')")
+        conn.execute(
+            "INSERT INTO campaigns (name, status, spec_json, spec_toml, overrides_json,"
+            " host_json, fslab_version, started_at)"
+            " VALUES ('old', 'complete', '{}', '', '{}', '{}', '0.1.0', '2026-01-01')"
+        )
+        conn.execute(
+            "INSERT INTO points (campaign_id, seq, config, fs_type, sweep_json, repeat, status)"
+            " VALUES (1, 0, 'ext4', 'ext4', '{\"numjobs\": 1}', 0, 'ok')"
+        )
+    with Store(path) as store:
+        (point,) = store.points(1)
+        assert point.role == "inline"
+        version = store._conn.execute("SELECT value FROM meta WHERE key='schema_version'")
+        assert version.fetchone()[0] == str(SCHEMA_VERSION)
+        (new,) = store.add_points(1, [PlannedPoint(0, "ext4", "ext4", {"numjobs": 1}, 0)])
+        assert new.role == "clean"
+    with Store(path) as store:  # opening a migrated database again changes nothing
+        assert [p.role for p in store.points(1)] == ["inline", "clean"]
+
+
+def test_roles_are_stored_and_checked(tmp_path):
+    with Store(tmp_path / "r.db") as store:
+        cid = store.create_campaign(
+            name="t",
+            spec={},
+            spec_toml="",
+            overrides={},
+            host={},
+            device=None,
+            fslab_version="0",
+            points=[
+                PlannedPoint(0, "a", "ext4", {}, 0, "clean"),
+                PlannedPoint(1, "a", "ext4", {}, 0, "evidence"),
+                PlannedPoint(2, "a", "ext4", {}, 0, "inline"),
+            ],
+        )
+        assert [p.role for p in store.points(cid)] == ["clean", "evidence", "inline"]
+        with pytest.raises(sqlite3.IntegrityError):
+            store.add_points(cid, [PlannedPoint(0, "a", "ext4", {}, 0, "bogus")])  # type: ignore[arg-type]
+
+
+def test_post_processing_results_are_added_to_a_saved_point(tmp_path):
+    with Store(tmp_path / "r.db") as store:
+        cid = _campaign(store, 1)
+        (point,) = store.points(cid)
+        store.save_outcome(
+            point.id,
+            PointOutcome(
+                status="ok",
+                metrics={"fio.write.iops": 10.0},
+                collectors={"perf": ("failed", "post-processing did not finish")},
+                facts={"config": "ext4", "timing": {"setup_s": 1.0}},
+            ),
+        )
+        store.add_results(
+            point.id,
+            metrics={"profile.samples": 400.0},
+            artifacts={"profile.oncpu.folded": "fio;x 1\n"},
+            collectors={"perf": ("ok", "")},
+            facts={"timing": {"setup_s": 1.0, "post_s": 0.2}},
+        )
+        assert store.metrics(cid)[point.id] == {"fio.write.iops": 10.0, "profile.samples": 400.0}
+        assert store.collectors(point.id) == {"perf": ("ok", "")}
+        assert store.artifact(point.id, "profile.oncpu.folded") == "fio;x 1\n"
+        facts = store.points(cid)[0].facts
+        assert facts == {"config": "ext4", "timing": {"setup_s": 1.0, "post_s": 0.2}}
+
+
+def test_roles_survive_export_and_import_and_old_exports_read_as_inline(tmp_path):
+    import json
+
+    from fslab.store.exchange import export_campaign, import_campaign
+
+    with Store(tmp_path / "a.db") as source:
+        cid = source.create_campaign(
+            name="t",
+            spec={},
+            spec_toml="",
+            overrides={"collect": "separate"},
+            host={},
+            device=None,
+            fslab_version="0",
+            points=[
+                PlannedPoint(0, "a", "ext4", {}, 0, "clean"),
+                PlannedPoint(1, "a", "ext4", {}, 0, "evidence"),
+            ],
+        )
+        exported = export_campaign(source, cid)
+    assert exported["version"] == 2
+    assert [p["role"] for p in exported["points"]] == ["clean", "evidence"]
+    old = json.loads((DATA / "campaign_fsync_nocollect.json").read_text())
+    assert old["version"] == 1 and "role" not in old["points"][0]
+    with Store(tmp_path / "b.db") as target:
+        new_id = import_campaign(target, exported)
+        assert [p.role for p in target.points(new_id)] == ["clean", "evidence"]
+        old_id = import_campaign(target, old)
+        assert {p.role for p in target.points(old_id)} == {"inline"}
+        bad = {**exported, "points": [{**exported["points"][0], "role": "bogus"}]}
+        from fslab.errors import UsageError
+
+        with pytest.raises(UsageError, match="unknown role 'bogus'"):
+            import_campaign(target, bad)

@@ -8,6 +8,11 @@ runs. Rounds continue until every point is within PCT or has reached the
 cap. A point is never judged on fewer than MIN_REPS successful runs (a
 bootstrap interval of 2 runs means nothing), and failed attempts count
 towards the cap so a point that always fails cannot loop forever.
+
+Only headline repetitions count and only they are added: clean ones, or
+inline ones in a campaign run with --collect=inline. A sweep point's evidence
+run stays the one planned with the campaign (it explains the point; it does
+not narrow its interval).
 """
 
 from __future__ import annotations
@@ -20,7 +25,8 @@ from typing import Any
 from fslab.analyze import compare
 from fslab.analyze.dataset import CampaignData, key_label, load_campaign, point_key
 from fslab.errors import UsageError
-from fslab.runner import ProgressSink, RunOptions, SilentProgress, run_campaign
+from fslab.roles import PointRole, counts_for_headline
+from fslab.runner import ProgressSink, RunOptions, SilentProgress, headline_role, run_campaign
 from fslab.store.db import PlannedPoint, PointRow, Store
 
 MIN_REPS = 3
@@ -80,7 +86,8 @@ def key_states(data: CampaignData) -> list[KeyState]:
     """Every (config, sweep) point of the campaign, in first-seen order."""
     groups: dict[Key, list[PointRow]] = {}
     for p in data.points:
-        groups.setdefault((p.config, tuple(p.sweep.items())), []).append(p)
+        if counts_for_headline(p.role):
+            groups.setdefault((p.config, tuple(p.sweep.items())), []).append(p)
     states = []
     for (config, sweep), rows in groups.items():
         values = [
@@ -93,11 +100,15 @@ def key_states(data: CampaignData) -> list[KeyState]:
     return states
 
 
-def plan_round(data: CampaignData, pct: float, cap: int) -> list[PlannedPoint]:
-    """The repetitions to append for one round (empty: every point is done)."""
+def plan_round(
+    data: CampaignData, pct: float, cap: int, role: PointRole = "clean"
+) -> list[PlannedPoint]:
+    """The repetitions (of `role`) to append for one round (empty: every point is done)."""
     next_repeat: dict[Key, int] = {}
     fs_type: dict[str, str] = {}
     for p in data.points:
+        if not counts_for_headline(p.role):
+            continue
         key = (p.config, tuple(p.sweep.items()))
         next_repeat[key] = max(next_repeat.get(key, 0), p.repeat + 1)
         fs_type.setdefault(p.config, p.fs_type)
@@ -108,7 +119,7 @@ def plan_round(data: CampaignData, pct: float, cap: int) -> list[PlannedPoint]:
             if extra < count:
                 config, sweep = key
                 repeat = next_repeat[key] + extra
-                planned.append(PlannedPoint(-1, config, fs_type[config], dict(sweep), repeat))
+                planned.append(PlannedPoint(-1, config, fs_type[config], dict(sweep), repeat, role))
     return planned
 
 
@@ -130,12 +141,13 @@ def run_until_ci(
     sink = progress or SilentProgress()
     options = options or RunOptions()
     result = AdaptiveResult()
+    role = headline_role(store, campaign_id)
     while True:
         data = load_campaign(store, campaign_id)
         if data.headline is None:
             sink.message("until-ci: no successful point has a headline metric; not repeating")
             return result
-        planned = plan_round(data, pct, cap)
+        planned = plan_round(data, pct, cap, role)
         if not planned:
             break
         result.rounds += 1

@@ -25,7 +25,14 @@ from fslab.analyze.summary import summarize
 from fslab.errors import FslabError, UsageError
 from fslab.preflight import run_preflight
 from fslab.report import terminal
-from fslab.runner import RunOptions, leftover_warning, run_campaign, start_campaign
+from fslab.roles import COLLECT_MODES, CollectMode
+from fslab.runner import (
+    RunOptions,
+    check_resume_mode,
+    leftover_warning,
+    run_campaign,
+    start_campaign,
+)
 from fslab.spec import Spec, load_spec, preset_names, preset_path, target_overrides
 from fslab.store.db import PointOutcome, PointRow, Store, default_db_path
 
@@ -115,10 +122,13 @@ class RichProgress:
 
     def point_started(self, point: PointRow) -> None:
         sweep = " ".join(f"{k}={v}" for k, v in point.sweep.items())
-        self.progress.update(self.task_id, description=f"{point.config} {sweep} #{point.repeat}")
+        run = "evidence" if point.role == "evidence" else f"#{point.repeat}"
+        self.progress.update(self.task_id, description=f"{point.config} {sweep} {run}")
 
     def point_finished(self, point: PointRow, outcome: PointOutcome) -> None:
         sweep = " ".join(f"{k}={v}" for k, v in point.sweep.items())
+        if point.role == "evidence":
+            sweep += " (evidence run)"
         if outcome.status == "ok":
             headline = next(
                 (
@@ -224,8 +234,19 @@ def run(
     force: Annotated[
         bool, typer.Option("--force", help="Format an allowed device even if it has a signature.")
     ] = False,
+    collect: Annotated[
+        str | None,
+        typer.Option(
+            "--collect",
+            metavar="MODE",
+            help="separate (default): headline figures come from clean repetitions (no "
+            "collector) and one extra instrumented run per sweep point gathers the evidence "
+            "and states its perturbation; inline: every repetition runs the collectors and "
+            "counts (the headline is measured under them); off: no collector at all.",
+        ),
+    ] = None,
     no_collect: Annotated[
-        bool, typer.Option("--no-collect", help="Run without any collector.")
+        bool, typer.Option("--no-collect", help="Run without any collector (--collect=off).")
     ] = False,
     resume: Annotated[
         int | None, typer.Option("--resume", help="Continue an interrupted campaign by id.")
@@ -253,16 +274,18 @@ def run(
     as_json: JsonOption = False,
 ) -> None:
     """Run an experiment: a preset or a spec file, over all its points."""
-    options = RunOptions(
-        allow_devices=tuple(allow_device or ()), force=force, collect=not no_collect
-    )
 
     def body() -> None:
         cap = check_options(until_ci, max_repeat)  # before anything runs
+        mode = _collect_mode(collect, no_collect)
+        options = RunOptions(
+            allow_devices=tuple(allow_device or ()), force=force, collect=mode or "separate"
+        )
         with _store(db) as store:
             if resume is not None:
                 campaign_id = resume
                 store.campaign(campaign_id)
+                check_resume_mode(store, campaign_id, mode)
             else:
                 if spec is None:
                     raise FslabError("give a preset name or spec file (or --resume ID)")
@@ -305,6 +328,17 @@ def run(
             _print_results(store, campaign_id, as_json)
 
     _guarded(body)
+
+
+def _collect_mode(collect: str | None, no_collect: bool) -> CollectMode | None:
+    """--collect / --no-collect as a mode; None when neither was given."""
+    if collect is not None and collect not in COLLECT_MODES:
+        raise UsageError(f"--collect must be one of {', '.join(COLLECT_MODES)}, not {collect!r}")
+    if no_collect:
+        if collect not in (None, "off"):
+            raise UsageError(f"--no-collect contradicts --collect={collect}")
+        return "off"
+    return collect  # type: ignore[return-value]
 
 
 def _preflight(spec: Spec) -> None:

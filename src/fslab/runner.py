@@ -5,15 +5,22 @@ loop device are released on success, on failure and on SIGINT/SIGTERM (both
 raise KeyboardInterrupt here; later signals are held off until cleanup ends).
 A failed point is stored as data and the campaign goes on. Each finished point
 is committed before the next begins; `resume` continues with the pending ones.
+
+A point's role (fslab.roles) says whether its collectors run: clean
+repetitions run none, evidence and inline runs run them. Their
+post-processing runs in the background during the next point's setup and is
+added to the stored point before the next measured window starts.
 """
 
 from __future__ import annotations
 
 import contextlib
 import os
+import shutil
 import signal
 import tempfile
-from collections.abc import Iterator, Sequence
+import time
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import FrameType
@@ -21,18 +28,21 @@ from typing import Any, Protocol
 
 import fslab
 from fslab import faults
-from fslab.collect.base import Collector, CollectorResult, PointContext
-from fslab.errors import FslabError, ToolError
+from fslab.collect.base import Collector, CollectorResult, PendingResult, PointContext
+from fslab.errors import FslabError, ToolError, UsageError
 from fslab.hostfacts import HostFacts, collect_host_facts
+from fslab.postprocess import PostProcessing
 from fslab.proc import CommandLog, run, run_interruptible
+from fslab.roles import CollectMode, instrumented, mode_of_roles, repetition_role
 from fslab.spec import DdWorkload, FioWorkload, Point, Spec, expand_points, validate_spec
-from fslab.store.db import PlannedPoint, PointOutcome, PointRow, Store, utc_now
+from fslab.store.db import CampaignRow, PlannedPoint, PointOutcome, PointRow, Store, utc_now
 from fslab.store.lock import campaign_lock
 from fslab.target import fill as fill_mod
 from fslab.target.fs import Mount, describe_filesystem, make_filesystem
 from fslab.target.guard import check_device
 from fslab.target.leftovers import find_leftovers
 from fslab.target.loop import LoopImage
+from fslab.timing import PointTiming
 from fslab.units import parse_size_bytes
 from fslab.workload import plan
 
@@ -43,7 +53,9 @@ class RunOptions:
 
     allow_devices: tuple[str, ...] = ()
     force: bool = False
-    collect: bool = True  # False: no collectors at all, whatever the spec says
+    # how a new campaign is planned (fslab.roles): clean repetitions + one evidence
+    # run per sweep point, every repetition instrumented, or no collector at all
+    collect: CollectMode = "separate"
 
 
 class ProgressSink(Protocol):
@@ -99,29 +111,41 @@ class _SignalGuard:
 
 
 @contextlib.contextmanager
-def scratch_device(
-    spec: Spec, options: RunOptions, *, formatted_before: bool, log: CommandLog
+def formatted_device(
+    spec: Spec, point: Point, options: RunOptions, *, formatted_before: bool, state: _PointState
 ) -> Iterator[str]:
-    """A fresh device for one point: a new loop image, or the allowed real device."""
+    """A fresh filesystem for one point: on the allowed real device, or on a new loop
+    image, made with mkfs on the sparse file before it is attached (on the file mkfs
+    takes a fiftieth of the time it takes through the loop device)."""
     target = spec.target
+    fs = point.filesystem
+
+    def make(path: str) -> None:
+        faults.checkpoint("prepare")
+        make_filesystem(fs.type, path, fs.mkfs_options, label=None, log=state.log)
+        state.facts["filesystem"] = _describe(fs.type, path, state.log)
+        faults.checkpoint("mkfs")
+
     if target.kind == "device":
         assert target.path is not None
         # fslab formatted it at an earlier point of this campaign: that signature is ours
         check_device(
             target.path, allowed=options.allow_devices, force=options.force or formatted_before
         )
+        make(target.path)
         yield target.path
         return
     directory = "/dev/shm" if target.kind == "ram" else str(target.path)
-    with LoopImage(target.size_bytes, directory=directory, log=log) as image:
+    with LoopImage(target.size_bytes, directory=directory, log=state.log, prepare=make) as image:
         yield image.device
 
 
 # ------------------------------------------------------------------ collectors
 
 
-def collector_classes(spec: Spec, options: RunOptions) -> dict[str, type[Collector]]:
-    if not options.collect:
+def collector_classes(spec: Spec, point: Point) -> dict[str, type[Collector]]:
+    """The spec's collectors if the point's role is instrumented, else none."""
+    if not instrumented(point.role):
         return {}
     from fslab.collect.registry import ALL_COLLECTORS
 
@@ -141,29 +165,42 @@ def make_collector(name: str, cls: type[Collector], spec: Spec) -> Collector:
 
 @contextlib.contextmanager
 def collecting(
-    classes: dict[str, type[Collector]], spec: Spec, ctx: PointContext, results: dict[str, Any]
+    classes: dict[str, type[Collector]],
+    spec: Spec,
+    ctx: PointContext,
+    pending: dict[str, PendingResult],
 ) -> Iterator[None]:
-    """Start the collectors around the workload; a collector never fails the point."""
+    """Start the collectors around the workload; a collector never fails the point.
+
+    At the end each one stops observing at once; what it still has to compute
+    is left in `pending`.
+    """
     running: dict[str, Collector] = {}
     for name, cls in classes.items():
         reason = cls.unavailable_reason()
         if reason is not None:
-            results[name] = CollectorResult(status="unavailable", reason=reason)
+            pending[name] = PendingResult.ready(
+                CollectorResult(status="unavailable", reason=reason)
+            )
             continue
         try:
             collector = make_collector(name, cls, spec)
             collector.start(ctx)
             running[name] = collector
         except Exception as exc:  # a collector's failure is data, not a crash
-            results[name] = CollectorResult(status="failed", reason=f"start: {exc}")
+            pending[name] = PendingResult.ready(
+                CollectorResult(status="failed", reason=f"start: {exc}")
+            )
     try:
         yield
     finally:
         for name, collector in running.items():
             try:
-                results[name] = collector.stop()
+                pending[name] = collector.stop_observing()
             except Exception as exc:
-                results[name] = CollectorResult(status="failed", reason=f"stop: {exc}")
+                pending[name] = PendingResult.ready(
+                    CollectorResult(status="failed", reason=f"stop: {exc}")
+                )
 
 
 # ------------------------------------------------------------------ one point
@@ -175,7 +212,24 @@ class _PointState:
     facts: dict[str, Any] = field(default_factory=dict)
     metrics: dict[str, float] = field(default_factory=dict)
     artifacts: dict[str, str] = field(default_factory=dict)
-    collectors: dict[str, CollectorResult] = field(default_factory=dict)
+    pending: dict[str, PendingResult] = field(default_factory=dict)
+    timing: PointTiming = field(default_factory=PointTiming)
+    clock: float = field(default_factory=time.monotonic)  # start of the phase under way
+
+    def lap(self) -> float:
+        """Seconds since the last lap (the phase that just ended)."""
+        now = time.monotonic()
+        seconds, self.clock = now - self.clock, now
+        return seconds
+
+
+@dataclass
+class MeasuredPoint:
+    """A point as measured: its outcome, and its collectors' post-processing
+    (already running in the background) if it had collectors."""
+
+    outcome: PointOutcome
+    post: PostProcessing | None
 
 
 def _fill_request(spec: Spec, point: Point) -> tuple[float | None, int | None]:
@@ -210,37 +264,84 @@ def run_point(
     host: HostFacts,
     formatted_before: bool,
 ) -> PointOutcome:
-    """Build, measure and release one point. Only KeyboardInterrupt escapes."""
+    """Build, measure and release one point, post-processing included.
+
+    Only KeyboardInterrupt escapes.
+    """
+    measured = measure_point(
+        spec, point, options=options, host=host, formatted_before=formatted_before
+    )
+    outcome = measured.outcome
+    if measured.post is not None:
+        results = measured.post.wait()
+        outcome.metrics.update(results.metrics)
+        outcome.artifacts.update(results.artifacts)
+        outcome.collectors = results.collectors
+        timing = PointTiming.from_facts(outcome.facts) or PointTiming()
+        timing.post_s = timing.post_wait_s = results.seconds
+        outcome.facts["timing"] = timing.to_dict()
+    return outcome
+
+
+def measure_point(
+    spec: Spec,
+    point: Point,
+    *,
+    options: RunOptions,
+    host: HostFacts,
+    formatted_before: bool,
+    before_measure: Callable[[], None] | None = None,
+) -> MeasuredPoint:
+    """Build, measure and release one point; post-processing is left running.
+
+    `before_measure` is called once the point is set up, just before its
+    measured window (the campaign loop waits there for the previous point's
+    post-processing). Only KeyboardInterrupt escapes.
+    """
     state = _PointState()
     started = utc_now()
     fs = point.filesystem
+    artifact_dir = tempfile.mkdtemp(prefix="fslab-point-")
+    post: PostProcessing | None = None
     try:
-        with tempfile.TemporaryDirectory(prefix="fslab-point-") as artifact_dir:
-            outcome = _measure(spec, point, options, host, formatted_before, state, artifact_dir)
-    except ToolError as exc:
-        outcome = plan.WorkloadOutcome(ok=False, error=str(exc).splitlines()[0], stderr=exc.stderr)
-    except FslabError as exc:
-        outcome = plan.WorkloadOutcome(ok=False, error=str(exc))
-    except OSError as exc:
-        outcome = plan.WorkloadOutcome(ok=False, error=f"{type(exc).__name__}: {exc}")
+        try:
+            outcome = _measure(
+                spec, point, options, host, formatted_before, state, artifact_dir, before_measure
+            )
+        except ToolError as exc:
+            outcome = plan.WorkloadOutcome(
+                ok=False, error=str(exc).splitlines()[0], stderr=exc.stderr
+            )
+        except FslabError as exc:
+            outcome = plan.WorkloadOutcome(ok=False, error=str(exc))
+        except OSError as exc:
+            outcome = plan.WorkloadOutcome(ok=False, error=f"{type(exc).__name__}: {exc}")
+        if state.timing.measure_s > 0:
+            state.timing.teardown_s += state.lap()
+        else:  # it failed before its window: all of it was setting up
+            state.timing.setup_s += state.lap()
+        if state.pending:
+            post = PostProcessing(state.pending, artifact_dir).start()
+    finally:
+        if post is None:
+            shutil.rmtree(artifact_dir, ignore_errors=True)
     state.metrics.update(outcome.metrics)
     state.artifacts.update(outcome.artifacts)
-    for result in state.collectors.values():
-        state.metrics.update(result.metrics)
-        state.artifacts.update(result.artifacts)
     state.facts.setdefault("config", fs.label)
-    return PointOutcome(
+    state.facts["timing"] = state.timing.to_dict()
+    result = PointOutcome(
         status="ok" if outcome.ok else "failed",
         error=outcome.error,
         stderr=outcome.stderr,
         metrics=state.metrics,
         artifacts=state.artifacts,
         commands=[(r.argv, r.returncode, r.seconds) for r in state.log.records],
-        collectors={n: (r.status, r.reason) for n, r in state.collectors.items()},
+        collectors=post.placeholder() if post is not None else {},
         facts=state.facts,
         started_at=started,
         ended_at=utc_now(),
     )
+    return MeasuredPoint(result, post)
 
 
 def _measure(
@@ -251,14 +352,13 @@ def _measure(
     formatted_before: bool,
     state: _PointState,
     artifact_dir: str,
+    before_measure: Callable[[], None] | None,
 ) -> plan.WorkloadOutcome:
     fs = point.filesystem
     log = state.log
-    with scratch_device(spec, options, formatted_before=formatted_before, log=log) as device:
-        faults.checkpoint("prepare")
-        make_filesystem(fs.type, device, fs.mkfs_options, label=None, log=log)
-        faults.checkpoint("mkfs")
-        state.facts["filesystem"] = _describe(fs.type, device, log)
+    with formatted_device(
+        spec, point, options, formatted_before=formatted_before, state=state
+    ) as device:
         with Mount(device, fs.type, fs.mount_options, log=log) as mount:
             faults.checkpoint("mount")
             state.facts["mount_options_effective"] = mount.effective_options()
@@ -268,7 +368,7 @@ def _measure(
             if fs.type == "ext4":
                 state.facts.update(_watermark_facts(host, state.facts["filesystem"], free_bytes))
             outcome = _run_workload(
-                spec, point, options, device, mount.mountpoint, state, artifact_dir
+                spec, point, device, mount.mountpoint, state, artifact_dir, before_measure
             )
             faults.checkpoint("umount")
         if mount.lazily_unmounted:  # a process held it: the point's figures stand, say so
@@ -296,11 +396,11 @@ def _describe(fs_type: str, device: str, log: CommandLog) -> dict[str, Any]:
 def _run_workload(
     spec: Spec,
     point: Point,
-    options: RunOptions,
     device: str,
     mountpoint: str,
     state: _PointState,
     artifact_dir: str,
+    before_measure: Callable[[], None] | None,
 ) -> plan.WorkloadOutcome:
     timeout_s = plan.point_timeout_s(spec, point.sweep_dict)
     runtime_s, ramp_s = plan.runtime_and_ramp_s(spec, point.sweep_dict)
@@ -328,20 +428,28 @@ def _run_workload(
         runtime_s=runtime_s,
         artifact_dir=Path(artifact_dir),
     )
+    state.timing.setup_s += state.lap()
+    if before_measure is not None:
+        before_measure()  # time waited here belongs to the previous point
+        state.lap()
     faults.checkpoint("collectors_start")
-    with collecting(collector_classes(spec, options), spec, ctx, state.collectors):
+    with collecting(collector_classes(spec, point), spec, ctx, state.pending):
+        state.timing.setup_s += state.lap()
         faults.checkpoint("workload")
-        if isinstance(workload, FioWorkload):
-            outcome = plan.run_fio(argv, timeout_s=timeout_s, log=state.log)
-        else:
-            assert isinstance(workload, DdWorkload)
-            outcome = plan.run_dd(
-                plan.dd_parameters(workload, point.sweep_dict),
-                mountpoint=mountpoint,
-                runtime_s=spec.runtime_s,
-                timeout_s=timeout_s,
-                log=state.log,
-            )
+        try:
+            if isinstance(workload, FioWorkload):
+                outcome = plan.run_fio(argv, timeout_s=timeout_s, log=state.log)
+            else:
+                assert isinstance(workload, DdWorkload)
+                outcome = plan.run_dd(
+                    plan.dd_parameters(workload, point.sweep_dict),
+                    mountpoint=mountpoint,
+                    runtime_s=spec.runtime_s,
+                    timeout_s=timeout_s,
+                    log=state.log,
+                )
+        finally:
+            state.timing.measure_s += state.lap()
         faults.checkpoint("collectors_stop")
     return outcome
 
@@ -351,7 +459,7 @@ def _run_workload(
 
 def _planned(points: Sequence[Point]) -> list[PlannedPoint]:
     return [
-        PlannedPoint(p.seq, p.filesystem.label, p.filesystem.type, p.sweep_dict, p.repeat)
+        PlannedPoint(p.seq, p.filesystem.label, p.filesystem.type, p.sweep_dict, p.repeat, p.role)
         for p in points
     ]
 
@@ -365,7 +473,7 @@ def point_from_row(spec: Spec, row: PointRow) -> Point:
     by_label = {fs.label: fs for fs in spec.filesystems}
     if row.config not in by_label:
         raise FslabError(f"point #{row.seq}: configuration {row.config!r} is not in the spec")
-    return Point(row.seq, by_label[row.config], tuple(row.sweep.items()), row.repeat)
+    return Point(row.seq, by_label[row.config], tuple(row.sweep.items()), row.repeat, row.role)
 
 
 def _device_identity(spec: Spec, options: RunOptions) -> dict[str, Any]:
@@ -389,12 +497,12 @@ def start_campaign(
 ) -> int:
     """Check the target, record the campaign and plan its points (all pending)."""
     device = _device_identity(spec, options)
-    points = expand_points(spec)
+    points = expand_points(spec, options.collect)
     return store.create_campaign(
         name=spec.name,
         spec=spec.model_dump(mode="json"),
         spec_toml=spec_toml,
-        overrides=overrides,
+        overrides={**overrides, "collect": options.collect},
         host=collect_host_facts().to_dict(),
         device=device,
         fslab_version=fslab.__version__,
@@ -425,6 +533,63 @@ def run_campaign(
         return _run_locked(store, campaign_id, options=options, sink=progress or SilentProgress())
 
 
+def campaign_collect_mode(campaign: CampaignRow, rows: Sequence[PointRow]) -> CollectMode:
+    """The collection mode a campaign was planned with (inferred for older campaigns)."""
+    stored = campaign.overrides.get("collect")
+    if stored in ("separate", "inline", "off"):
+        return stored  # type: ignore[no-any-return]
+    return mode_of_roles(r.role for r in rows)
+
+
+def check_resume_mode(store: Store, campaign_id: int, asked: CollectMode | None) -> None:
+    """A resumed campaign keeps the mode it was planned with: its points' roles are fixed."""
+    if asked is None:
+        return
+    planned = campaign_collect_mode(store.campaign(campaign_id), store.points(campaign_id))
+    if asked != planned:
+        raise UsageError(
+            f"--collect: campaign {campaign_id} was planned with --collect={planned}; "
+            "resume it without --collect/--no-collect (the roles of its points are fixed)"
+        )
+
+
+def headline_role(store: Store, campaign_id: int) -> str:
+    """The role of repetitions added to a campaign later (--until-ci)."""
+    campaign = store.campaign(campaign_id)
+    return repetition_role(campaign_collect_mode(campaign, store.points(campaign_id)))
+
+
+class _InFlight:
+    """The previous point's post-processing, saved to its row once done."""
+
+    def __init__(self, store: Store) -> None:
+        self.store = store
+        self.point_id = 0
+        self.post: PostProcessing | None = None
+        self.timing = PointTiming()
+
+    def hand_over(self, point_id: int, post: PostProcessing | None, facts: dict[str, Any]) -> None:
+        self.point_id, self.post = point_id, post
+        self.timing = PointTiming.from_facts(facts) or PointTiming()
+
+    def settle(self) -> None:
+        """Wait for the post-processing (if any) and add its results to the point."""
+        if self.post is None:
+            return
+        waited = time.monotonic()
+        results = self.post.wait()
+        self.timing.post_s = results.seconds
+        self.timing.post_wait_s = time.monotonic() - waited
+        self.store.add_results(
+            self.point_id,
+            metrics=results.metrics,
+            artifacts=results.artifacts,
+            collectors=results.collectors,
+            facts={"timing": self.timing.to_dict()},
+        )
+        self.post = None
+
+
 def _run_locked(store: Store, campaign_id: int, *, options: RunOptions, sink: ProgressSink) -> str:
     campaign = store.campaign(campaign_id)
     spec = validate_spec(campaign.spec, f"campaign {campaign_id}")
@@ -434,6 +599,7 @@ def _run_locked(store: Store, campaign_id: int, *, options: RunOptions, sink: Pr
     sink.campaign_started(campaign_id, len(rows), done)
     store.set_campaign_status(campaign_id, "running")
     formatted_before = done > 0
+    in_flight = _InFlight(store)
     with _SignalGuard(sink):
         try:
             for row in rows:
@@ -441,17 +607,22 @@ def _run_locked(store: Store, campaign_id: int, *, options: RunOptions, sink: Pr
                     continue
                 sink.point_started(row)
                 faults.begin_point(row.seq)
-                outcome = run_point(
+                measured = measure_point(
                     spec,
                     point_from_row(spec, row),
                     options=options,
                     host=host,
                     formatted_before=formatted_before,
+                    before_measure=in_flight.settle,
                 )
+                in_flight.settle()  # the point failed before its measured window
                 formatted_before = True
-                store.save_outcome(row.id, outcome)
-                sink.point_finished(row, outcome)
+                store.save_outcome(row.id, measured.outcome)
+                in_flight.hand_over(row.id, measured.post, measured.outcome.facts)
+                sink.point_finished(row, measured.outcome)
+            in_flight.settle()
         except KeyboardInterrupt:
+            in_flight.settle()  # the last measured point keeps its evidence
             store.set_campaign_status(campaign_id, "interrupted")
             raise
     store.set_campaign_status(campaign_id, "complete")

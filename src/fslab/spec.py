@@ -20,6 +20,7 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from fslab.errors import SpecError
+from fslab.roles import CollectMode, PointRole, repetition_roles
 from fslab.units import parse_duration_s, parse_size_bytes
 
 PRESET_DIR = Path(__file__).parent / "presets"
@@ -492,12 +493,13 @@ def format_validation_error(exc: ValidationError, source: str) -> str:
 
 @dataclass(frozen=True)
 class Point:
-    """One run: a configuration, one value per sweep axis, a repetition index."""
+    """One run: a configuration, one value per sweep axis, a repetition index, a role."""
 
     seq: int
     filesystem: FilesystemSpec
     sweep: tuple[tuple[str, ScalarValue], ...]
     repeat: int
+    role: PointRole = "clean"  # see fslab.roles: clean, evidence or inline
 
     @property
     def sweep_dict(self) -> dict[str, ScalarValue]:
@@ -516,29 +518,33 @@ def sweep_combinations(
     return [tuple(zip(axes, values, strict=True)) for values in itertools.product(*sweep.values())]
 
 
-def expand_points(spec: Spec) -> list[Point]:
+def expand_points(spec: Spec, collect: CollectMode = "off") -> list[Point]:
     """All points in run order.
 
     interleaved: repetition, then sweep value, then configuration innermost, so
     neighbouring runs alternate configurations and slow drift hits all alike.
     sequential: configuration, then sweep value, then repetition.
     random: interleaved order shuffled with run.seed.
+    The repetitions of a sweep point are its runs under the collection mode
+    (fslab.roles.repetition_roles: with 'separate', one evidence run among
+    the clean ones, placed in their middle).
     """
     combos = sweep_combinations(spec.sweep)
+    runs = repetition_roles(spec.run.repeat, collect)
     if spec.run.order == "sequential":
-        triples = [
-            (fs, combo, rep)
+        quads = [
+            (fs, combo, rep, role)
             for fs in spec.filesystems
             for combo in combos
-            for rep in range(spec.run.repeat)
+            for role, rep in runs
         ]
     else:
-        triples = [
-            (fs, combo, rep)
-            for rep in range(spec.run.repeat)
+        quads = [
+            (fs, combo, rep, role)
+            for role, rep in runs
             for combo in combos
             for fs in spec.filesystems
         ]
         if spec.run.order == "random":
-            random.Random(spec.run.seed).shuffle(triples)
-    return [Point(seq, fs, combo, rep) for seq, (fs, combo, rep) in enumerate(triples)]
+            random.Random(spec.run.seed).shuffle(quads)
+    return [Point(seq, fs, combo, rep, role) for seq, (fs, combo, rep, role) in enumerate(quads)]

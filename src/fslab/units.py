@@ -55,6 +55,17 @@ def parse_duration_s(text: str | int | float) -> float:
     return float(number) * scale
 
 
+def format_duration_s(seconds: float) -> str:
+    """Wall times as people read them: 12.3s, 4m05s, 2h03m."""
+    if seconds < 60:
+        return f"{seconds:.1f}s"
+    minutes, secs = divmod(round(seconds), 60)
+    if minutes < 60:
+        return f"{minutes}m{secs:02d}s"
+    hours, minutes = divmod(minutes, 60)
+    return f"{hours}h{minutes:02d}m"
+
+
 def format_metric_value(metric: str | None, value: float | None) -> str:
     """Metric values with their unit, compactly: 31.2K IOPS, 43.8MB/s, 1.20ms."""
     if value is None or metric is None:

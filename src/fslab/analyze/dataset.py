@@ -3,6 +3,12 @@
 Analysis reads only the store (DESIGN: one direction); this module is the one
 place that turns rows into the shapes the statistics want: per-repetition
 values keyed by sweep point, and curves over a concurrency axis.
+
+It is also the one place that applies the run model (fslab.roles): headline
+statistics (values, curves, summaries, comparisons, scaling, --until-ci) see
+only the headline rows, clean and inline; collector evidence is read through
+`evidence_row`, and how much the instruments moved a point through
+`perturbation`.
 """
 
 from __future__ import annotations
@@ -12,8 +18,17 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from fslab.analyze.summary import HEADLINE_CANDIDATES, LATENCY_CANDIDATES, pick_metric
+from fslab.analyze.summary import (
+    HEADLINE_CANDIDATES,
+    LATENCY_CANDIDATES,
+    Perturbation,
+    perturbation_of,
+    pick_metric,
+)
+from fslab.roles import counts_for_headline
 from fslab.store.db import CampaignRow, PointRow, Store
+
+__all__ = ["CampaignData", "Perturbation", "key_label", "load_campaign", "point_key"]
 
 PointKey = tuple[tuple[str, Any], ...]
 CONCURRENCY_AXES = ("numjobs", "iodepth", "cpus")
@@ -37,7 +52,7 @@ class CampaignData:
     latency: str | None = field(init=False)
 
     def __post_init__(self) -> None:
-        ok = [self.metrics.get(p.id, {}) for p in self.points if p.status == "ok"]
+        ok = [self.metrics.get(p.id, {}) for p in self.ok_points()]
         self.headline = pick_metric(HEADLINE_CANDIDATES, ok)
         self.latency = pick_metric(LATENCY_CANDIDATES, ok)
 
@@ -58,9 +73,56 @@ class CampaignData:
         return next((a for a in CONCURRENCY_AXES if a in self.axes()), None)
 
     def ok_points(self, config: str | None = None) -> list[PointRow]:
+        """Successful headline repetitions (clean and inline; never evidence runs)."""
         return [
-            p for p in self.points if p.status == "ok" and (config is None or p.config == config)
+            p
+            for p in self.points
+            if p.status == "ok"
+            and counts_for_headline(p.role)
+            and (config is None or p.config == config)
         ]
+
+    def evidence_points(self, config: str | None = None) -> list[PointRow]:
+        """Successful evidence runs."""
+        return [
+            p
+            for p in self.points
+            if p.status == "ok" and p.role == "evidence" and (config is None or p.config == config)
+        ]
+
+    def evidence_row(self, config: str, key: PointKey) -> PointRow | None:
+        """Where the collectors' evidence about a sweep point is read.
+
+        The point's successful evidence run if there is one; else (campaigns
+        run with --collect=inline, and older ones) the inline repetition whose
+        headline is closest to the point's median; else None (no instrumented
+        run at that point).
+        """
+        at_key = [p for p in self.evidence_points(config) if point_key(p.sweep) == key]
+        if at_key:
+            return at_key[-1]
+        inline = [
+            p for p in self.ok_points(config) if p.role == "inline" and point_key(p.sweep) == key
+        ]
+        if not inline:
+            return None
+        if self.headline is None:
+            return inline[0]
+        scored = [
+            (self.metrics[p.id][self.headline], p)
+            for p in inline
+            if self.headline in self.metrics.get(p.id, {})
+        ]
+        if not scored:
+            return inline[0]
+        middle = statistics.median(v for v, _ in scored)
+        return min(scored, key=lambda item: (abs(item[0] - middle), item[1].seq))[1]
+
+    def perturbation(self, config: str, key: PointKey) -> Perturbation | None:
+        """The evidence run's headline against the clean median at a sweep point
+        (None without an evidence run or clean repetitions: see summary.perturbation_of)."""
+        members = [p for p in self.points if p.config == config and point_key(p.sweep) == key]
+        return perturbation_of(members, self.metrics, self.headline)
 
     def values(
         self, metric: str, config: str | None = None, *, drop_axes: Iterable[str] = ()

@@ -4,6 +4,8 @@ The spread is the minimum and maximum of the repetitions (not a standard
 deviation): with the handful of repetitions a campaign has, the range is the
 honest description. Latency is the median over repetitions of each
 repetition's p99 from merged histogram bins; percentiles are never averaged.
+Only headline repetitions (clean, inline) enter these figures; a sweep
+point's evidence run is reported beside them with its perturbation.
 """
 
 from __future__ import annotations
@@ -13,7 +15,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from fslab.roles import counts_for_headline
 from fslab.store.db import PointRow
+from fslab.units import format_metric_value
 
 HEADLINE_CANDIDATES = (
     "fio.total.iops",
@@ -38,6 +42,59 @@ def pick_metric(
     return None
 
 
+@dataclass(frozen=True)
+class Perturbation:
+    """How much the instruments moved one sweep point's headline."""
+
+    metric: str
+    evidence: float  # the evidence run's headline
+    clean_median: float  # median of the clean repetitions
+    n_clean: int
+
+    @property
+    def ratio(self) -> float:
+        return self.evidence / self.clean_median if self.clean_median else float("nan")
+
+    @property
+    def pct(self) -> float:
+        """Signed change in percent (-19.0: the evidence run was 19 % lower)."""
+        return 100.0 * (self.ratio - 1.0)
+
+    def describe(self) -> str:
+        """ "evidence run: 7.4K IOPS vs 9.1K clean, perturbation -19%"."""
+        unit = " IOPS" if self.metric.endswith("iops") else ""
+        return (
+            f"evidence run: {format_metric_value(self.metric, self.evidence)}{unit} vs "
+            f"{format_metric_value(self.metric, self.clean_median)} clean, "
+            f"perturbation {self.pct:+.0f}%"
+        )
+
+
+def perturbation_of(
+    members: Sequence[PointRow], metrics: Mapping[int, Mapping[str, float]], headline: str | None
+) -> Perturbation | None:
+    """The evidence run among one sweep point's rows against their clean median.
+
+    None without a successful evidence run with the headline, or without
+    clean repetitions (a campaign run inline never measured without instruments).
+    """
+    if headline is None:
+        return None
+    evidence = [
+        metrics[p.id][headline]
+        for p in members
+        if p.role == "evidence" and p.status == "ok" and headline in metrics.get(p.id, {})
+    ]
+    clean = [
+        metrics[p.id][headline]
+        for p in members
+        if p.role == "clean" and p.status == "ok" and headline in metrics.get(p.id, {})
+    ]
+    if not evidence or not clean:
+        return None
+    return Perturbation(headline, evidence[-1], statistics.median(clean), len(clean))
+
+
 @dataclass
 class SummaryRow:
     config: str
@@ -52,6 +109,9 @@ class SummaryRow:
     latency_median: float | None
     values: list[float] = field(default_factory=list)
     facts: dict[str, Any] = field(default_factory=dict)
+    evidence: float | None = None  # the evidence run's headline
+    perturbation_pct: float | None = None  # evidence vs clean median, signed %
+    evidence_failed: bool = False  # the point's evidence run failed
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -65,7 +125,9 @@ def summarize(
     points: Sequence[PointRow], metrics: Mapping[int, Mapping[str, float]]
 ) -> list[SummaryRow]:
     """One row per (configuration, sweep values), in first-seen spec order."""
-    ok_metrics = [metrics.get(p.id, {}) for p in points if p.status == "ok"]
+    ok_metrics = [
+        metrics.get(p.id, {}) for p in points if p.status == "ok" and counts_for_headline(p.role)
+    ]
     headline = pick_metric(HEADLINE_CANDIDATES, ok_metrics)
     latency = pick_metric(LATENCY_CANDIDATES, ok_metrics)
     groups: dict[tuple[str, tuple[tuple[str, str], ...]], list[PointRow]] = {}
@@ -87,7 +149,17 @@ def _row(
     headline: str | None,
     latency: str | None,
 ) -> SummaryRow:
-    ok = [p for p in members if p.status == "ok"]
+    headline_rows = [p for p in members if counts_for_headline(p.role)]
+    ok = [p for p in headline_rows if p.status == "ok"]
+    perturbation = perturbation_of(members, metrics, headline)
+    evidence = [
+        metrics[p.id][headline]
+        for p in members
+        if p.role == "evidence"
+        and p.status == "ok"
+        and headline
+        and headline in metrics.get(p.id, {})
+    ]
     values = [metrics[p.id][headline] for p in ok if headline and headline in metrics.get(p.id, {})]
     lat_values = [
         metrics[p.id][latency] for p in ok if latency and latency in metrics.get(p.id, {})
@@ -106,7 +178,7 @@ def _row(
         config=config,
         sweep=dict(members[0].sweep),
         n_ok=len(ok),
-        n_failed=sum(1 for p in members if p.status == "failed"),
+        n_failed=sum(1 for p in headline_rows if p.status == "failed"),
         headline=headline,
         median=statistics.median(values) if values else None,
         minimum=min(values) if values else None,
@@ -115,4 +187,7 @@ def _row(
         latency_median=statistics.median(lat_values) if lat_values else None,
         values=values,
         facts=facts,
+        evidence=evidence[-1] if evidence else None,
+        perturbation_pct=perturbation.pct if perturbation else None,
+        evidence_failed=any(p.role == "evidence" and p.status == "failed" for p in members),
     )

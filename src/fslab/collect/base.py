@@ -5,11 +5,18 @@ just after; a collector that cannot run never fails the point, it reports
 itself unavailable with the reason. Everything it measures becomes flat metrics
 (`wq.ext4-rsv-conversion.queue_delay_ns_p99`, `jbd2.avg_commit_ms`, ...) and
 text artifacts (folded profiles, raw snapshots) stored with the point.
+
+Stopping has two halves. `stop_observing()` ends the observation at once
+(kernel resources released, raw data kept) and hands back a `PendingResult`;
+its `finish()` does the heavy part (perf script and folding, ftrace decoding),
+which the runner runs in the background while the next point is set up, never
+during a measured window. `stop()` is both halves in one call.
 """
 
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import ClassVar, Literal
@@ -41,6 +48,24 @@ class CollectorResult:
     artifacts: dict[str, str] = field(default_factory=dict)  # name -> text
 
 
+@dataclass
+class PendingResult:
+    """A collector's results still to be computed from the raw data it kept."""
+
+    compute: Callable[[], CollectorResult]
+
+    @classmethod
+    def ready(cls, result: CollectorResult) -> PendingResult:
+        return cls(lambda: result)
+
+    def finish(self) -> CollectorResult:
+        """Compute the results; a failure is a failed result, never an exception."""
+        try:
+            return self.compute()
+        except Exception as exc:
+            return CollectorResult(status="failed", reason=f"post-processing: {exc!r}")
+
+
 class Collector(ABC):
     """One source of evidence about what the kernel did during a point."""
 
@@ -58,3 +83,10 @@ class Collector(ABC):
     @abstractmethod
     def stop(self) -> CollectorResult:
         """Stop observing, release everything started, return results."""
+
+    def stop_observing(self) -> PendingResult:
+        """Stop observing and release everything now; leave the heavy part for later.
+
+        Collectors whose results are cheap to compute do it all here.
+        """
+        return PendingResult.ready(self.stop())

@@ -5,7 +5,8 @@ ramp, for the runtime), folds the call graphs into a comm-rooted folded profile
 and turns its top functions into metrics. `cpu-clock` is a software event, so
 it works in VMs without hardware counters; `perf record` runs `sleep` as its
 workload so it ends on its own even if fslab dies, and `stop()` interrupts it
-when the workload finishes early.
+when the workload finishes early. `perf script` and the folding run after the
+window (`stop_observing()` then `finish()`), off the measured path.
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ import time
 from pathlib import Path
 
 from fslab.analyze.profile import Profile
-from fslab.collect.base import Collector, CollectorResult, PointContext
+from fslab.collect.base import Collector, CollectorResult, PendingResult, PointContext
 from fslab.collect.perf_fold import fold_perf_script_stream, folded_to_text
 from fslab.errors import ToolError
 from fslab.proc import CommandLog, CommandRecord, run
@@ -244,23 +245,46 @@ class PerfCollector(Collector):
 
     def stop(self) -> CollectorResult:
         """End perf if still running, fold its samples, always clean up."""
+        return self.stop_observing().finish()
+
+    def stop_observing(self) -> PendingResult:
+        """End perf record now; `perf script` and folding are left to finish()."""
         with self._lock:
             self._stopping = True
             proc = self._proc
         if self._timer is not None:
             self._timer.cancel()
         try:
-            return self._result(proc)
+            early = self._end_observation(proc)
         except Exception as exc:  # a collector must never fail the point
-            return CollectorResult(status="failed", reason=f"perf collector error: {exc!r}")
+            early = CollectorResult(status="failed", reason=f"perf collector error: {exc!r}")
         finally:
             if proc is not None:
                 _kill_group(proc)
-            if not self.keep_data and self._ctx is not None:
-                with contextlib.suppress(OSError):
-                    self._data_path.unlink()
+        if early is not None:
+            self._discard_data()
+            return PendingResult.ready(early)
+        assert self._perf is not None and self._ctx is not None
+        perf, data, log = self._perf, self._data_path, self.command_log
+        err_path = self._ctx.artifact_dir / "perf-script.log"
 
-    def _result(self, proc: subprocess.Popen[bytes] | None) -> CollectorResult:
+        def compute() -> CollectorResult:
+            try:
+                return self._fold(perf, data, err_path, log)
+            finally:
+                if not self.keep_data:
+                    with contextlib.suppress(OSError):
+                        data.unlink()
+
+        return PendingResult(compute)
+
+    def _discard_data(self) -> None:
+        if not self.keep_data and self._ctx is not None:
+            with contextlib.suppress(OSError):
+                self._data_path.unlink()
+
+    def _end_observation(self, proc: subprocess.Popen[bytes] | None) -> CollectorResult | None:
+        """Stop perf record; a result if there is nothing to fold, else None."""
         if self._unavailable:
             return CollectorResult(status="unavailable", reason=self._unavailable)
         if proc is None:
@@ -288,7 +312,7 @@ class PerfCollector(Collector):
             return CollectorResult(
                 status="failed", reason=f"perf record failed (exit {returncode}): {log_tail}"
             )
-        return self._fold(data)
+        return None
 
     def _end_record(self, proc: subprocess.Popen[bytes]) -> int:
         """SIGINT a running perf so it flushes its buffers, then wait for it."""
@@ -302,16 +326,12 @@ class PerfCollector(Collector):
                 _kill_group(proc)
         return proc.wait()
 
-    def _fold(self, data: Path) -> CollectorResult:
-        assert self._perf is not None and self._ctx is not None
-        argv = perf_script_argv(self._perf, data)
-        err_path = self._ctx.artifact_dir / "perf-script.log"
+    def _fold(self, perf: str, data: Path, err_path: Path, log: CommandLog) -> CollectorResult:
+        argv = perf_script_argv(perf, data)
         started = time.monotonic()
         folded, returncode, timed_out = _run_script(argv, err_path, self.script_timeout_s)
         err_tail = _tail(err_path)
-        self.command_log.add(
-            CommandRecord(argv, returncode, "", err_tail, time.monotonic() - started)
-        )
+        log.add(CommandRecord(argv, returncode, "", err_tail, time.monotonic() - started))
         if timed_out:
             return CollectorResult(
                 status="failed", reason=f"perf script timed out after {self.script_timeout_s} s"
@@ -325,12 +345,13 @@ class PerfCollector(Collector):
             return CollectorResult(status="failed", reason="perf recorded no samples")
         metrics = profile_metrics(profile, self.top_n)
         metrics["profile.freq_hz"] = float(self.freq_hz)
+        metrics["profile.script_s"] = time.monotonic() - started
         return CollectorResult(
             status="ok",
             metrics=metrics,
             artifacts={
                 ARTIFACT_FOLDED: folded_to_text(folded),
-                ARTIFACT_COMMANDS: "\n".join(self.command_log.shell_lines()) + "\n",
+                ARTIFACT_COMMANDS: "\n".join(log.shell_lines()) + "\n",
             },
         )
 
@@ -340,7 +361,14 @@ def _run_script(
 ) -> tuple[dict[str, int], int, bool]:
     """Stream `perf script` into the folder; a watchdog kills it on timeout."""
     with open(err_path, "wb") as err:
-        proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=err)
+        # its own session: a terminal Ctrl-C must not cut short the evidence being folded
+        proc = subprocess.Popen(
+            argv,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=err,
+            start_new_session=True,
+        )
     timed_out = threading.Event()
 
     def expire() -> None:

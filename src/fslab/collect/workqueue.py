@@ -8,11 +8,13 @@ execute_end. Only queue_work carries the workqueue name, so the others are
 tied to it by the work struct pointer.
 
 Mechanism (see docs/collectors.md for the measurements): a private ftrace
-instance, per-CPU `trace_pipe_raw` drained every 0.1 s into a spool, and
-decoded in batches about once a second with numpy. Events are only
-correlated up to a watermark a little behind the trace clock, so a work item
-queued on one CPU and run on another is always seen in time order; the last
-event of each work struct is carried to the next batch.
+instance, per-CPU `trace_pipe_raw` drained every 0.1 s into a spool kept in
+memory, and decoded with numpy after the window (`stop_observing()` then
+`finish()`), so decoding never takes CPU from the measured workload. Only a
+spool over SPOOL_LIMIT_BYTES is decoded during the window, in batches:
+events are then correlated up to a watermark a little behind the trace clock,
+so a work item queued on one CPU and run on another is always seen in time
+order; the last event of each work struct is carried to the next batch.
 """
 
 from __future__ import annotations
@@ -30,7 +32,7 @@ from typing import ClassVar
 import numpy as np
 
 from fslab.collect import tracefs
-from fslab.collect.base import Collector, CollectorResult, PointContext
+from fslab.collect.base import Collector, CollectorResult, PendingResult, PointContext
 from fslab.collect.tracefs import EventFormat, RawRecords, TraceInstance
 
 QUEUE, ACTIVATE, START, END = 0, 1, 2, 3
@@ -44,6 +46,7 @@ _WQ_NAME_BYTES = 32  # WQ_NAME_LEN in the kernel
 _CARRY_MAX_AGE_NS = 60_000_000_000  # forget work structs idle for a minute
 _WATERMARK_LAG_NS = 20_000_000  # correlate only events older than this
 _AGGREGATE_CHUNK = 32768  # events per aggregation step (measured optimum)
+SPOOL_LIMIT_BYTES = 256 * 1024**2  # raw pages kept for decoding after the window
 
 
 # --------------------------------------------------------------------------
@@ -642,14 +645,14 @@ class WorkqueueCollector(Collector):
         *,
         tracefs_root: Path | None = None,
         read_interval_s: float = 0.1,
-        decode_interval_s: float = 0.5,
+        spool_limit_bytes: int = SPOOL_LIMIT_BYTES,
         buffer_kb_per_cpu: int | None = None,
         include_functions: Iterable[str] = (),
         exclude_functions: Iterable[str] = (),
     ) -> None:
         self.tracefs_root = tracefs_root
         self.read_interval_s = read_interval_s
-        self.decode_interval_s = decode_interval_s
+        self.spool_limit_bytes = spool_limit_bytes
         self.buffer_kb_per_cpu = buffer_kb_per_cpu or default_buffer_kb_per_cpu()
         self.filter = function_filter(include_functions, exclude_functions)
         self._instance: TraceInstance | None = None
@@ -658,7 +661,8 @@ class WorkqueueCollector(Collector):
         self._start_failure = ""
         self._note = ""
         self._spool: list[bytes] = []
-        self._last_decode = 0.0
+        self._spool_bytes = 0
+        self._window_decodes = 0
         self._pending = WqEvents.empty()
         self._names = NameTable()
         self._layout: WqLayout | None = None
@@ -698,25 +702,26 @@ class WorkqueueCollector(Collector):
             self._release()
             return
         self._agg = WorkqueueAggregator(self._t_start_ns + int(ctx.ramp_s * 1e9))
-        self._last_decode = time.monotonic()
         self._ticker = tracefs.Ticker(self._tick, self.read_interval_s, "fslab-workqueue")
         self._ticker.start()
 
     def _tick(self) -> None:
         self._read()
-        if time.monotonic() - self._last_decode >= self.decode_interval_s:
+        if self._spool_bytes > self.spool_limit_bytes:  # too much to keep: decode now
             self._decode(final=False)
-            self._last_decode = time.monotonic()
+            self._window_decodes += 1
 
     def _read(self) -> None:
         assert self._instance is not None
-        self._spool.extend(self._instance.read_raw().values())
+        pages = list(self._instance.read_raw().values())
+        self._spool.extend(pages)
+        self._spool_bytes += sum(len(p) for p in pages)
 
     def _decode(self, *, final: bool) -> None:
         """Decode the spool and correlate everything older than the watermark."""
         assert self._instance is not None and self._layout is not None
         watermark = None if final else self._instance.clock_now_ns() - _WATERMARK_LAG_NS
-        data, self._spool = b"".join(self._spool), []
+        data, self._spool, self._spool_bytes = b"".join(self._spool), [], 0
         records = tracefs.decode_pages(data, self._page_size)
         self._missed += records.missed_events
         events = WqEvents.concat([self._pending, decode_wq(records, self._layout, self._names)])
@@ -730,25 +735,44 @@ class WorkqueueCollector(Collector):
             self._agg.add(ready.take(np.arange(first, min(first + _AGGREGATE_CHUNK, len(ready)))))
 
     def stop(self) -> CollectorResult:
-        if self._unavailable:
-            return CollectorResult(status="unavailable", reason=self._unavailable)
-        if self._start_failure:
-            return CollectorResult(status="failed", reason=self._start_failure)
-        if self._instance is None:
-            return CollectorResult(status="failed", reason="stop() without a successful start()")
-        try:
-            result = self._finish()
-        except Exception as exc:
-            result = CollectorResult(status="failed", reason=f"{type(exc).__name__}: {exc}")
-        problem = self._release()
-        if problem:
-            result.status, result.reason = (
-                "failed",
-                "; ".join(filter(None, [result.reason, problem])),
-            )
-        return result
+        return self.stop_observing().finish()
 
-    def _finish(self) -> CollectorResult:
+    def stop_observing(self) -> PendingResult:
+        """Stop tracing, read what is left, remove the instance; decoding is left to finish()."""
+        if self._unavailable:
+            return PendingResult.ready(
+                CollectorResult(status="unavailable", reason=self._unavailable)
+            )
+        if self._start_failure:
+            return PendingResult.ready(CollectorResult(status="failed", reason=self._start_failure))
+        if self._instance is None:
+            return PendingResult.ready(
+                CollectorResult(status="failed", reason="stop() without a successful start()")
+            )
+        try:
+            window = self._end_window()
+        except Exception as exc:
+            window = CollectorResult(status="failed", reason=f"{type(exc).__name__}: {exc}")
+        problem = self._release(keep_spool=True)
+        if isinstance(window, CollectorResult):
+            self._spool = []
+            if problem:
+                window.status = "failed"
+                window.reason = "; ".join(filter(None, [window.reason, problem]))
+            return PendingResult.ready(window)
+        lost, elapsed_s, window_cpu_s = window
+
+        def compute() -> CollectorResult:
+            result = self._summary(lost, elapsed_s, window_cpu_s)
+            if problem:
+                result.status = "failed"
+                result.reason = "; ".join(filter(None, [result.reason, problem]))
+            return result
+
+        return PendingResult(compute)
+
+    def _end_window(self) -> CollectorResult | tuple[int, float, float]:
+        """End the window: (events lost, window seconds, reader CPU s), or a failed result."""
         inst = self._instance
         assert inst is not None and self._ticker is not None
         self._ticker.stop()
@@ -758,36 +782,53 @@ class WorkqueueCollector(Collector):
             raise self._ticker.error
         cpu0 = time.thread_time()
         self._read()
-        self._decode(final=True)
-        # reading and decoding only (symbol names and the summary are one-offs)
-        collector_cpu_s = self._ticker.cpu_s + time.thread_time() - cpu0
-        lost = tracefs.lost_from_stats(inst.stats()) + self._missed
+        window_cpu_s = self._ticker.cpu_s + time.thread_time() - cpu0
+        lost = tracefs.lost_from_stats(inst.stats())
         elapsed_s = (t_end_ns - self._agg.count_from_ns) / 1e9
-        notes = [self._note] if self._note else []
         if elapsed_s <= 0.05:
             return CollectorResult(
                 status="failed",
                 reason=f"measurement window of {max(elapsed_s, 0):.2f} s is too short "
                 "(did the workload end before its ramp?)",
             )
+        return lost, elapsed_s, window_cpu_s
+
+    def _summary(self, lost: int, elapsed_s: float, window_cpu_s: float) -> CollectorResult:
+        """Decode the spool and summarise (after the window)."""
+        cpu0 = time.thread_time()
+        self._decode(final=True)
+        decode_cpu_s = time.thread_time() - cpu0
+        lost += self._missed
+        notes = [self._note] if self._note else []
         metrics, table = summarise(self._agg, self._names.names, KernelSymbols(), elapsed_s)
         metrics["wq.events_lost"] = float(lost)
         metrics["wq.events"] = float(self._agg.events)
         metrics["wq.events_per_s"] = self._agg.events / elapsed_s
         metrics["wq.unattributed_starts"] = float(self._agg.unattributed)
-        metrics["wq.collector_cpu_s"] = collector_cpu_s
-        metrics["wq.collector_us_per_event"] = 1e6 * collector_cpu_s / max(self._agg.events, 1)
+        # in the window: reading (and decoding only a spool over the limit); after it: decoding
+        metrics["wq.collector_cpu_s"] = window_cpu_s
+        metrics["wq.decode_cpu_s"] = decode_cpu_s
+        metrics["wq.collector_us_per_event"] = (
+            1e6 * (window_cpu_s + decode_cpu_s) / max(self._agg.events, 1)
+        )
+        metrics["wq.window_decodes"] = float(self._window_decodes)
         if lost:
             notes.append(f"{lost} events lost (ring buffer full): delays may be incomplete")
+        if self._window_decodes:
+            notes.append(
+                f"spool over {self.spool_limit_bytes >> 20} MiB: decoded "
+                f"{self._window_decodes} time(s) during the window"
+            )
         return CollectorResult(
             metrics=metrics, artifacts={"workqueue.tsv": table}, reason="; ".join(notes)
         )
 
-    def _release(self) -> str:
+    def _release(self, *, keep_spool: bool = False) -> str:
         """Stop the thread and remove the instance; the problem, if any, as text."""
         if self._ticker is not None:
             self._ticker.stop()
-        self._spool = []
+        if not keep_spool:
+            self._spool, self._spool_bytes = [], 0
         if self._instance is None:
             return ""
         try:

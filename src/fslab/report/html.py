@@ -314,6 +314,7 @@ def _profiles(report: Report) -> str:
         return _section("profiles", "Profiles", _notes(p.notes))
     headline = format_value(report.results.headline, p.worst.headline)
     parts = _p_lines([f"{p.worst.label}: {headline} {report.results.headline_label}; {p.why}."])
+    parts += _p_lines(tx.evidence_sentences(p.worst_evidence, p.best_evidence), "muted")
     on = p.oncpu
     if on.profile is not None:
         parts.append("<h3>Flame graph of the worst point (on-CPU)</h3>")
@@ -356,6 +357,7 @@ def _contention(report: Report) -> str:
     if c.worst is None:
         return _section("contention", "Contention evidence", _notes(c.notes))
     parts = _p_lines([f"best: {c.best.label if c.best else 'none'}; worst: {c.worst.label}"])
+    parts += _p_lines(tx.evidence_sentences(c.worst_evidence, c.best_evidence), "muted")
     wq = tx.workqueue_table(c)
     if wq is not None:
         parts += [

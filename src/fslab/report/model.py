@@ -13,6 +13,11 @@ highest-headline point of the same configuration, so "best vs worst"
 contrasts one configuration across its sweep (what changed as it fell off),
 not two filesystems. A configuration with a single point falls back to the
 campaign's best point.
+
+Headline figures come from the headline repetitions (clean or inline); the
+collector evidence shown for a focus point (profiles, contention) comes from
+its evidence run (`CampaignData.evidence_row`), and every report states how
+much that run was perturbed by the instruments.
 """
 
 from __future__ import annotations
@@ -32,7 +37,9 @@ from fslab.analyze.point_profile import NoProfile, ProfileKind, load_profile
 from fslab.analyze.profile import DiffRow, HotChain, Profile, diff
 from fslab.analyze.summary import SummaryRow, summarize
 from fslab.errors import FslabError
+from fslab.roles import mode_of_roles
 from fslab.store.db import PointRow, Store
+from fslab.timing import CampaignTiming, PointTiming
 from fslab.units import format_bytes
 from fslab.workload.fio_json import merge_bins
 
@@ -108,6 +115,7 @@ class PointRef:
     config: str
     sweep: dict[str, Any]
     repeat: int
+    role: str  # clean | evidence | inline
     headline: float | None
 
     @property
@@ -133,6 +141,10 @@ class CampaignInfo:
     points_ok: int
     points_failed: int
     points_pending: int
+    points_evidence: int  # of points_total: evidence runs
+    collect_mode: str  # separate | inline | off (fslab.roles)
+    collect_text: str  # what that mode means for this campaign's figures
+    timing: CampaignTiming | None  # where the wall time went (None: not recorded)
 
 
 @dataclass
@@ -196,6 +208,9 @@ class ResultRow:
     values: list[float]
     latency_p99: float | None
     percentiles: dict[str, float | None]  # median over repetitions of each percentile
+    evidence: float | None  # the evidence run's headline
+    perturbation_pct: float | None  # evidence run vs clean median, signed %
+    evidence_failed: bool
     free_bytes_start: float | None
     watermark_bytes: float | None
     below_watermark: bool | None
@@ -312,12 +327,23 @@ class ProfileSection:
 
 
 @dataclass
+class EvidenceRun:
+    """Where a focus point's collector evidence is read, and what the instruments cost."""
+
+    point: PointRef | None  # the evidence run (or inline repetition); None: none ran
+    statement: str  # "evidence run: 7.4K IOPS vs 9.1K clean, perturbation -19%"
+    perturbation_pct: float | None  # evidence vs clean median, signed %
+
+
+@dataclass
 class Profiles:
     worst: PointRef | None
     best: PointRef | None
     why: str
     oncpu: ProfileSection
     offcpu: ProfileSection
+    worst_evidence: EvidenceRun | None = None
+    best_evidence: EvidenceRun | None = None
     notes: list[str] = field(default_factory=list)
 
 
@@ -353,6 +379,8 @@ class Contention:
     jbd2: list[MetricPair]
     wchans: list[WchanRow]
     blocked_threads_worst: float | None
+    worst_evidence: EvidenceRun | None = None
+    best_evidence: EvidenceRun | None = None
     notes: list[str] = field(default_factory=list)
 
 
@@ -391,6 +419,7 @@ def build_report(store: Store, campaign_id: int) -> Report:
     """Everything the renderers show, read from the store once."""
     data = load_campaign(store, campaign_id)
     worst, best = focus_points(data)
+    evidence = (evidence_run(data, worst), evidence_run(data, best))
     return Report(
         campaign=_campaign_info(data),
         setup=_setup(store, data),
@@ -399,15 +428,53 @@ def build_report(store: Store, campaign_id: int) -> Report:
         scaling=_scaling(data),
         latency=_latency(store, data, worst, best),
         comparisons=_comparisons(data),
-        profiles=_profiles(store, data, worst, best),
-        contention=_contention(store, data, worst, best),
+        profiles=_profiles(store, data, worst, best, evidence),
+        contention=_contention(store, data, worst, best, evidence),
         diagnosis=_diagnosis(store, campaign_id),
     )
 
 
 def _ref(data: CampaignData, point: PointRow) -> PointRef:
     headline = data.metrics.get(point.id, {}).get(data.headline) if data.headline else None
-    return PointRef(point.id, point.seq, point.config, dict(point.sweep), point.repeat, headline)
+    return PointRef(
+        point.id, point.seq, point.config, dict(point.sweep), point.repeat, point.role, headline
+    )
+
+
+def evidence_run(data: CampaignData, ref: PointRef | None) -> EvidenceRun | None:
+    """The run a focus point's evidence is read from, and the sentence that says so."""
+    if ref is None:
+        return None
+    key = point_key(ref.sweep)
+    row = data.evidence_row(ref.config, key)
+    perturbation = data.perturbation(ref.config, key)
+    pct = perturbation.pct if perturbation else None
+    if row is not None and row.role == "evidence":
+        statement = (
+            perturbation.describe()
+            if perturbation
+            else "evidence run (no clean repetition succeeded to compare it with)"
+        )
+        return EvidenceRun(_ref(data, row), statement, pct)
+    if row is not None:
+        return EvidenceRun(
+            _ref(data, row),
+            f"inline: the collectors ran in every repetition, so the headline was measured "
+            f"under them (perturbation not measured); evidence from repetition {row.repeat}, "
+            "the one closest to the median",
+            None,
+        )
+    failed = [
+        p
+        for p in data.points
+        if p.role == "evidence"
+        and p.status == "failed"
+        and p.config == ref.config
+        and point_key(p.sweep) == key
+    ]
+    if failed:
+        return EvidenceRun(None, f"the evidence run failed: {failed[-1].error}", None)
+    return EvidenceRun(None, "no instrumented run at this point (collectors off)", None)
 
 
 def focus_points(data: CampaignData) -> tuple[PointRef | None, PointRef | None]:
@@ -432,6 +499,8 @@ def focus_points(data: CampaignData) -> tuple[PointRef | None, PointRef | None]:
 def _campaign_info(data: CampaignData) -> CampaignInfo:
     c = data.campaign
     counts = {s: sum(1 for p in data.points if p.status == s) for s in ("ok", "failed", "pending")}
+    mode = str(c.overrides.get("collect") or mode_of_roles(p.role for p in data.points))
+    timings = [t for p in data.points if (t := PointTiming.from_facts(p.facts))]
     return CampaignInfo(
         id=c.id,
         name=c.name,
@@ -445,7 +514,21 @@ def _campaign_info(data: CampaignData) -> CampaignInfo:
         points_ok=counts["ok"],
         points_failed=counts["failed"],
         points_pending=counts["pending"],
+        points_evidence=sum(1 for p in data.points if p.role == "evidence"),
+        collect_mode=mode,
+        collect_text=COLLECT_TEXT.get(mode, mode),
+        timing=CampaignTiming.total(timings) if timings else None,
     )
+
+
+COLLECT_TEXT = {
+    "separate": "headline figures from clean repetitions (no collector); collector "
+    "evidence from one extra instrumented run per sweep point, whose own headline is "
+    "shown next to the clean median as its perturbation",
+    "inline": "collectors ran in every repetition (--collect=inline): headline figures "
+    "were measured under the instruments, and how much they moved them was not measured",
+    "off": "no collector ran: headline figures only, no kernel evidence",
+}
 
 
 # --- setup ----------------------------------------------------------------------
@@ -676,6 +759,9 @@ def _result_row(data: CampaignData, row: SummaryRow, family: str | None) -> Resu
         values=list(row.values),
         latency_p99=row.latency_median,
         percentiles=percentiles,
+        evidence=row.evidence,
+        perturbation_pct=row.perturbation_pct,
+        evidence_failed=row.evidence_failed,
         free_bytes_start=row.facts.get("free_bytes_start"),
         watermark_bytes=row.facts.get("ext4_watermark_bytes"),
         below_watermark=row.facts.get("below_ext4_watermark"),
@@ -874,13 +960,17 @@ def _bars(data: CampaignData, configs: list[str]) -> list[BarGroup]:
 
 
 def _profiles(
-    store: Store, data: CampaignData, worst: PointRef | None, best: PointRef | None
+    store: Store,
+    data: CampaignData,
+    worst: PointRef | None,
+    best: PointRef | None,
+    evidence: tuple[EvidenceRun | None, EvidenceRun | None],
 ) -> Profiles:
     notes = []
     if worst is None:
         notes.append("no successful point with a throughput metric: no worst point to profile")
         empty = [_empty_profile(kind) for kind in PROFILE_KINDS]
-        return Profiles(None, best, "", empty[0], empty[1], notes)
+        return Profiles(None, best, "", empty[0], empty[1], notes=notes)
     why = (
         f"worst: lowest {metric_label(data.headline)} of the campaign; best: highest of "
         f"{worst.config}"
@@ -889,8 +979,12 @@ def _profiles(
     )
     if best is None:
         notes.append("a single successful point: no best-vs-worst difference")
-    sections = [_profile_section(store, data, kind, worst, best) for kind in PROFILE_KINDS]
-    return Profiles(worst, best, why, sections[0], sections[1], notes)
+    worst_ev, best_ev = evidence
+    sections = [
+        _profile_section(store, data, kind, worst_ev, best_ev if best else None)
+        for kind in PROFILE_KINDS
+    ]
+    return Profiles(worst, best, why, sections[0], sections[1], worst_ev, best_ev, notes)
 
 
 def _empty_profile(kind: ProfileKind) -> ProfileSection:
@@ -902,9 +996,18 @@ def _profile_title(kind: ProfileKind) -> str:
 
 
 def _profile_section(
-    store: Store, data: CampaignData, kind: ProfileKind, worst: PointRef, best: PointRef | None
+    store: Store,
+    data: CampaignData,
+    kind: ProfileKind,
+    worst_ev: EvidenceRun | None,
+    best_ev: EvidenceRun | None,
 ) -> ProfileSection:
+    """The profile of the worst point's evidence run, and its difference from the best's."""
     section = _empty_profile(kind)
+    if worst_ev is None or worst_ev.point is None:
+        section.notes.append(f"worst point: {worst_ev.statement if worst_ev else 'none'}")
+        return section
+    worst = worst_ev.point
     section.point = worst
     try:
         profile = load_profile(store, data, data.point(worst.point_id), kind)
@@ -916,10 +1019,13 @@ def _profile_section(
     section.idle_share = profile.idle_share() if kind == "oncpu" else None
     section.chains = profile.hottest_chains(CHAINS)
     section.chains_text = profile.format_chains(section.chains)
-    if best is None:
+    if best_ev is None:
+        return section
+    if best_ev.point is None:
+        section.notes.append(f"best point: {best_ev.statement}")
         return section
     try:
-        best_profile = load_profile(store, data, data.point(best.point_id), kind)
+        best_profile = load_profile(store, data, data.point(best_ev.point.point_id), kind)
     except NoProfile as exc:
         section.notes.append(f"best point: {exc}")
         return section
@@ -939,19 +1045,30 @@ def _is_state_frame(name: str) -> bool:
 
 
 def _contention(
-    store: Store, data: CampaignData, worst: PointRef | None, best: PointRef | None
+    store: Store,
+    data: CampaignData,
+    worst: PointRef | None,
+    best: PointRef | None,
+    evidence: tuple[EvidenceRun | None, EvidenceRun | None],
 ) -> Contention:
     if worst is None:
-        return Contention(best, None, [], [], [], None, ["no worst point: nothing to contrast"])
-    w = data.metrics.get(worst.point_id, {})
-    b = data.metrics.get(best.point_id, {}) if best else {}
-    collectors = store.collectors(worst.point_id)
+        return Contention(
+            best, None, [], [], [], None, notes=["no worst point: nothing to contrast"]
+        )
+    worst_ev, best_ev = evidence
+    w_run = worst_ev.point if worst_ev else None
+    b_run = best_ev.point if best_ev and best else None
+    w = data.metrics.get(w_run.point_id, {}) if w_run else {}
+    b = data.metrics.get(b_run.point_id, {}) if b_run else {}
+    collectors = store.collectors(w_run.point_id) if w_run else {}
     workqueues = _workqueues(w, b)
     jbd2 = [MetricPair(name, label, b.get(name), w.get(name)) for name, label in JBD2_FIELDS]
     jbd2 = [m for m in jbd2 if m.best is not None or m.worst is not None]
     wchans, blocked = _wchans(w, b)
     notes = []
-    if not any(k.split(".")[0] in COLLECTOR_FAMILIES for k in w):
+    if w_run is None and worst_ev is not None:
+        notes.append(f"worst point: {worst_ev.statement}: no workqueue, jbd2 or off-CPU evidence")
+    elif not any(k.split(".")[0] in COLLECTOR_FAMILIES for k in w):
         notes.append(
             "no collector metrics at the worst point (run with --no-collect, or by an "
             "fslab without collectors): no workqueue, jbd2 or off-CPU evidence"
@@ -971,6 +1088,8 @@ def _contention(
         jbd2=jbd2,
         wchans=wchans,
         blocked_threads_worst=blocked,
+        worst_evidence=worst_ev,
+        best_evidence=best_ev if best else None,
         notes=[n for n in notes if n],
     )
 

@@ -34,14 +34,32 @@ def _shows_watermark(rows: Sequence[SummaryRow]) -> bool:
     return has_ext4 and relevant
 
 
+def format_evidence(
+    headline: str | None, evidence: float | None, perturbation_pct: float | None, failed: bool
+) -> str:
+    """The evidence run's headline and its perturbation: "7.4K (-19%)"."""
+    if evidence is None:
+        return "failed" if failed else "-"
+    pct = f" ({perturbation_pct:+.0f}%)" if perturbation_pct is not None else ""
+    return f"{format_value(headline, evidence)}{pct}"
+
+
+EVIDENCE_CAPTION = (
+    "evidence: the instrumented run's own headline and its change from the clean median"
+)
+
+
 def results_table(rows: Sequence[SummaryRow], title: str) -> Table:
     axes = list(dict.fromkeys(axis for row in rows for axis in row.sweep))
     headline = rows[0].headline if rows else None
     latency = rows[0].latency if rows else None
     show_watermark = _shows_watermark(rows)
+    show_evidence = any(r.evidence is not None or r.evidence_failed for r in rows)
     caption = "median over runs; range: min..max over runs"
     if latency:
         caption += "; p99 from merged histogram bins, median over runs"
+    if show_evidence:
+        caption += f"; {EVIDENCE_CAPTION}"
     table = Table(title=title, title_justify="left", caption=caption, caption_justify="left")
     table.add_column("config")
     for axis in axes:
@@ -51,6 +69,8 @@ def results_table(rows: Sequence[SummaryRow], title: str) -> Table:
     table.add_column("runs", justify="right")
     if latency:
         table.add_column(_latency_label(latency), justify="right")
+    if show_evidence:
+        table.add_column("evidence", justify="right")
     if show_watermark:
         table.add_column("free", justify="right")
         table.add_column("watermark", justify="right")
@@ -67,6 +87,10 @@ def results_table(rows: Sequence[SummaryRow], title: str) -> Table:
         cells.append(runs)
         if latency:
             cells.append(format_value(latency, row.latency_median))
+        if show_evidence:
+            cells.append(
+                format_evidence(headline, row.evidence, row.perturbation_pct, row.evidence_failed)
+            )
         if show_watermark:
             free = row.facts.get("free_bytes_start")
             cells.append(format_bytes(free) if free is not None else "-")

@@ -20,13 +20,14 @@ from fslab.analyze.profile import format_diff
 from fslab.report.model import (
     Comparisons,
     Contention,
+    EvidenceRun,
     FilesystemSetup,
     Report,
     Results,
     Step,
     metric_label,
 )
-from fslab.report.terminal import format_value
+from fslab.report.terminal import EVIDENCE_CAPTION, format_evidence, format_value
 from fslab.units import format_bytes
 
 WIDTH = 80
@@ -259,6 +260,9 @@ def results_table(results: Results) -> Table:
     headers.append("runs")
     if results.latency:
         headers.append(results.latency_label)
+    evidence = shows_evidence(results)
+    if evidence:
+        headers.append("evidence")
     if results.watermark_relevant:
         headers += ["free", "watermark"]
     rows = []
@@ -275,6 +279,12 @@ def results_table(results: Results) -> Table:
         cells.append(f"{row.n_ok}" + (f" ({row.n_failed} failed)" if row.n_failed else ""))
         if results.latency:
             cells.append(format_value(results.latency, row.latency_p99))
+        if evidence:
+            cells.append(
+                format_evidence(
+                    results.headline, row.evidence, row.perturbation_pct, row.evidence_failed
+                )
+            )
         if results.watermark_relevant:
             free = row.free_bytes_start
             cells.append(format_bytes(free) if free is not None else "-")
@@ -283,6 +293,10 @@ def results_table(results: Results) -> Table:
             cells.append(f"{format_bytes(mark)}{below}" if mark is not None else "n/a")
         rows.append(cells)
     return Table(headers, rows, "l" + "r" * (len(headers) - 1))
+
+
+def shows_evidence(results: Results) -> bool:
+    return any(r.evidence is not None or r.evidence_failed for r in results.rows)
 
 
 def results_explanation(results: Results) -> str:
@@ -296,6 +310,8 @@ def results_explanation(results: Results) -> str:
             f"; {results.latency_label}: median over runs of each run's p99 from merged "
             "histogram bins"
         )
+    if shows_evidence(results):
+        text += f"; {EVIDENCE_CAPTION}"
     if results.watermark_relevant:
         text += (
             "; free: free space when the workload started; watermark: ext4's "
@@ -454,6 +470,9 @@ def title_parts(report: Report) -> list[str]:
     command = invocation(report)
     if command:
         parts.append(f"made with: {command}")
+    parts.append(f"collectors: {c.collect_mode}: {c.collect_text}")
+    if c.timing is not None:
+        parts.append(f"time: {c.timing.describe()}")
     return parts
 
 
@@ -560,6 +579,7 @@ def _profiles(report: Report) -> list[str]:
         return lines + _notes(p.notes)
     headline = format_value(report.results.headline, p.worst.headline)
     lines += wrap(f"{p.worst.label}: {headline} {report.results.headline_label}; {p.why}.")
+    lines += evidence_lines(p.worst_evidence, p.best_evidence if p.best else None)
     for section in (p.oncpu, p.offcpu):
         lines.append("")
         if section.profile is None:
@@ -573,6 +593,24 @@ def _profiles(report: Report) -> list[str]:
         lines += section.chains_text.rstrip("\n").splitlines()
     lines += diff_lines(report)
     return lines + _notes(p.notes)
+
+
+def evidence_sentences(worst: EvidenceRun | None, best: EvidenceRun | None) -> list[str]:
+    """Which runs the evidence comes from and how much the instruments moved them."""
+    out = []
+    for role, ev in (("worst", worst), ("best", best)):
+        if ev is None:
+            continue
+        where = f" (#{ev.point.seq})" if ev.point is not None else ""
+        out.append(f"{role} point{where}: {ev.statement}")
+    return out
+
+
+def evidence_lines(worst: EvidenceRun | None, best: EvidenceRun | None) -> list[str]:
+    lines = []
+    for sentence in evidence_sentences(worst, best):
+        lines += wrap(sentence, WIDTH, "  ", "    ")
+    return lines
 
 
 def diff_lines(report: Report) -> list[str]:
@@ -604,6 +642,7 @@ def _contention(report: Report) -> list[str]:
         return lines + _notes(c.notes)
     best = c.best.label if c.best else "none"
     lines += wrap(f"best: {best}; worst: {c.worst.label}")
+    lines += evidence_lines(c.worst_evidence, c.best_evidence)
     wq = workqueue_table(c)
     if wq is not None:
         lines += [""]

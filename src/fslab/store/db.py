@@ -20,9 +20,16 @@ from pathlib import Path
 from typing import Any
 
 from fslab.errors import FslabError
+from fslab.roles import PointRole
 from fslab.store.lock import campaign_running
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
+# version -> the statements that take a database from it to the next version
+MIGRATIONS: dict[int, str] = {
+    # 2: points get a role; everything stored before was instrumented and counted
+    1: "ALTER TABLE points ADD COLUMN role TEXT NOT NULL DEFAULT 'inline'"
+    " CHECK (role IN ('clean', 'evidence', 'inline'));",
+}
 
 
 def default_db_path() -> Path:
@@ -42,6 +49,7 @@ class PlannedPoint:
     fs_type: str
     sweep: dict[str, Any]
     repeat: int
+    role: PointRole = "clean"
 
 
 @dataclass
@@ -84,6 +92,7 @@ class PointRow:
     fs_type: str
     sweep: dict[str, Any]
     repeat: int
+    role: PointRole
     status: str
     error: str | None
     stderr: str | None
@@ -137,10 +146,7 @@ class Store:
                     f"understands ({SCHEMA_VERSION}); upgrade fslab or use another --db"
                 )
             if version < SCHEMA_VERSION:
-                raise FslabError(
-                    f"{self.path} has schema version {version} and no migration to "
-                    f"{SCHEMA_VERSION} exists; use another --db"
-                )
+                self._migrate(version)
             return
         script = resources.files("fslab.store").joinpath("schema.sql").read_text()
         # one script, one transaction: a half-created schema is never left behind
@@ -148,6 +154,20 @@ class Store:
             f"BEGIN IMMEDIATE;\n{script}\n"
             "INSERT OR IGNORE INTO meta (key, value)"
             f" VALUES ('schema_version', '{SCHEMA_VERSION}');\n"
+            "COMMIT;"
+        )
+
+    def _migrate(self, version: int) -> None:
+        """Bring an older database up to SCHEMA_VERSION, all steps in one transaction."""
+        if any(v not in MIGRATIONS for v in range(version, SCHEMA_VERSION)):
+            raise FslabError(
+                f"{self.path} has schema version {version} and no migration to "
+                f"{SCHEMA_VERSION} exists; use another --db"
+            )
+        steps = "\n".join(MIGRATIONS[v] for v in range(version, SCHEMA_VERSION))
+        self._conn.executescript(
+            f"BEGIN IMMEDIATE;\n{steps}\n"
+            f"UPDATE meta SET value='{SCHEMA_VERSION}' WHERE key='schema_version';\n"
             "COMMIT;"
         )
 
@@ -183,14 +203,7 @@ class Store:
                 ),
             )
             campaign_id = int(cursor.lastrowid or 0)
-            conn.executemany(
-                "INSERT INTO points (campaign_id, seq, config, fs_type, sweep_json, repeat, status)"
-                " VALUES (?, ?, ?, ?, ?, ?, 'pending')",
-                [
-                    (campaign_id, p.seq, p.config, p.fs_type, json.dumps(p.sweep), p.repeat)
-                    for p in points
-                ],
-            )
+            _insert_points(conn, campaign_id, points, first_seq=None)
         return campaign_id
 
     def add_points(self, campaign_id: int, points: Sequence[PlannedPoint]) -> list[PointRow]:
@@ -205,14 +218,7 @@ class Store:
                 "SELECT max(seq) AS last FROM points WHERE campaign_id=?", (campaign_id,)
             ).fetchone()
             first = (row["last"] + 1) if row and row["last"] is not None else 0
-            conn.executemany(
-                "INSERT INTO points (campaign_id, seq, config, fs_type, sweep_json, repeat, status)"
-                " VALUES (?, ?, ?, ?, ?, ?, 'pending')",
-                [
-                    (campaign_id, first + i, p.config, p.fs_type, json.dumps(p.sweep), p.repeat)
-                    for i, p in enumerate(points)
-                ],
-            )
+            _insert_points(conn, campaign_id, points, first_seq=first)
         return [p for p in self.points(campaign_id) if p.seq >= first]
 
     def save_outcome(self, point_id: int, outcome: PointOutcome) -> None:
@@ -252,6 +258,38 @@ class Store:
             conn.executemany(
                 "INSERT INTO collectors (point_id, name, status, reason) VALUES (?, ?, ?, ?)",
                 [(point_id, k, s, r) for k, (s, r) in outcome.collectors.items()],
+            )
+
+    def add_results(
+        self,
+        point_id: int,
+        *,
+        metrics: Mapping[str, float],
+        artifacts: Mapping[str, str],
+        collectors: Mapping[str, tuple[str, str]],
+        facts: Mapping[str, Any],
+    ) -> None:
+        """Add what post-processing produced to a saved point (replacing same-named
+        entries; top-level facts keys are merged), in one transaction."""
+        with self._transaction() as conn:
+            row = conn.execute("SELECT facts_json FROM points WHERE id=?", (point_id,)).fetchone()
+            merged = {**(json.loads(row["facts_json"]) if row and row["facts_json"] else {})}
+            merged.update(facts)
+            conn.execute(
+                "UPDATE points SET facts_json=? WHERE id=?", (json.dumps(merged), point_id)
+            )
+            conn.executemany(
+                "INSERT OR REPLACE INTO metrics (point_id, name, value) VALUES (?, ?, ?)",
+                [(point_id, k, float(v)) for k, v in metrics.items()],
+            )
+            conn.executemany(
+                "INSERT OR REPLACE INTO artifacts (point_id, name, content) VALUES (?, ?, ?)",
+                [(point_id, k, v) for k, v in artifacts.items()],
+            )
+            conn.executemany(
+                "INSERT OR REPLACE INTO collectors (point_id, name, status, reason)"
+                " VALUES (?, ?, ?, ?)",
+                [(point_id, k, s, r) for k, (s, r) in collectors.items()],
             )
 
     def set_campaign_status(
@@ -346,6 +384,32 @@ class Store:
         return row is not None and row[0] == "ok"
 
 
+def _insert_points(
+    conn: sqlite3.Connection,
+    campaign_id: int,
+    points: Sequence[PlannedPoint],
+    *,
+    first_seq: int | None,
+) -> None:
+    """Insert pending points: with their own seqs, or numbered from first_seq."""
+    conn.executemany(
+        "INSERT INTO points (campaign_id, seq, config, fs_type, sweep_json, repeat, role, status)"
+        " VALUES (?, ?, ?, ?, ?, ?, ?, 'pending')",
+        [
+            (
+                campaign_id,
+                p.seq if first_seq is None else first_seq + i,
+                p.config,
+                p.fs_type,
+                json.dumps(p.sweep),
+                p.repeat,
+                p.role,
+            )
+            for i, p in enumerate(points)
+        ],
+    )
+
+
 def _campaign_row(row: sqlite3.Row) -> CampaignRow:
     return CampaignRow(
         id=row["id"],
@@ -371,6 +435,7 @@ def _point_row(row: sqlite3.Row) -> PointRow:
         fs_type=row["fs_type"],
         sweep=json.loads(row["sweep_json"]),
         repeat=row["repeat"],
+        role=row["role"],
         status=row["status"],
         error=row["error"],
         stderr=row["stderr"],

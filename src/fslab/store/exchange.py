@@ -11,10 +11,12 @@ from collections.abc import Mapping
 from typing import Any
 
 from fslab.errors import UsageError
+from fslab.roles import POINT_ROLES, PointRole
 from fslab.store.db import PlannedPoint, PointOutcome, Store
 
 FORMAT = "fslab-campaign"
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2  # 2: points carry a role (version 1 exports import as 'inline')
+READABLE_VERSIONS = (1, 2)
 
 
 def export_campaign(store: Store, campaign_id: int) -> dict[str, Any]:
@@ -29,6 +31,7 @@ def export_campaign(store: Store, campaign_id: int) -> dict[str, Any]:
                 "fs_type": p.fs_type,
                 "sweep": p.sweep,
                 "repeat": p.repeat,
+                "role": p.role,
                 "status": p.status,
                 "error": p.error,
                 "stderr": p.stderr,
@@ -66,10 +69,11 @@ def export_campaign(store: Store, campaign_id: int) -> dict[str, Any]:
 
 def import_campaign(store: Store, data: Mapping[str, Any]) -> int:
     """Store an exported campaign under a new id; returns that id."""
-    if data.get("format") != FORMAT or data.get("version") != FORMAT_VERSION:
+    if data.get("format") != FORMAT or data.get("version") not in READABLE_VERSIONS:
         raise UsageError(
             f"not an fslab campaign export (format {data.get('format')!r}, "
-            f"version {data.get('version')!r}; expected {FORMAT!r} {FORMAT_VERSION})"
+            f"version {data.get('version')!r}; expected {FORMAT!r} version "
+            f"{' or '.join(map(str, READABLE_VERSIONS))})"
         )
     try:
         campaign = data["campaign"]
@@ -84,7 +88,7 @@ def import_campaign(store: Store, data: Mapping[str, Any]) -> int:
             device=campaign.get("device"),
             fslab_version=campaign["fslab_version"],
             points=[
-                PlannedPoint(p["seq"], p["config"], p["fs_type"], p["sweep"], p["repeat"])
+                PlannedPoint(p["seq"], p["config"], p["fs_type"], p["sweep"], p["repeat"], _role(p))
                 for p in points
             ],
             started_at=campaign["started_at"],
@@ -98,6 +102,14 @@ def import_campaign(store: Store, data: Mapping[str, Any]) -> int:
     except (KeyError, TypeError) as exc:
         raise UsageError(f"campaign export is incomplete or malformed: {exc!r}") from None
     return new_id
+
+
+def _role(point: Mapping[str, Any]) -> PointRole:
+    """The point's role; exports from before roles existed hold instrumented headline runs."""
+    role = point.get("role", "inline")
+    if role not in POINT_ROLES:
+        raise UsageError(f"point #{point.get('seq')}: unknown role {role!r}")
+    return role  # type: ignore[no-any-return]
 
 
 def _outcome(point: Mapping[str, Any]) -> PointOutcome:

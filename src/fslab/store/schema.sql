@@ -26,7 +26,11 @@ CREATE TABLE IF NOT EXISTS points (
     config      TEXT NOT NULL,      -- filesystem configuration label
     fs_type     TEXT NOT NULL,
     sweep_json  TEXT NOT NULL,      -- {"numjobs": 64, ...}
-    repeat      INTEGER NOT NULL,
+    repeat      INTEGER NOT NULL,   -- repetition index, counted per role
+    -- clean: no collector ran, a headline repetition; evidence: the collectors
+    -- ran, read for diagnosis only; inline: instrumented and a headline
+    -- repetition (--collect=inline, and data from before roles existed)
+    role        TEXT NOT NULL DEFAULT 'inline' CHECK (role IN ('clean', 'evidence', 'inline')),
     status      TEXT NOT NULL CHECK (status IN ('pending', 'ok', 'failed')),
     error       TEXT,               -- one-line reason when failed
     stderr      TEXT,               -- the failing tool's stderr

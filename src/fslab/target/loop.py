@@ -16,7 +16,7 @@ import signal
 import threading
 import time
 import warnings
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from types import TracebackType
 
@@ -182,10 +182,19 @@ def check_image_space(size_bytes: int, directory: str) -> None:
 
 
 class LoopImage:
-    """A sparse image file attached to a free loop device (context manager)."""
+    """A sparse image file attached to a free loop device (context manager).
+
+    `prepare(image_path)` runs on the file before it is attached: mkfs on a
+    sparse file writes straight to page cache, ~50x faster than through the
+    loop device (mkfs.ext4 lazy_itable_init=0 on 16 GiB: 0.02 s vs ~1 s).
+    """
 
     def __init__(
-        self, size_bytes: int, directory: str = "/dev/shm", log: CommandLog | None = None
+        self,
+        size_bytes: int,
+        directory: str = "/dev/shm",
+        log: CommandLog | None = None,
+        prepare: Callable[[str], None] | None = None,
     ) -> None:
         if size_bytes <= 0 or size_bytes % 512:
             raise UsageError(
@@ -194,6 +203,7 @@ class LoopImage:
         self.size_bytes = size_bytes
         self.directory = directory
         self.log = log
+        self.prepare = prepare  # runs on the image file before it is attached (mkfs)
         self.device = ""
         self.image_path = ""
 
@@ -206,6 +216,8 @@ class LoopImage:
         finally:
             os.close(fd)
         try:
+            if self.prepare is not None:
+                self.prepare(self.image_path)
             self.device = self._attach()
         except BaseException:
             with deferred_interrupts():
