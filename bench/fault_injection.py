@@ -2,8 +2,9 @@
 """Fault injection: small real campaigns, one fault each; count leaks and lost results.
 
 Each case runs `fslab run` in a subprocess on a tiny spec (1 GiB RAM target,
-1 s runtime, 2 or 4 points, collectors off except in a few cases) with one
-fault, chosen at random (seeded, so a run is reproducible):
+1 s runtime, 2 or 4 points, collectors off except in a few cases, which then
+also make one evidence run per point) with one fault, chosen at random
+(seeded, so a run is reproducible):
 
 - through the FSLAB_FAULTS hooks, at a random life-cycle stage and point:
   SIGINT, SIGTERM or SIGKILL to fslab itself; SIGKILL to fio, mkfs or perf;
@@ -189,16 +190,21 @@ def make_cases(seed: int, count: int, *, perf: bool) -> list[Case]:
         elif action.endswith("-self") and rng.random() < 0.3:
             delay = round(rng.uniform(0.0, 0.3), 2)  # land inside the stage that follows
         points = 2 * len(configs)
+        seq = rng.randrange(points)
+        hold_s = round(rng.uniform(1.0, 7.0), 1)
+        collect = action == "sigkill-child:perf" or rng.random() < 0.1
+        if action == "sigkill-child:perf":  # perf runs only in the evidence runs, the 2nd pass
+            seq += points
         cases.append(
             Case(
                 number,
                 action,
                 stage=stage,
-                point_seq=rng.randrange(points),
+                point_seq=seq,
                 delay_s=delay,
-                hold_s=round(rng.uniform(1.0, 7.0), 1),
+                hold_s=hold_s,
                 configs=configs,
-                collect=action == "sigkill-child:perf" or rng.random() < 0.1,
+                collect=collect,
             )
         )
     return cases
@@ -394,7 +400,7 @@ def _finish_campaign(result: CaseResult, db: Path, env: dict[str, str]) -> None:
     committed = {seq: row for seq, row in before.items() if row[0] != "pending"}
     if result.status_after_fault != "complete":
         clean_env = {k: v for k, v in env.items() if not k.startswith("FSLAB_FAULTS")}
-        args = ["run", "--resume", str(campaign_id), "--db", str(db), "--no-collect"]
+        args = ["run", "--resume", str(campaign_id), "--db", str(db)]  # its own --collect
         resume = subprocess.Popen(
             fslab_argv(*args),
             env=clean_env,

@@ -65,7 +65,7 @@ os.execv({real!r}, [{real!r}, *args])
 def _campaign(tmp_path: Path, data: dict) -> tuple[Store, int]:
     store = Store(tmp_path / "results.db")
     spec = validate_spec(data)
-    options = RunOptions(collect=False)
+    options = RunOptions(collect="off")
     campaign_id = start_campaign(store, spec, "", overrides={}, options=options)
     run_campaign(store, campaign_id, options=options)
     return store, campaign_id

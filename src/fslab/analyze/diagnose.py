@@ -22,7 +22,7 @@ from dataclasses import asdict, dataclass, field
 from importlib import resources
 from typing import Any
 
-from fslab.analyze.dataset import CampaignData, key_label, load_campaign
+from fslab.analyze.dataset import CampaignData, key_label, load_campaign, point_key
 from fslab.analyze.profile import Profile, diff
 from fslab.store.db import PointRow, Store
 from fslab.units import format_metric_value
@@ -468,8 +468,9 @@ def diagnose_config(
         return ConfigDiagnosis(config, fs_type, {}, {}, note="no successful point to diagnose")
     worst_row, best_row = pair
     cliff = _cliff(data, config)
-    worst = point_evidence(store, data, worst_row, cliff)
-    best = point_evidence(store, data, best_row, None)
+    # collector evidence comes from each sweep point's evidence run, when there is one
+    worst = point_evidence(store, data, _evidence_of(data, worst_row), cliff)
+    best = point_evidence(store, data, _evidence_of(data, best_row), None)
     assert data.headline is not None
     diagnosis = ConfigDiagnosis(
         config,
@@ -491,6 +492,11 @@ def diagnose_config(
     if not diagnosis.candidates:
         diagnosis.fallback = fallback_changes(worst, best)
     return diagnosis
+
+
+def _evidence_of(data: CampaignData, row: PointRow) -> PointRow:
+    """The run whose collector data describes `row`'s sweep point (itself if none)."""
+    return data.evidence_row(row.config, point_key(row.sweep)) or row
 
 
 def diagnose_campaign(store: Store, campaign_id: int) -> list[ConfigDiagnosis]:

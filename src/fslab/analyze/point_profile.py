@@ -99,7 +99,7 @@ def _by_seq(data: CampaignData, seq: int) -> PointRow:
 
 
 def _worst_key_points(data: CampaignData) -> list[PointRow]:
-    """The worst point of the first config first, then its other repetitions."""
+    """The worst point of the first config (its evidence run first), then its other runs."""
     configs = data.configs()
     if not configs:
         raise UsageError(f"campaign {data.id} has no points")
@@ -107,8 +107,10 @@ def _worst_key_points(data: CampaignData) -> list[PointRow]:
     if pair is None:
         return [p for p in data.points if p.config == configs[0]]
     worst = pair[0]
+    evidence = data.evidence_row(worst.config, point_key(worst.sweep))
+    first = [evidence, worst] if evidence is not None and evidence.id != worst.id else [worst]
     same = [p for p in data.points if p.config == worst.config and p.sweep == worst.sweep]
-    return [worst, *(p for p in same if p.id != worst.id)]
+    return [*first, *(p for p in same if p not in first)]
 
 
 def _matching(data: CampaignData, selector: Selector) -> list[PointRow]:

@@ -5,8 +5,14 @@ ramp, for the runtime), folds the call graphs into a comm-rooted folded profile
 and turns its top functions into metrics. `cpu-clock` is a software event, so
 it works in VMs without hardware counters; `perf record` runs `sleep` as its
 workload so it ends on its own even if fslab dies, and `stop()` interrupts it
-when the workload finishes early. `perf script` and the folding run after the
-window (`stop_observing()` then `finish()`), off the measured path.
+when the workload finishes early.
+
+perf is started with the collectors, before the workload, and told to wait out
+the ramp (`--delay`): its start-up (opening events, synthesising the threads
+that exist) then happens before fio's threads exist and outside the measured
+window, and the threads fio creates are tracked by the kernel's fork/comm
+records. `perf script` and the folding run after the window
+(`stop_observing()` then `finish()`), off the measured path.
 """
 
 from __future__ import annotations
@@ -39,8 +45,12 @@ ARTIFACT_FOLDED = "profile.oncpu.folded"
 ARTIFACT_COMMANDS = "profile.oncpu.commands"
 
 
-def perf_record_argv(perf: str, data_path: Path, freq_hz: int, duration_s: float) -> list[str]:
-    """System-wide cpu-clock call graphs for `duration_s` seconds."""
+def perf_record_argv(
+    perf: str, data_path: Path, freq_hz: int, duration_s: float, delay_s: float = 0.0
+) -> list[str]:
+    """System-wide cpu-clock call graphs for `duration_s` seconds, the first
+    `delay_s` of them not sampled."""
+    delay = ["--delay", str(round(delay_s * 1000))] if delay_s > 0 else []
     return [
         perf,
         "record",
@@ -50,6 +60,7 @@ def perf_record_argv(perf: str, data_path: Path, freq_hz: int, duration_s: float
         "cpu-clock",
         "-F",
         str(freq_hz),
+        *delay,
         "--no-buildid",  # skip the post-pass over the data; we script right away
         "--no-buildid-cache",  # and never copy binaries into ~/.debug
         "-o",
@@ -164,8 +175,6 @@ class PerfCollector(Collector):
         self.end_margin_s = end_margin_s
         self.script_timeout_s = script_timeout_s
         self.command_log = CommandLog()
-        self._lock = threading.Lock()
-        self._timer: threading.Timer | None = None
         self._proc: subprocess.Popen[bytes] | None = None
         self._proc_argv: list[str] = []
         self._proc_started = 0.0
@@ -190,11 +199,11 @@ class PerfCollector(Collector):
         return self._ctx.artifact_dir / "perf-record.log"
 
     def record_duration_s(self, ctx: PointContext) -> float:
-        """The steady state minus a margin, so perf ends before the workload."""
-        return max(ctx.runtime_s - self.end_margin_s, MIN_RECORD_S)
+        """Ramp and steady state minus a margin, so perf ends before the workload."""
+        return ctx.ramp_s + max(ctx.runtime_s - self.end_margin_s, MIN_RECORD_S)
 
     def start(self, ctx: PointContext) -> None:
-        """Arm a timer that launches perf when the ramp is over; returns at once."""
+        """Launch perf now, sampling from the end of the ramp; returns at once."""
         self._reset()
         self._ctx = ctx
         self._perf = shutil.which("perf")
@@ -202,44 +211,38 @@ class PerfCollector(Collector):
             self._unavailable = "perf not found in PATH"
             return
         ctx.artifact_dir.mkdir(parents=True, exist_ok=True)
-        self._timer = threading.Timer(max(ctx.ramp_s, 0.0), self._launch)
-        self._timer.daemon = True
-        self._timer.start()
+        self._ramp_end = time.monotonic() + max(ctx.ramp_s, 0.0)
+        argv = perf_record_argv(
+            self._perf,
+            self._data_path,
+            self.freq_hz,
+            self.record_duration_s(ctx),
+            delay_s=max(ctx.ramp_s, 0.0),
+        )
+        try:
+            with open(self._log_path, "wb") as log:
+                self._proc = subprocess.Popen(
+                    argv,
+                    stdin=subprocess.DEVNULL,
+                    stdout=log,
+                    stderr=subprocess.STDOUT,
+                    start_new_session=True,  # a terminal ^C must not cut the file short
+                )
+        except OSError as exc:
+            self._launch_error = f"cannot start perf record: {exc}"
+            return
+        self._proc_argv = argv
+        self._proc_started = time.monotonic()
 
     def _reset(self) -> None:
         """Forget the previous point, so one collector can observe many."""
-        with self._lock:
-            self.command_log = CommandLog()
-            self._timer = None
-            self._proc = None
-            self._proc_argv = []
-            self._launch_error = ""
-            self._unavailable = ""
-            self._stopping = False
-            self._interrupted = False
-
-    def _launch(self) -> None:
-        assert self._ctx is not None and self._perf is not None
-        with self._lock:
-            if self._stopping:
-                return
-            argv = perf_record_argv(
-                self._perf, self._data_path, self.freq_hz, self.record_duration_s(self._ctx)
-            )
-            try:
-                with open(self._log_path, "wb") as log:
-                    self._proc = subprocess.Popen(
-                        argv,
-                        stdin=subprocess.DEVNULL,
-                        stdout=log,
-                        stderr=subprocess.STDOUT,
-                        start_new_session=True,  # a terminal ^C must not cut the file short
-                    )
-            except OSError as exc:
-                self._launch_error = f"cannot start perf record: {exc}"
-                return
-            self._proc_argv = argv
-            self._proc_started = time.monotonic()
+        self.command_log = CommandLog()
+        self._proc = None
+        self._proc_argv = []
+        self._launch_error = ""
+        self._unavailable = ""
+        self._interrupted = False
+        self._ramp_end = 0.0
 
     # --- stop -----------------------------------------------------------------
 
@@ -249,11 +252,7 @@ class PerfCollector(Collector):
 
     def stop_observing(self) -> PendingResult:
         """End perf record now; `perf script` and folding are left to finish()."""
-        with self._lock:
-            self._stopping = True
-            proc = self._proc
-        if self._timer is not None:
-            self._timer.cancel()
+        proc = self._proc
         try:
             early = self._end_observation(proc)
         except Exception as exc:  # a collector must never fail the point
@@ -288,10 +287,12 @@ class PerfCollector(Collector):
         if self._unavailable:
             return CollectorResult(status="unavailable", reason=self._unavailable)
         if proc is None:
-            reason = self._launch_error or (
-                "the workload ended before the ramp was over; perf never started"
+            return CollectorResult(status="failed", reason=self._launch_error or "perf not started")
+        if time.monotonic() < self._ramp_end:
+            return CollectorResult(
+                status="failed",
+                reason="the workload ended before the ramp was over; perf sampled nothing",
             )
-            return CollectorResult(status="failed", reason=reason)
         returncode = self._end_record(proc)
         log_tail = _tail(self._log_path)
         self.command_log.add(
