@@ -18,6 +18,7 @@ from fslab.analyze.dataset import CONCURRENCY_AXES, CampaignData, PointKey, key_
 from fslab.analyze.metrics_catalog import metric_def
 from fslab.analyze.scaling import UslFit, compare_fits, fit_usl
 from fslab.errors import FslabError, UsageError
+from fslab.roles import counts_for_headline
 
 
 @dataclass
@@ -196,7 +197,9 @@ def _fit_one(curve: CurveFit, n_boot: int) -> None:
 def _failed_by_rest(data: CampaignData, config: str, axis: str) -> dict[PointKey, list[float]]:
     failed: dict[PointKey, list[float]] = {}
     for p in data.points:
-        if p.config == config and p.status == "failed" and axis in p.sweep:
+        if p.config == config and p.status == "failed" and counts_for_headline(p.role):
+            if axis not in p.sweep:
+                continue
             n = _as_float(p.sweep[axis])
             if n is not None:
                 failed.setdefault(point_key(p.sweep, drop=[axis]), []).append(n)

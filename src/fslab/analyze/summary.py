@@ -53,7 +53,7 @@ class Perturbation:
 
     @property
     def ratio(self) -> float:
-        return self.evidence / self.clean_median if self.clean_median else float("nan")
+        return self.evidence / self.clean_median
 
     @property
     def pct(self) -> float:
@@ -61,12 +61,13 @@ class Perturbation:
         return 100.0 * (self.ratio - 1.0)
 
     def describe(self) -> str:
-        """ "evidence run: 7.4K IOPS vs 9.1K clean, perturbation -19%"."""
+        """The sentence reports print, e.g. "evidence run: 7.4K IOPS vs 9.1K clean,
+        perturbation -19%"."""
         unit = " IOPS" if self.metric.endswith("iops") else ""
         return (
             f"evidence run: {format_metric_value(self.metric, self.evidence)}{unit} vs "
             f"{format_metric_value(self.metric, self.clean_median)} clean, "
-            f"perturbation {self.pct:+.0f}%"
+            f"perturbation {round(self.pct):+d}%"
         )
 
 
@@ -90,7 +91,7 @@ def perturbation_of(
         for p in members
         if p.role == "clean" and p.status == "ok" and headline in metrics.get(p.id, {})
     ]
-    if not evidence or not clean:
+    if not evidence or not clean or statistics.median(clean) <= 0:
         return None
     return Perturbation(headline, evidence[-1], statistics.median(clean), len(clean))
 

@@ -27,7 +27,7 @@ from typing import ClassVar
 import numpy as np
 
 from fslab.collect import tracefs
-from fslab.collect.base import Collector, CollectorResult, PointContext
+from fslab.collect.base import Collector, CollectorResult, PendingResult, PointContext
 from fslab.collect.jbd2 import dev_filter, kernel_dev_t
 from fslab.collect.tracefs import Ticker, TraceInstance
 
@@ -193,23 +193,34 @@ class _PerfBackend:
             argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE
         )
         self.t_count_from = time.monotonic() + ramp_s
+        self.t_end: float | None = None
+        self.exited_early = False
         self.cpu_s = 0.0
 
+    def end_window(self) -> None:
+        """Tell perf stat the window is over (it reads its counters on SIGINT)."""
+        self.t_end = time.monotonic()
+        self.cpu_s = _process_cpu_s(self.proc.pid)
+        self.exited_early = self.proc.poll() is not None
+        if not self.exited_early:
+            self.proc.send_signal(signal.SIGINT)
+
     def finish(self) -> tuple[dict[str, float], float]:
-        t_end = time.monotonic()
+        """The counts, once perf stat has written them (it takes ~0.3 s to exit)."""
+        if self.t_end is None:
+            self.end_window()
+        assert self.t_end is not None
         try:
-            self.cpu_s = _process_cpu_s(self.proc.pid)
-            if self.proc.poll() is not None:
+            if self.exited_early:
                 err = self.proc.stderr.read().decode(errors="replace") if self.proc.stderr else ""
                 raise RuntimeError(f"perf stat exited early ({self.proc.returncode}): {err[-500:]}")
-            self.proc.send_signal(signal.SIGINT)
             _, err_b = self.proc.communicate(timeout=30)
             text = self.output.read_text() if self.output.exists() else ""
             if not text.strip():
                 raise RuntimeError(
                     f"perf stat wrote nothing: {err_b.decode(errors='replace')[-500:]}"
                 )
-            return parse_perf_stat_csv(text, self.counters), t_end - self.t_count_from
+            return parse_perf_stat_csv(text, self.counters), self.t_end - self.t_count_from
         finally:
             self.close()
 
@@ -365,6 +376,22 @@ class TpCountersCollector(Collector):
             self._start_failure = f"start: {type(exc).__name__}: {exc}"
 
     def stop(self) -> CollectorResult:
+        return self.stop_observing().finish()
+
+    def stop_observing(self) -> PendingResult:
+        """End the window now; waiting for perf stat to exit is left to finish()."""
+        if isinstance(self._impl, _PerfBackend) and not self._unavailable:
+            try:
+                self._impl.end_window()
+            except Exception as exc:
+                self._impl.close()
+                return PendingResult.ready(
+                    CollectorResult(status="failed", reason=f"{type(exc).__name__}: {exc}")
+                )
+            return PendingResult(self._result)
+        return PendingResult.ready(self._result())
+
+    def _result(self) -> CollectorResult:
         if self._unavailable:
             return CollectorResult(status="unavailable", reason=self._unavailable)
         if self._start_failure:

@@ -655,7 +655,7 @@ def _reproduce(store: Store, data: CampaignData, worst: PointRef | None) -> Repr
         point = ran[0]
         why = f"no point succeeded; the first that ran ({point.status})"
     records = store.command_records(point.id)
-    steps: list[Step] = _image_steps(data, records[0][0] if records else [])
+    steps: list[Step] = _image_steps(data, [argv for argv, _, _ in records])
     mountpoint = None
     for argv, rc, _ in records:
         steps.append(Step(None, argv, rc))
@@ -678,16 +678,20 @@ def _reproduce(store: Store, data: CampaignData, worst: PointRef | None) -> Repr
     return Reproduce(_ref(data, point), why, steps, notes)
 
 
-def _image_steps(data: CampaignData, first: list[str]) -> list[Step]:
-    """fslab creates the loop image itself (no command is stored): the shell equivalent."""
+def _image_steps(data: CampaignData, commands: list[list[str]]) -> list[Step]:
+    """fslab creates the loop image itself (no command is stored): the shell equivalent.
+
+    The image is the file `losetup --find --show` attached (mkfs ran on it just before).
+    """
     device = data.campaign.device or {}
     size = device.get("size_bytes")
-    if not (first[:1] == ["losetup"] and size and device.get("kind") in ("ram", "file")):
+    attach = next((a for a in commands if a[:1] == ["losetup"] and "--find" in a), None)
+    if attach is None or not size or device.get("kind") not in ("ram", "file"):
         return []
     return [
         Step(
             f"fslab created the sparse {_gib(size)} image itself; by hand:",
-            ["truncate", "-s", str(size), first[-1]],
+            ["truncate", "-s", str(size), attach[-1]],
         )
     ]
 

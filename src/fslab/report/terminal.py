@@ -40,7 +40,7 @@ def format_evidence(
     """The evidence run's headline and its perturbation: "7.4K (-19%)"."""
     if evidence is None:
         return "failed" if failed else "-"
-    pct = f" ({perturbation_pct:+.0f}%)" if perturbation_pct is not None else ""
+    pct = f" ({round(perturbation_pct):+d}%)" if perturbation_pct is not None else ""
     return f"{format_value(headline, evidence)}{pct}"
 
 
