@@ -160,7 +160,21 @@ def test_dd_campaign_says_why_latency_and_scaling_are_missing(
     assert r.json["latency"]["cdfs"] == []
     assert any("dd reports only a rate" in n for n in r.json["latency"]["notes"])
     assert 'id="plot-bars"' in r.html and 'id="plot-cdf"' not in r.html
-    assert "dd if=/dev/zero" in r.text and "fallocate -l" in r.text
+    assert "dd if=/dev/zero" in r.text
+    reproduced = r.report.reproduce.point
+    assert reproduced is not None
+    point = next(p for p in r.store.points(r.campaign_id) if p.id == reproduced.point_id)
+    assert ("fallocate -l" in r.text) == bool(point.facts.get("fill", {}).get("bytes_filled"))
+    # a pre-filled point's recipe fills it the same way
+    from fslab.analyze.dataset import load_campaign
+    from fslab.report import model
+
+    data = load_campaign(r.store, r.campaign_id)
+    filled = next(p for p in data.ok_points() if p.facts.get("fill", {}).get("bytes_filled"))
+    recipe = model._reproduce(r.store, data, model._ref(data, filled))
+    steps = [step.argv for step in recipe.steps if step.argv]
+    names = [argv[0] for argv in steps]
+    assert names[0] == "truncate" and names.index("fallocate") == names.index("mount") + 1
 
 
 def test_failed_points_are_listed_with_reasons(rendered: dict[str, Rendered]) -> None:
@@ -197,8 +211,8 @@ def test_campaign_that_never_ran(tmp_path: Path) -> None:
     store, cid = _import(tmp_path, data)
     report = build_report(store, cid)
     text = render_text(report)
-    assert "6 points: 0 ok, 0 failed, 6 not run" in text
-    assert "(6 point(s) not run yet: fslab run --resume" in text
+    assert "12 points: 0 ok, 0 failed, 12 not run" in text
+    assert "(12 point(s) not run yet: fslab run --resume" in text
     assert "no configuration has a successful point" in " ".join(text.split())
     assert all(len(line) <= 80 for line in text.splitlines())
     assert render_html(report).endswith("</html>\n")

@@ -6,10 +6,14 @@
 #   report_campaign_failed_points.json       xfs mount fails at every point, one fio killed
 #   report_campaign_single_point.json        one point, no sweep
 #
-# Every collector on (the default). Run from the repository root:
-#   sh tests/data/report_capture.sh
+# The default run model: one clean repetition and one evidence run (every
+# collector) per sweep point. The evidence runs' fio.json is dropped to keep
+# the files small (the report's latency distributions come from clean runs).
+# Run from the repository root, under the machine lock:
+#   flock -x /work/machine.lock sh tests/data/report_capture.sh
 set -eu
 FSLAB=${FSLAB:-.venv/bin/fslab}
+PYTHON=${PYTHON:-.venv/bin/python}
 OUT=tests/data
 WORK=$(mktemp -d /tmp/fslab-report-capture-XXXXXX)
 trap 'rm -rf "$WORK"' EXIT
@@ -18,7 +22,9 @@ capture() {  # capture NAME fslab-run-arguments...
     name=$1
     shift
     "$FSLAB" run "$@" --db "$WORK/$name.db"
-    "$FSLAB" export 1 --db "$WORK/$name.db" > "$OUT/report_campaign_$name.json"
+    "$FSLAB" export 1 --db "$WORK/$name.db" > "$WORK/$name.json"
+    "$PYTHON" tests/data/drop_evidence_fio_json.py "$WORK/$name.json" \
+        "$OUT/report_campaign_$name.json"
 }
 
 cat > "$WORK/single.toml" <<'EOF'
