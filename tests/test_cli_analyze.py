@@ -300,3 +300,36 @@ def test_until_ci_option_errors(tmp_path, args, message):
     assert message in _flat(result.stderr)
     with Store(db) as store:
         assert store.campaigns() == []
+
+
+# --- run --collect: checked before anything runs --------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (("--collect", "sometimes"), "--collect must be one of separate, inline, off"),
+        (("--collect", "inline", "--no-collect"), "--no-collect contradicts --collect=inline"),
+    ],
+)
+def test_collect_option_errors(tmp_path, args, message):
+    db = tmp_path / "r.db"
+    result = fslab("run", "ext4-fsync-storm", "--quick", *args, "--db", str(db))
+    assert result.exit_code == 2
+    assert message in _flat(result.stderr)
+    with Store(db) as store:
+        assert store.campaigns() == []
+
+
+def test_resume_keeps_the_mode_the_campaign_was_planned_with(tmp_path):
+    db = tmp_path / "r.db"
+    with Store(db) as store:
+        data = json.loads((DATA / "campaign_fsync_separate.json").read_text())
+        cid = import_campaign(store, data)
+        before = [(p.id, p.status) for p in store.points(cid)]
+    for args in (("--no-collect",), ("--collect", "inline")):
+        result = fslab("run", "--resume", str(cid), *args, "--db", str(db))
+        assert result.exit_code == 2
+        assert "was planned with --collect=separate" in _flat(result.stderr)
+    with Store(db) as store:
+        assert [(p.id, p.status) for p in store.points(cid)] == before
