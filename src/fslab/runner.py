@@ -160,6 +160,8 @@ def make_collector(name: str, cls: type[Collector], spec: Spec) -> Collector:
         return cls(exclude_functions=spec.collect.workqueue_exclude)  # type: ignore[call-arg]
     if name == "offcpu":
         return cls(cpu_budget=spec.collect.offcpu_cpu_budget)  # type: ignore[call-arg]
+    if name == "tpcounters":
+        return cls(per_call=spec.collect.tpcounters_per_call)  # type: ignore[call-arg]
     return cls()
 
 

@@ -50,6 +50,20 @@ FS_EVENTS: dict[str, tuple[tuple[str, str, str], ...]] = {
         ("xfs/xfs_ail_push", "dev", "dev"),
     ),
 }
+# Events that fire once per write, fsync or journal handle: at the fsync storm's
+# 20K fsyncs/s these three cost ~2.5% of the IOPS (bench/collector_overhead.py)
+# and say what other sources already give (fio's fsync count; jbd2's handles
+# per transaction x commits/s), so they are counted only on request
+# ([collect] tpcounters_per_call = true). ext4_da_write_begin stays: it is the
+# delalloc-fallback ratio's denominator.
+PER_CALL_EVENTS = frozenset(
+    {
+        "ext4/ext4_sync_file_enter",
+        "ext4/ext4_writepages",
+        "jbd2/jbd2_handle_start",
+        "xfs/xfs_log_force",
+    }
+)
 # Used only if the kernel's format file cannot be read (values of enum wb_reason).
 DEFAULT_WB_REASONS = {
     0: "background",
@@ -100,9 +114,15 @@ def _and(*parts: str | None) -> str | None:
 
 
 def plan_counters(
-    fs_type: str, device: str, available: set[str], wb_reasons: dict[int, str]
+    fs_type: str,
+    device: str,
+    available: set[str],
+    wb_reasons: dict[int, str],
+    *,
+    per_call: bool = False,
 ) -> list[Counter]:
-    """The counters to run for a point, restricted to the point's device."""
+    """The counters to run for a point, restricted to the point's device
+    (the PER_CALL_EVENTS only with `per_call`)."""
     majmin = kernel_dev_t(device)
     bdi = bdi_name(device)
     bdi_f = {name: f'{name} == "{bdi}"' if bdi else None for name in ("name", "bdi")}
@@ -118,7 +138,7 @@ def plan_counters(
                 )
             )
     for event, field_name, kind in COMMON_EVENTS + FS_EVENTS.get(fs_type, ()):
-        if event not in available:
+        if event not in available or (event in PER_CALL_EVENTS and not per_call):
             continue
         flt = dev_filter(majmin, field_name) if kind == "dev" else bdi_f.get(field_name)
         counters.append(Counter(metric=f"tp.{event.split('/', 1)[1]}", event=event, filter=flt))
@@ -325,10 +345,13 @@ class TpCountersCollector(Collector):
 
     name: ClassVar[str] = "tpcounters"
 
-    def __init__(self, *, backend: str = "auto", tracefs_root: Path | None = None) -> None:
+    def __init__(
+        self, *, backend: str = "auto", tracefs_root: Path | None = None, per_call: bool = False
+    ) -> None:
         if backend not in ("auto", "perf", "ftrace"):
             raise ValueError(f"backend must be auto, perf or ftrace, not {backend!r}")
         self.backend = backend
+        self.per_call = per_call
         self.tracefs_root = tracefs_root
         self._impl: _PerfBackend | _FtraceBackend | None = None
         self._unavailable = ""
@@ -362,7 +385,9 @@ class TpCountersCollector(Collector):
                 )
             except OSError:
                 reasons = dict(DEFAULT_WB_REASONS)
-            counters = plan_counters(ctx.fs_type, ctx.device, available, reasons)
+            counters = plan_counters(
+                ctx.fs_type, ctx.device, available, reasons, per_call=self.per_call
+            )
             if not counters:
                 raise tracefs.TracefsError("none of the tracepoints exist on this kernel")
             self._backend_used = self._choose_backend()
