@@ -282,7 +282,7 @@ def test_folded_export_round_trips(db, tmp_path):
     assert counts and all(stack.startswith("fio;[") for stack in counts)
 
 
-# --- run --until-ci: option checks happen before anything runs -----------------------
+# --- run --until-ci, --collect: option checks happen before anything runs -------------
 
 
 @pytest.mark.parametrize(
@@ -291,34 +291,20 @@ def test_folded_export_round_trips(db, tmp_path):
         (("--until-ci", "0"), "positive percentage"),
         (("--until-ci", "5", "--max-repeat", "2"), "at least 3"),
         (("--max-repeat", "5"), "only applies with --until-ci"),
-    ],
-)
-def test_until_ci_option_errors(tmp_path, args, message):
-    db = tmp_path / "r.db"
-    result = fslab("run", "ext4-fsync-storm", "--quick", *args, "--db", str(db))
-    assert result.exit_code == 2
-    assert message in _flat(result.stderr)
-    with Store(db) as store:
-        assert store.campaigns() == []
-
-
-# --- run --collect: checked before anything runs --------------------------------------
-
-
-@pytest.mark.parametrize(
-    ("args", "message"),
-    [
         (("--collect", "sometimes"), "--collect must be one of separate, inline, off"),
         (("--collect", "inline", "--no-collect"), "--no-collect contradicts --collect=inline"),
     ],
 )
-def test_collect_option_errors(tmp_path, args, message):
+def test_run_option_errors(tmp_path, args, message):
     db = tmp_path / "r.db"
     result = fslab("run", "ext4-fsync-storm", "--quick", *args, "--db", str(db))
     assert result.exit_code == 2
     assert message in _flat(result.stderr)
     with Store(db) as store:
         assert store.campaigns() == []
+
+
+# --- run --collect: a resumed campaign keeps its mode ----------------------------------
 
 
 def test_resume_keeps_the_mode_the_campaign_was_planned_with(tmp_path):

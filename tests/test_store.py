@@ -159,22 +159,22 @@ def test_a_version_1_database_is_migrated_and_its_points_read_as_inline(tmp_path
         assert [p.role for p in store.points(1)] == ["inline", "clean"]
 
 
+def _roles_campaign(store: Store, *roles: str) -> int:
+    return store.create_campaign(
+        name="t",
+        spec={},
+        spec_toml="",
+        overrides={"collect": "separate"},
+        host={},
+        device=None,
+        fslab_version="0",
+        points=[PlannedPoint(i, "a", "ext4", {}, 0, r) for i, r in enumerate(roles)],  # type: ignore[arg-type]
+    )
+
+
 def test_roles_are_stored_and_checked(tmp_path):
     with Store(tmp_path / "r.db") as store:
-        cid = store.create_campaign(
-            name="t",
-            spec={},
-            spec_toml="",
-            overrides={},
-            host={},
-            device=None,
-            fslab_version="0",
-            points=[
-                PlannedPoint(0, "a", "ext4", {}, 0, "clean"),
-                PlannedPoint(1, "a", "ext4", {}, 0, "evidence"),
-                PlannedPoint(2, "a", "ext4", {}, 0, "inline"),
-            ],
-        )
+        cid = _roles_campaign(store, "clean", "evidence", "inline")
         assert [p.role for p in store.points(cid)] == ["clean", "evidence", "inline"]
         with pytest.raises(sqlite3.IntegrityError):
             store.add_points(cid, [PlannedPoint(0, "a", "ext4", {}, 0, "bogus")])  # type: ignore[arg-type]
@@ -213,19 +213,7 @@ def test_roles_survive_export_and_import_and_old_exports_read_as_inline(tmp_path
     from fslab.store.exchange import export_campaign, import_campaign
 
     with Store(tmp_path / "a.db") as source:
-        cid = source.create_campaign(
-            name="t",
-            spec={},
-            spec_toml="",
-            overrides={"collect": "separate"},
-            host={},
-            device=None,
-            fslab_version="0",
-            points=[
-                PlannedPoint(0, "a", "ext4", {}, 0, "clean"),
-                PlannedPoint(1, "a", "ext4", {}, 0, "evidence"),
-            ],
-        )
+        cid = _roles_campaign(source, "clean", "evidence")
         exported = export_campaign(source, cid)
     assert exported["version"] == 2
     assert [p["role"] for p in exported["points"]] == ["clean", "evidence"]
