@@ -324,6 +324,11 @@ def measure_point(
             state.timing.setup_s += state.lap()
         if state.pending:
             post = PostProcessing(state.pending, artifact_dir).start()
+    except BaseException:
+        if post is None:  # interrupted after the collectors stopped: let them release
+            for pending in state.pending.values():
+                pending.finish()
+        raise
     finally:
         if post is None:
             shutil.rmtree(artifact_dir, ignore_errors=True)
@@ -618,9 +623,9 @@ def _run_locked(store: Store, campaign_id: int, *, options: RunOptions, sink: Pr
                     before_measure=in_flight.settle,
                 )
                 in_flight.settle()  # the point failed before its measured window
+                in_flight.hand_over(row.id, measured.post, measured.outcome.facts)
                 formatted_before = True
                 store.save_outcome(row.id, measured.outcome)
-                in_flight.hand_over(row.id, measured.post, measured.outcome.facts)
                 sink.point_finished(row, measured.outcome)
             in_flight.settle()
         except KeyboardInterrupt:

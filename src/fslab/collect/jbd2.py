@@ -23,7 +23,7 @@ from typing import ClassVar
 import numpy as np
 
 from fslab.collect import tracefs
-from fslab.collect.base import Collector, CollectorResult, PointContext
+from fslab.collect.base import Collector, CollectorResult, PendingResult, PointContext
 from fslab.collect.sysstat import RampSnapshot
 from fslab.collect.tracefs import Ticker, TraceInstance
 
@@ -320,34 +320,53 @@ class Jbd2Collector(Collector):
         return ""
 
     def stop(self) -> CollectorResult:
+        return self.stop_observing().finish()
+
+    def stop_observing(self) -> PendingResult:
+        """Read the journal and the trace at the window's end; parsing the commits and
+        removing the instance (~40 ms in the kernel) are left to finish()."""
         if self._skip:
-            return CollectorResult(status="unavailable", reason=self._skip)
-        result = CollectorResult()
+            return PendingResult.ready(CollectorResult(status="unavailable", reason=self._skip))
         try:
-            result = self._finish()
+            window = self._end_window()
         except Exception as exc:
-            result = CollectorResult(status="failed", reason=f"{type(exc).__name__}: {exc}")
+            window = CollectorResult(status="failed", reason=f"{type(exc).__name__}: {exc}")
         finally:
-            problem = self._remove_instance()
             if self._before is not None:
                 self._before.cancel()
-        if problem:
-            result.status = "failed"
-            result.reason = "; ".join(filter(None, [result.reason, problem]))
-        return result
 
-    def _finish(self) -> CollectorResult:
+        def compute() -> CollectorResult:
+            try:
+                result = window if isinstance(window, CollectorResult) else self._summary(*window)
+            finally:
+                problem = self._remove_instance()
+            if problem:
+                result.status = "failed"
+                result.reason = "; ".join(filter(None, [result.reason, problem]))
+            return result
+
+        return PendingResult(compute)
+
+    def _end_window(self) -> tuple[dict[Path, str], float, float, int]:
+        """(info texts at the end, window seconds, trace clock at the end, events lost)."""
         assert self._before is not None
         if self._ticker is not None:
             self._ticker.stop()
         trace_end_s = 0.0
+        lost = 0
         if self._instance is not None:
             self._instance.set_tracing(False)
             trace_end_s = self._instance.clock_now_ns() / 1e9
             self._drain()
+            lost = tracefs.lost_from_stats(self._instance.stats())
         after_raw = self._read_infos()
+        return after_raw, time.monotonic() - self._before.at, trace_end_s, lost
+
+    def _summary(
+        self, after_raw: dict[Path, str], elapsed_s: float, trace_end_s: float, lost: int
+    ) -> CollectorResult:
+        assert self._before is not None
         before_raw = self._before.value
-        elapsed_s = time.monotonic() - self._before.at
         metrics: dict[str, float] = {}
         artifacts: dict[str, str] = {}
         # several journals on one device are unusual; the first is the fs journal
@@ -369,7 +388,6 @@ class Jbd2Collector(Collector):
             ]
             window_s = trace_end_s - self._count_from_s
             metrics.update(run_stats_metrics(commits, window_s))
-            lost = tracefs.lost_from_stats(self._instance.stats())
             if lost:
                 notes.append(f"{lost} jbd2_run_stats events lost")
             metrics["jbd2.run.events_lost"] = float(lost)
