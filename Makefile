@@ -3,12 +3,20 @@
 
 VENV ?= .venv
 DEB_PACKAGES = fio xfsprogs e2fsprogs btrfs-progs linux-perf util-linux
+# only the tests need these (the HTML report rendered in a real browser)
+TEST_DEB_PACKAGES = chromium
 FSLAB = $(VENV)/bin/fslab
 
-.PHONY: demo test deps venv lint clean-leftovers
+.PHONY: demo test deps test-deps install-debs venv lint clean-leftovers
 
 deps:
-	@missing=""; for p in $(DEB_PACKAGES); do \
+	@$(MAKE) --no-print-directory install-debs PACKAGES="$(DEB_PACKAGES)"
+
+test-deps:
+	@$(MAKE) --no-print-directory install-debs PACKAGES="$(DEB_PACKAGES) $(TEST_DEB_PACKAGES)"
+
+install-debs:
+	@missing=""; for p in $(PACKAGES); do \
 		dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
 	if [ -n "$$missing" ]; then \
 		echo "installing Debian packages:$$missing"; \
@@ -31,7 +39,7 @@ lint: venv
 	$(VENV)/bin/ruff check src tests bench
 	$(VENV)/bin/ruff format --check src tests bench
 
-test: deps venv lint
+test: test-deps venv lint
 	$(VENV)/bin/pytest -q -ra
 
 clean-leftovers: venv
