@@ -20,6 +20,7 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from fslab.errors import SpecError
+from fslab.spec_reported import ReportedSpec
 from fslab.units import parse_duration_s, parse_size_bytes
 
 PRESET_DIR = Path(__file__).parent / "presets"
@@ -236,6 +237,7 @@ class Spec(_Strict):
     run: RunSpec = RunSpec()
     collect: CollectSpec = CollectSpec()
     quick: dict[str, Any] = {}  # overrides applied by --quick: {"set": {...}, "filesystems": [...]}
+    reported: ReportedSpec | None = None  # what a bug report said (fslab reproduce)
 
     @field_validator("filesystems")
     @classmethod
