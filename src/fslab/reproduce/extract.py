@@ -32,7 +32,8 @@ def extract_facts(text: str) -> ReportFacts:
     facts = ReportFacts()
     title = next(((n, line) for n, line in report.numbered() if line.strip()), None)
     if title:
-        facts.title, facts.title_line = title[1].strip(), report.line(title[0])
+        facts.title = re.sub(r"^(Subject|Re|Fwd):\s*", "", title[1].strip(), flags=re.I)
+        facts.title_line = report.line(title[0])
     facts.fio, dd, facts.other_tools, questions = workload_mod.find_workloads(report)
     facts.filesystems, fs_questions = filesystems_mod.find_filesystems(report)
     facts.kernels = machine_mod.find_kernels(report)
@@ -49,6 +50,9 @@ def extract_facts(text: str) -> ReportFacts:
     found += [_dd_figure(run) for run in facts.dd if run.seconds]
     facts.figures = _resolved(found, facts, report)
     facts.questions += _device_path_questions(facts.filesystems)
+    facts.questions = list({(q.item, q.question): q for q in reversed(facts.questions)}.values())[
+        ::-1
+    ]
     return facts
 
 

@@ -9,6 +9,7 @@ A direction-less "iops" is resolved later against the workload (metric
 from __future__ import annotations
 
 import re
+from dataclasses import replace
 
 from fslab.reproduce.facts import FigureFact, Line
 from fslab.reproduce.text import NUMBER, ReportText, scaled_number
@@ -42,7 +43,7 @@ _TABLE_ROW_RE = re.compile(
     r"^\s*([A-Za-z][\w()/ -]*?):?\s+((?:\d+(?:\.\d+)?[kKM]?\s?(?:[kKMG]i?B/s|ns|us|ms)?\s+)+"
     r"\d+(?:\.\d+)?[kKM]?\s?(?:[kKMG]i?B/s|ns|us|ms)?)\s*$"
 )
-_CELL_RE = re.compile(r"(\d+(?:\.\d+)?)([kKM])?\s?([kKMG]i?B/s|ns|us|ms)?")
+_CELL_RE = re.compile(r"(\d+(?:\.\d+)?)\s?(?:([kKMG]i?B/s|ns|us|ms)|([kKM]))?")
 _HEADER_LABELS = {"read", "write", "rw", "randread", "randwrite", "numjobs", "threads", "jobs"}
 _QUALIFIERS = {
     "less than": "less than",
@@ -61,7 +62,8 @@ def find_figures(report: ReportText) -> list[FigureFact]:
         source = report.line(number)
         if number in table_lines:
             continue
-        found = _fio_output(line, source) or _perf_lines(report, number, source)
+        found = [_with_heading(f, report, number) for f in _fio_output(line, source)]
+        found = found or _perf_lines(report, number, source)
         if not found:
             found = _prose(line, source)
         figures.extend(found)
@@ -73,6 +75,19 @@ def bw_bytes_s(digits: str, unit: str) -> float:
     """'602', 'kB/s' -> 602000.0 (kB, MB: powers of 1000; KiB, MiB: of 1024; KBps as KB/s)."""
     size_unit = unit.replace("ps", "/s").removesuffix("/s").replace("kb", "kB")
     return float(parse_size_bytes(f"{digits.replace(',', '.')}{size_unit}"))
+
+
+def _with_heading(figure: FigureFact, report: ReportText, number: int) -> FigureFact:
+    """fio output under a heading ('Unpatched', 'after the patch:') ran under that heading."""
+    if figure.context:
+        return figure
+    for text in reversed(report.lines[max(0, number - 4) : number - 1]):
+        stripped = text.strip().rstrip(":")
+        if stripped and not _FIO_OLD_RE.search(text) and not _FIO_NEW_RE.search(text):
+            if len(stripped) <= 40:
+                return replace(figure, context=stripped)
+            break
+    return figure
 
 
 def _context(line: str, at: int) -> str:
@@ -197,6 +212,8 @@ def _prose(line: str, source: Line) -> list[FigureFact]:
     if re.search(r"\b(max(imum)?|provisioned|limit)\s+(of\s+)?IOPS", line, re.I):
         return figures  # a device limit, read by machine.py
     span = _FROM_TO_RE.search(line) if re.search(r"iops|MB/s|kB/s|throughput", line, re.I) else None
+    if span and _looks_like_versions(span):
+        span = None
     if span:
         qualifier = _QUALIFIERS.get((span.group(3) or "").lower(), "")
         for digits, multiplier, label, qual in (
@@ -253,6 +270,13 @@ def _prose(line: str, source: Line) -> list[FigureFact]:
     return figures
 
 
+def _looks_like_versions(span: re.Match[str]) -> bool:
+    """'from 4.14 to 5.10' is a kernel upgrade, not two figures."""
+    return not (span.group(2) or span.group(5)) and all(
+        re.fullmatch(r"\d\.\d{1,2}", d) for d in (span.group(1), span.group(4))
+    )
+
+
 # --- small tables ---------------------------------------------------------------------------
 
 
@@ -285,7 +309,7 @@ def _tables(report: ReportText, numbers: set[int]) -> list[FigureFact]:
                 continue
             label = row.group(1).strip().rstrip(":")
             cells = _CELL_RE.findall(row.group(2))
-            for index, (digits, multiplier, unit) in enumerate(cells):
+            for index, (digits, unit, multiplier) in enumerate(cells):
                 figure = _cell_figure(label, digits, multiplier, unit, section_unit)
                 if figure is None:
                     continue

@@ -19,7 +19,7 @@ from fslab.spec_reported import NameKind
 _CUE_RE = re.compile(
     r"\b(my analy[sz]\w*|analysis shows|the issue is|the problem is|the bottleneck|bottleneck"
     r"|caused by|introduced? by commit|bisected|i suspect|i think|i believe|root cause"
-    r"|contention on|from my understanding|is to blame|blame[sd]?)\b",
+    r"|contention on|from my understanding|is to blame|blame[sd]?|the conclusion)\b",
     re.I,
 )
 _COMMIT_RE = re.compile(r"(?:commit\s*\{?\s*|\bcommit:\s*)([0-9a-f]{7,40})\b", re.I)
@@ -44,10 +44,16 @@ _SKIP_NAMES = {"time_based", "group_reporting"}
 
 def find_hypotheses(report: ReportText) -> list[HypothesisFact]:
     facts: list[HypothesisFact] = []
+    covered = 0
     for number, line in report.numbered():
-        if not _CUE_RE.search(line) or line.lstrip().startswith(("+", "-", "@@")):
+        if (
+            number <= covered
+            or not _CUE_RE.search(line)
+            or line.lstrip().startswith(("+", "-", "@@"))
+        ):
             continue
-        statement = " ".join(s for s in _sentences(_paragraph(report, number)) if _CUE_RE.search(s))
+        paragraph, covered = _paragraph(report, number)
+        statement = " ".join(s for s in _sentences(paragraph) if _CUE_RE.search(s))
         unique: dict[str, NameFact] = {}
         for name in [*_names(statement), *_code_names(report, number)]:
             unique.setdefault(name.name, name)
@@ -55,14 +61,14 @@ def find_hypotheses(report: ReportText) -> list[HypothesisFact]:
     return facts
 
 
-def _paragraph(report: ReportText, number: int) -> str:
-    """The cue line and the lines its sentence wraps onto."""
+def _paragraph(report: ReportText, number: int) -> tuple[str, int]:
+    """The cue line and the lines its sentence wraps onto, and the last line taken."""
     parts = [report.lines[number - 1].strip()]
     for text in report.lines[number : number + 4]:
         if not text.strip() or re.search(r"[.?!:]\s*$", parts[-1]) or _C_LINE_RE.match(text):
             break
         parts.append(text.strip())
-    return " ".join(parts)
+    return " ".join(parts), number + len(parts) - 1
 
 
 def _sentences(text: str) -> list[str]:

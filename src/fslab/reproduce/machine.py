@@ -87,8 +87,8 @@ def find_cpus(report: ReportText) -> list[CpuFact]:
                 r"socket|cpu|xeon|epyc|machine", line, re.I
             ):
                 continue
-            if _in_fio_option(line, match.start()):
-                continue
+            if _in_fio_option(line, match.start()) or line[match.end() :].lstrip().startswith("@"):
+                continue  # fio's own jobs, or a CPU model number ("Gold 6346 CPU @ 3.10GHz")
             facts.append(CpuFact(int(match.group(1)), match.group(0), report.line(number)))
     return facts
 
@@ -120,15 +120,13 @@ def find_devices(report: ReportText) -> tuple[list[DeviceFact], list[QuestionFac
             continue
         for regex in _DEVICE_SIZE_RES:
             match = regex.search(text)
-            if (
-                match
-                and match.start() < own
-                and re.search(r"\b(RAM|memory)\b", match.group(0), re.I)
-            ):
+            if not match or match.start() >= own:
                 continue
-            if match and match.start() < own and (size := _size(match.group(1), match.group(2))):
-                text = f"{match.group(1)}{match.group(2)}"
-                facts.append(DeviceFact(text, report.line(number), size_bytes=size))
+            if re.search(r"\b(RAM|memory|mem)\b", text[: match.end()][-40:], re.I):
+                continue  # "Mem: 2GB SSD ..." is the memory, not the SSD
+            if size := _size(match.group(1), match.group(2)):
+                said = f"{match.group(1)}{match.group(2)}"
+                facts.append(DeviceFact(said, report.line(number), size_bytes=size))
                 break
         limit = _IOPS_LIMIT_RE.search(line)
         if limit:

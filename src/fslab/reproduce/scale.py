@@ -142,3 +142,11 @@ def leave_free_bytes(written_per_run: int) -> int:
     root writes into the 5% reserve), and 4x what one run writes.
     """
     return max(64 * MIB, -(-4 * written_per_run // MIB) * MIB)
+
+
+def fio_size_text(size: int) -> str:
+    """A byte count as fio takes it, in the largest exact binary unit: 4m, 128g."""
+    for unit, scale in (("g", GIB), ("m", MIB), ("k", 1024)):
+        if size % scale == 0:
+            return f"{size // scale}{unit}"
+    return str(size)

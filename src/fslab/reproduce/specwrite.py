@@ -29,6 +29,7 @@ from fslab.reproduce.scale import (
     QUICK_RUNTIME_S,
     HostShape,
     file_budget_bytes,
+    fio_size_text,
     human_bytes,
     leave_free_bytes,
     numjobs_ladder,
@@ -369,7 +370,7 @@ class _Builder:
         scaled = per_job_size(reported, jobs, file_budget_bytes(target_bytes, self.host), block)
         if scaled is None:
             return {}
-        options[key] = _size_text(int(scaled.value))
+        options[key] = fio_size_text(int(scaled.value))
         return {key: scaled.comment}
 
     def _dd(self, configs: list[Config]) -> tuple[Table, Table, Table, dict]:
@@ -540,7 +541,8 @@ class _Builder:
         ):
             table.add(tomlkit.comment(line))
         for key, value in reported.model_dump(exclude_defaults=True).items():
-            table[key] = _toml_tree(value)
+            multiline = isinstance(value, str) and "\n" in value
+            table[key] = tomlkit.string(value, multiline=True) if multiline else _toml_tree(value)
         return table
 
     def _figure(self, figure, configs: list[Config]) -> ReportedFigure:
@@ -573,13 +575,6 @@ def _block_bytes(options: dict[str, Any]) -> int:
         return parse_size_bytes(text)
     except ValueError:
         return 4096
-
-
-def _size_text(size: int) -> str:
-    for unit, scale in (("g", 1024**3), ("m", 1024**2), ("k", 1024)):
-        if size % scale == 0:
-            return f"{size // scale}{unit}"
-    return str(size)
 
 
 def _toml_value(value: Any) -> Any:

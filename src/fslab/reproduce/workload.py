@@ -21,6 +21,7 @@ from fslab.reproduce.facts import (
     OtherToolFact,
     QuestionFact,
 )
+from fslab.reproduce.scale import fio_size_text
 from fslab.reproduce.text import ReportText, without_prompt
 from fslab.units import parse_size_bytes
 from fslab.workload import dd as dd_mod
@@ -103,7 +104,7 @@ def _command_text(report: ReportText, number: int, start: int) -> str:
         following = report.lines[index]
         if current.endswith("\\"):
             parts[-1] = current[:-1]
-        elif not re.match(r"^\s+--", following) or "`" in parts[0][1:]:
+        elif not re.match(r"^\s*--\w", following) or "`" in parts[0][1:]:
             break
         parts.append(following)
         index += 1
@@ -346,7 +347,7 @@ def _lkp_parameters(report: ReportText, questions: list[QuestionFact]) -> Iterat
     if "test_size" in params:
         try:
             total = parse_size_bytes(params["test_size"][0])
-            options["size"] = str(total // tasks)
+            options["size"] = fio_size_text(total // tasks)
         except ValueError:
             questions.append(
                 QuestionFact(
