@@ -35,7 +35,11 @@ def describe_facts(facts: ReportFacts) -> list[str]:
     rows += [(c.source.number, "cpus", f"{c.count} ({c.text})") for c in facts.cpus]
     rows += [(m.source.number, "memory", m.text) for m in facts.memory]
     for device in facts.devices:
-        what = human_bytes(device.size_bytes) if device.size_bytes else device.text
+        what = (
+            f"{device.text} ({human_bytes(device.size_bytes)})"
+            if device.size_bytes
+            else device.text
+        )
         if device.iops_limit:
             what = f"limit {device.iops_limit:,.0f} IOPS ({device.text})"
         rows.append((device.source.number, "device", what))

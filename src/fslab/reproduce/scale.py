@@ -54,7 +54,7 @@ class Scaled:
     comment: str
 
 
-def target_size_bytes(reported: int | None, host: HostShape, *, dd: bool) -> Scaled:
+def target_size_bytes(reported: int | None, host: HostShape, *, dd: bool, said: str = "") -> Scaled:
     cap = _ram_image_cap(host)
     if reported is None:
         default = 4 * GIB if dd else 16 * GIB

@@ -178,7 +178,8 @@ class _Builder:
     def _device_size(self):
         sizes = [d for d in self.facts.devices if d.size_bytes]
         reported = sizes[0].size_bytes if sizes else None
-        scaled = target_size_bytes(reported, self.host, dd=not self.facts.fio)
+        said = sizes[0].text if sizes else ""
+        scaled = target_size_bytes(reported, self.host, dd=not self.facts.fio, said=said)
         if sizes:
             scaled = type(scaled)(scaled.value, f"line {sizes[0].source.number}: {scaled.comment}")
         return scaled
