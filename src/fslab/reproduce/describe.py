@@ -35,11 +35,9 @@ def describe_facts(facts: ReportFacts) -> list[str]:
     rows += [(c.source.number, "cpus", f"{c.count} ({c.text})") for c in facts.cpus]
     rows += [(m.source.number, "memory", m.text) for m in facts.memory]
     for device in facts.devices:
-        what = (
-            f"{device.text} ({human_bytes(device.size_bytes)})"
-            if device.size_bytes
-            else device.text
-        )
+        what = device.text
+        if device.size_bytes and human_bytes(device.size_bytes) != device.text:
+            what = f"{device.text} ({human_bytes(device.size_bytes)})"
         if device.iops_limit:
             what = f"limit {device.iops_limit:,.0f} IOPS ({device.text})"
         rows.append((device.source.number, "device", what))
