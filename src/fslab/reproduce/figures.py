@@ -98,50 +98,14 @@ def _context(line: str, at: int) -> str:
 def _fio_output(line: str, source: Line) -> list[FigureFact]:
     match = _FIO_NEW_RE.search(line)
     if match:
-        direction = match.group(1).lower()
-        context = _context(line, match.start())
-        iops_text = match.group(2) + (match.group(3) or "")
-        bw_text = f"{match.group(4)}{match.group(5)}"
-        return [
-            FigureFact(
-                f"fio.{direction}.iops",
-                scaled_number(match.group(2), match.group(3)),
-                "IO/s",
-                f"IOPS={iops_text}",
-                source,
-                context=context,
-            ),
-            FigureFact(
-                f"fio.{direction}.bw_bytes_s",
-                bw_bytes_s(match.group(4), match.group(5)),
-                "B/s",
-                f"BW={bw_text}",
-                source,
-                context=context,
-            ),
-        ]
+        iops = (match.group(2), match.group(3), f"IOPS={match.group(2)}{match.group(3) or ''}")
+        bw = (match.group(4), match.group(5), f"BW={match.group(4)}{match.group(5)}")
+        return _iops_and_bw(match, iops, bw, line, source)
     match = _FIO_OLD_RE.search(line)
     if match:
-        direction = match.group(1).lower()
-        context = _context(line, match.start())
-        return [
-            FigureFact(
-                f"fio.{direction}.bw_bytes_s",
-                bw_bytes_s(match.group(2), match.group(3)),
-                "B/s",
-                f"bw={match.group(2)} {match.group(3)}",
-                source,
-                context=context,
-            ),
-            FigureFact(
-                f"fio.{direction}.iops",
-                scaled_number(match.group(4), match.group(5)),
-                "IO/s",
-                f"iops={match.group(4)}",
-                source,
-                context=context,
-            ),
-        ]
+        iops = (match.group(4), match.group(5), f"iops={match.group(4)}")
+        bw = (match.group(2), match.group(3), f"bw={match.group(2)} {match.group(3)}")
+        return _iops_and_bw(match, iops, bw, line, source)
     match = _FIO_GROUP_RE.search(line)
     if match:
         direction = match.group(1).lower()
@@ -155,6 +119,35 @@ def _fio_output(line: str, source: Line) -> list[FigureFact]:
             )
         ]
     return []
+
+
+def _iops_and_bw(
+    match: re.Match[str],
+    iops: tuple[str, str | None, str],
+    bw: tuple[str, str, str],
+    line: str,
+    source: Line,
+) -> list[FigureFact]:
+    """fio's `write: IOPS=..., BW=...` as two figures; (digits, multiplier or unit, text)."""
+    direction, context = match.group(1).lower(), _context(line, match.start())
+    return [
+        FigureFact(
+            f"fio.{direction}.iops",
+            scaled_number(iops[0], iops[1]),
+            "IO/s",
+            iops[2],
+            source,
+            context=context,
+        ),
+        FigureFact(
+            f"fio.{direction}.bw_bytes_s",
+            bw_bytes_s(bw[0], bw[1]),
+            "B/s",
+            bw[2],
+            source,
+            context=context,
+        ),
+    ]
 
 
 def _perf_lines(report: ReportText, number: int, source: Line) -> list[FigureFact]:
