@@ -154,3 +154,23 @@ def test_target_option_forms():
     for bad in ("file", "disk:/dev/sda", "ram:/x"):
         with pytest.raises(SpecError, match="expected ram, file:DIR"):
             target_overrides(bad)
+
+
+def test_target_limits_are_parsed_and_checked():
+    from fslab.spec import load_spec
+
+    spec, _ = load_spec(
+        "ext4-fsync-storm",
+        quick=True,
+        overrides=['target.limits={write_iops=64000, write_bps="250MiB"}'],
+    )
+    limits = spec.target.limits.device_limits()
+    assert (limits.write_iops, limits.write_bps, limits.read_iops) == (64000, 250 << 20, None)
+    assert limits.describe() == "write 64000 IOPS, write 250.0MiB/s"
+    for bad, field in (
+        ("{write_iops=0}", "target.limits.write_iops"),
+        ('{write_bps="1k"}', "target.limits.write_bps"),
+        ("{iops=5}", "target.limits.iops"),
+    ):
+        with pytest.raises(SpecError, match=field.replace(".", r"\.")):
+            load_spec("ext4-fsync-storm", overrides=[f"target.limits={bad}"])

@@ -32,6 +32,7 @@ from fslab.target import fill as fill_mod
 from fslab.target.fs import Mount, describe_filesystem, make_filesystem
 from fslab.target.guard import check_device
 from fslab.target.leftovers import find_leftovers
+from fslab.target.limits import device_limits
 from fslab.target.loop import LoopImage
 from fslab.units import parse_size_bytes
 from fslab.workload import plan
@@ -254,6 +255,7 @@ def _measure(
 ) -> plan.WorkloadOutcome:
     fs = point.filesystem
     log = state.log
+    limits = spec.target.limits.device_limits() if spec.target.limits else None
     with scratch_device(spec, options, formatted_before=formatted_before, log=log) as device:
         faults.checkpoint("prepare")
         make_filesystem(fs.type, device, fs.mkfs_options, label=None, log=log)
@@ -267,9 +269,12 @@ def _measure(
             state.metrics["fs.free_bytes_start"] = float(free_bytes)
             if fs.type == "ext4":
                 state.facts.update(_watermark_facts(host, state.facts["filesystem"], free_bytes))
-            outcome = _run_workload(
-                spec, point, options, device, mount.mountpoint, state, artifact_dir
-            )
+            # limits cap the workload (file layout included), not mkfs and fill
+            with device_limits(limits, device) as limit_facts:
+                state.facts.update({"device_limits": limit_facts} if limit_facts else {})
+                outcome = _run_workload(
+                    spec, point, options, device, mount.mountpoint, state, artifact_dir
+                )
             faults.checkpoint("umount")
         if mount.lazily_unmounted:  # a process held it: the point's figures stand, say so
             state.facts["umount"] = "lazy: the mount stayed busy; detached lazily"
