@@ -153,7 +153,7 @@ def test_scale_real_campaign(db):
 def test_scale_shows_the_cliff(db):
     result = fslab("scale", NOCOLLECT, "--config", "ext4-default", "--db", db)
     assert result.exit_code == 0
-    assert "cliff between N=256 and N=1024" in result.stdout
+    assert "cliff between numjobs=256 and numjobs=1024" in result.stdout
     assert "last before cliff" in result.stdout
 
 

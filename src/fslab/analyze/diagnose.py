@@ -23,6 +23,7 @@ from importlib import resources
 from typing import Any
 
 from fslab.analyze.dataset import CampaignData, key_label, load_campaign
+from fslab.analyze.falloff import config_falloff
 from fslab.analyze.profile import Profile, diff
 from fslab.store.db import PointRow, Store
 from fslab.units import format_metric_value
@@ -408,24 +409,6 @@ def point_evidence(
     )
 
 
-def _cliff(data: CampaignData, config: str) -> str | None:
-    axis = data.concurrency_axis()
-    if axis is None or data.headline is None:
-        return None
-    from fslab.analyze.scaling import fit_usl
-
-    for n, reps in data.curve(config, data.headline, axis).values():
-        if len(n) < 3:
-            continue
-        try:
-            fit = fit_usl(n, reps, n_boot=0)
-        except Exception:  # a curve that cannot be fitted has no cliff to report
-            continue
-        if fit.cliff is not None:
-            return f"between {fit.cliff.n_before:g} and {fit.cliff.n_after:g} {axis}"
-    return None
-
-
 def fallback_changes(worst: PointEvidence, best: PointEvidence, limit: int = 5) -> list[str]:
     for name in ("offcpu", "oncpu"):
         a, b = best.profiles.get(name), worst.profiles.get(name)
@@ -463,11 +446,12 @@ def diagnose_config(
     store: Store, data: CampaignData, config: str, rules: list[Rule]
 ) -> ConfigDiagnosis:
     fs_type = data.fs_type(config)
-    pair = data.worst_and_best(config)
-    if pair is None:
+    found = config_falloff(data, config)
+    worst_row = data.evidence_row(config, found.worst.key) if found else None
+    best_row = data.evidence_row(config, found.best.key) if found else None
+    if found is None or worst_row is None or best_row is None:
         return ConfigDiagnosis(config, fs_type, {}, {}, note="no successful point to diagnose")
-    worst_row, best_row = pair
-    cliff = _cliff(data, config)
+    cliff = found.cliff.bracket(found.axis or "N") if found.cliff else None
     worst = point_evidence(store, data, worst_row, cliff)
     best = point_evidence(store, data, best_row, None)
     assert data.headline is not None

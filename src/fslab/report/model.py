@@ -7,12 +7,11 @@ Each section carries `notes`: what it could not show and why (failed
 points, no sweep, collectors off, dd without latency histograms), so a
 report never crashes on a thin campaign and never stays silent about a gap.
 
-The focus points: the worst point is the successful point with the lowest
-headline in the campaign (where the falloff is); the best point is the
-highest-headline point of the same configuration, so "best vs worst"
-contrasts one configuration across its sweep (what changed as it fell off),
-not two filesystems. A configuration with a single point falls back to the
-campaign's best point.
+The focus points come from analyze.falloff, the one rule for best and worst
+point: the configuration with the deepest falloff, its worst point and its
+best point, so "best vs worst" contrasts one configuration across its sweep
+(what changed as it fell off), not two filesystems, and names the same
+points as the diagnosis.
 """
 
 from __future__ import annotations
@@ -28,6 +27,7 @@ from fslab.analyze.campaign_scaling import CurveFit, ScaleReport, fit_campaign
 from fslab.analyze.compare import MIN_REPS
 from fslab.analyze.comparisons import Comparison, config_comparisons
 from fslab.analyze.dataset import CampaignData, key_label, load_campaign, point_key
+from fslab.analyze.falloff import campaign_falloffs, focus_config
 from fslab.analyze.point_profile import NoProfile, ProfileKind, load_profile
 from fslab.analyze.profile import DiffRow, HotChain, Profile, diff
 from fslab.analyze.summary import SummaryRow, summarize
@@ -411,22 +411,19 @@ def _ref(data: CampaignData, point: PointRow) -> PointRef:
 
 
 def focus_points(data: CampaignData) -> tuple[PointRef | None, PointRef | None]:
-    """(worst, best): see the module docstring for why best is in the worst's config."""
-    if data.headline is None:
+    """(worst, best) of the focus configuration, as analyze.falloff decides them.
+
+    The focus configuration is the one with the deepest falloff (else the
+    first); its worst and best sweep points are the falloff model's, each
+    shown through the run that stands for it (CampaignData.evidence_row), so
+    every section names the same points as the diagnosis.
+    """
+    focus = focus_config(campaign_falloffs(data))
+    if focus is None:
         return None, None
-    scored = [
-        (data.metrics[p.id][data.headline], p.seq, p)
-        for p in data.ok_points()
-        if data.headline in data.metrics.get(p.id, {})
-    ]
-    if not scored:
-        return None, None
-    worst = min(scored, key=lambda s: (s[0], s[1]))[2]
-    same = [s for s in scored if s[2].config == worst.config and s[2].id != worst.id]
-    others = [s for s in scored if s[2].id != worst.id]
-    pool = same or others
-    best = max(pool, key=lambda s: (s[0], -s[1]))[2] if pool else None
-    return _ref(data, worst), (_ref(data, best) if best else None)
+    worst = data.evidence_row(focus.config, focus.worst.key)
+    best = data.evidence_row(focus.config, focus.best.key) if focus.best != focus.worst else None
+    return (_ref(data, worst) if worst else None), (_ref(data, best) if best else None)
 
 
 def _campaign_info(data: CampaignData) -> CampaignInfo:
@@ -882,13 +879,11 @@ def _profiles(
         empty = [_empty_profile(kind) for kind in PROFILE_KINDS]
         return Profiles(None, best, "", empty[0], empty[1], notes)
     why = (
-        f"worst: lowest {metric_label(data.headline)} of the campaign; best: highest of "
-        f"{worst.config}"
-        if best is not None and best.config == worst.config
-        else "worst: lowest of the campaign; best: highest of the campaign"
+        f"{worst.config}, the configuration with the deepest falloff: its worst point "
+        f"(lowest median {metric_label(data.headline)} at or past its peak) and its best"
     )
     if best is None:
-        notes.append("a single successful point: no best-vs-worst difference")
+        notes.append("a single sweep point: no best-vs-worst difference")
     sections = [_profile_section(store, data, kind, worst, best) for kind in PROFILE_KINDS]
     return Profiles(worst, best, why, sections[0], sections[1], notes)
 
