@@ -235,10 +235,13 @@ def _without_collectors(data: dict[str, Any]) -> dict[str, Any]:
     return bare
 
 
-def test_missing_diagnosis_module_is_reported_not_fatal(
+def test_a_failing_diagnosis_is_reported_not_fatal(
     rendered: dict[str, Rendered], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setitem(sys.modules, "fslab.analyze.diagnose", None)
+    def broken(*_args: object) -> None:
+        raise RuntimeError("rule base unreadable")
+
+    monkeypatch.setattr("fslab.report.model.diagnose_campaign", broken)
     r = rendered["single"]
     report = build_report(r.store, r.campaign_id)
     assert not report.diagnosis.available
@@ -283,7 +286,19 @@ def test_html_fsync_has_the_plots_and_flame_graphs(rendered: dict[str, Rendered]
     assert 'id="flame-worst-frames"' in html and 'id="flame-diff-frames"' in html
     for section in ("diagnosis", "setup", "reproduce", "results", "scaling", "latency"):
         assert f"<section id='{section}'>" in html
-    assert "<h3>Workqueues</h3>" in html and "<h3>jbd2 journal</h3>" in html
+    assert "<h3 id='contention-workqueues'>Workqueues</h3>" in html
+    assert "<h3 id='contention-jbd2'>jbd2 journal</h3>" in html
+
+
+def test_html_lays_the_diagnosis_out_as_html(rendered: dict[str, Rendered]) -> None:
+    html = rendered["fsync"].html
+    section = html[html.index("<section id='diagnosis'>") : html.index("<section id='results'>")]
+    assert "<pre>" not in section
+    assert "<table class='evidence'>" in section and "good: numjobs=" in section
+    assert "Counterfactual: configurations that held up" in section
+    assert "<h4>Ruled out</h4>" in section and "workqueue-serialisation" in section
+    assert "href='#flame-graph'" in section and "href='#contention-wchan'" in section
+    ET.fromstring(f"<root>{section.replace('<br>', '')}</root>")  # well-formed
     # the same cells as the text report
     for row in rendered["fsync"].report.results.rows:
         assert format_value(rendered["fsync"].report.results.headline, row.median) in html

@@ -27,12 +27,14 @@ from fslab.analyze.campaign_scaling import CurveFit, ScaleReport, fit_campaign
 from fslab.analyze.compare import MIN_REPS
 from fslab.analyze.comparisons import Comparison, config_comparisons
 from fslab.analyze.dataset import CampaignData, key_label, load_campaign, point_key
+from fslab.analyze.diagnose import ConfigDiagnosis, diagnose_campaign
 from fslab.analyze.falloff import campaign_falloffs, focus_config
 from fslab.analyze.point_profile import NoProfile, ProfileKind, load_profile
 from fslab.analyze.profile import DiffRow, HotChain, Profile, diff
 from fslab.analyze.summary import SummaryRow, summarize
 from fslab.errors import FslabError
 from fslab.store.db import PointRow, Store
+from fslab.target.limits import DeviceLimits
 from fslab.units import format_bytes
 from fslab.workload.fio_json import merge_bins
 
@@ -361,6 +363,8 @@ class DiagnosisEntry:
     config: str
     lines: list[str]
     data: dict[str, Any]
+    focus: bool  # the configuration the Profiles and Contention sections show
+    diagnosis: ConfigDiagnosis | None = field(default=None, metadata={"json": False})
 
 
 @dataclass
@@ -401,7 +405,7 @@ def build_report(store: Store, campaign_id: int) -> Report:
         comparisons=_comparisons(data),
         profiles=_profiles(store, data, worst, best),
         contention=_contention(store, data, worst, best),
-        diagnosis=_diagnosis(store, campaign_id),
+        diagnosis=_diagnosis(store, data, worst),
     )
 
 
@@ -461,7 +465,7 @@ def _setup(store: Store, data: CampaignData) -> Setup:
     return Setup(
         host=host,
         device=data.campaign.device,
-        device_text=_device_text(data.campaign.device),
+        device_text=_device_text(data.campaign.device, _device_limits(data)),
         filesystems=filesystems,
         workload=workload,
         workload_text=_workload_text(workload),
@@ -471,7 +475,25 @@ def _setup(store: Store, data: CampaignData) -> Setup:
     )
 
 
-def _device_text(device: dict[str, Any] | None) -> str:
+def _device_limits(data: CampaignData) -> str:
+    """target.limits as applied (the point facts), in words; empty without limits."""
+    applied = next(
+        (p.facts["device_limits"] for p in data.points if p.facts.get("device_limits")), None
+    )
+    if not applied:
+        return ""
+    limits = DeviceLimits(
+        **{k: applied.get(k) for k in ("read_iops", "write_iops", "read_bps", "write_bps")}
+    )
+    return f"limited to {limits.describe()} ({applied.get('how', 'blkio throttle')})"
+
+
+def _device_text(device: dict[str, Any] | None, limits: str = "") -> str:
+    text = _device_base_text(device)
+    return f"{text}; {limits}" if limits else text
+
+
+def _device_base_text(device: dict[str, Any] | None) -> str:
     if not device:
         return "not recorded"
     size = device.get("size_bytes")
@@ -1023,17 +1045,17 @@ def _wchans(worst: dict[str, float], best: dict[str, float]) -> tuple[list[Wchan
 # --- diagnosis --------------------------------------------------------------------
 
 
-def _diagnosis(store: Store, campaign_id: int) -> Diagnosis:
-    """The lead's rule-based diagnosis, imported lazily: a report never fails for it."""
+def _diagnosis(store: Store, data: CampaignData, worst: PointRef | None) -> Diagnosis:
+    """The diagnosis per configuration; a report never fails for it."""
     try:
-        from fslab.analyze.diagnose import diagnose_campaign
-    except ImportError as exc:
-        return Diagnosis(False, [], [f"diagnosis unavailable: {exc}"])
-    try:
-        found = diagnose_campaign(store, campaign_id)
+        found = diagnose_campaign(store, data.id)
     except Exception as exc:  # the rest of the report stands without it
         return Diagnosis(False, [], [f"diagnosis unavailable: {type(exc).__name__}: {exc}"])
-    entries = [DiagnosisEntry(d.config, list(d.describe()), d.to_dict()) for d in found]
+    focus = worst.config if worst is not None else None
+    entries = [
+        DiagnosisEntry(d.config, list(d.describe()), d.to_dict(), d.config == focus, d)
+        for d in found
+    ]
     notes = [] if entries else ["diagnosis found no configuration to diagnose"]
     return Diagnosis(True, entries, notes)
 
