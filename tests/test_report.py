@@ -13,7 +13,6 @@ import copy
 import json
 import re
 import shlex
-import sys
 import xml.etree.ElementTree as ET
 from html.parser import HTMLParser
 from pathlib import Path
