@@ -23,6 +23,7 @@ from typing import Any
 
 from fslab.analyze.compare import ComparisonRow, ComparisonTable, PointKey, compare
 from fslab.analyze.dataset import CampaignData, point_key
+from fslab.analyze.falloff import campaign_falloffs
 from fslab.errors import UsageError
 
 Samples = dict[PointKey, dict[str, list[float]]]
@@ -138,7 +139,12 @@ def config_comparisons(
     names = select_metrics([data], patterns)
     tables = compare_configs(data, baseline, names)
     base = baseline or data.configs()[0]
-    return [Comparison(base, config, table) for config, table in tables.items()]
+    falloffs = campaign_falloffs(data)  # where each side falls off: the one falloff model
+
+    def details(config: str) -> dict[str, str]:
+        return {c: falloffs[c].reason for c in (base, config) if c in falloffs}
+
+    return [Comparison(base, config, table, details(config)) for config, table in tables.items()]
 
 
 def min_repetitions(comparisons: Sequence[Comparison]) -> int:
