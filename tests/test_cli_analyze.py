@@ -300,3 +300,30 @@ def test_until_ci_option_errors(tmp_path, args, message):
     assert message in _flat(result.stderr)
     with Store(db) as store:
         assert store.campaigns() == []
+
+
+# --- diagnose -----------------------------------------------------------------------
+
+
+def test_diagnose_ranks_credits_first_and_rules_out_the_workqueue(db):
+    result = fslab("diagnose", QUICK, "--db", db)
+    assert result.exit_code == 0, result.output
+    out = result.stdout
+    assert "1. ext4 journal reserved-credit exhaustion [jbd2-reserved-credits]" in out
+    assert "confirms: ext4-journal1g at numjobs=1024: journal credits 0% of threads" in out
+    assert "ruled out:" in out and "[workqueue-serialisation]" in out
+    assert _narrow(out)
+
+
+def test_diagnose_hypothesis(db):
+    result = fslab("diagnose", QUICK, "--hypothesis", "workqueue-serialisation", "--db", db)
+    assert result.exit_code == 0, result.output
+    assert "ext4-default (ext4): hypothesis workqueue-serialisation" in result.stdout
+    assert "verdict: ruled out: ext4-rsv-conversion" in _flat(result.stdout)
+    data = json.loads(
+        fslab("diagnose", QUICK, "--hypothesis", "jbd2-commit-wait", "--json", "--db", db).stdout
+    )
+    assert data["hypothesis"] == "jbd2-commit-wait"
+    assert data["configs"][0]["hypothesis"]["mechanism"] == "jbd2-commit-wait"
+    bad = fslab("diagnose", QUICK, "--hypothesis", "nonsense", "--db", db)
+    assert bad.exit_code == 2 and "no such mechanism" in _flat(bad.stderr)
