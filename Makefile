@@ -34,6 +34,8 @@ demo: deps venv
 	$(FSLAB) doctor || true
 	$(FSLAB) run ext4-fsync-storm --quick
 	$(FSLAB) report --format html -o fslab-demo-report.html
+	$(FSLAB) compare $$($(FSLAB) show --json | python3 -c 'import json,sys; print(json.load(sys.stdin)["campaign"]["id"])') --by filesystem
+	$(FSLAB) diagnose
 
 lint: venv
 	$(VENV)/bin/ruff check src tests bench

@@ -205,7 +205,7 @@ def judge_metric(signal_def: MetricSignal, good: PointEvidence, bad: PointEviden
         return Finding(f"{signal_def.what}: {name} not measured at {good.label}", None)
     floor = signal_def.floor
     if signal_def.grows:
-        holds = b > floor and b >= signal_def.factor * max(g, floor)
+        holds = b > floor and b >= signal_def.factor * g
         need = f"needs x{signal_def.factor:g}"
     else:
         holds = b * signal_def.factor <= g and g > floor
