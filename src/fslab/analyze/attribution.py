@@ -95,6 +95,6 @@ class Shift:
 
 def class_label(key: str) -> str:
     """A class key as text: 'folio_wait_bit under folio_wait_writeback', 'schedule'."""
-    key = key.removeprefix("leaf:")
+    key = key.removeprefix("leaf:").removesuffix("$")
     frame, _, under = key.partition("<")
     return f"{frame} under {under}" if under else frame

@@ -4,7 +4,8 @@ A rule says what defines a mechanism, so the diagnosis can measure how much
 of the change from a good to a bad point it accounts for (docs/diagnosis.md):
 
 - `offcpu` / `oncpu`: the frames where its threads wait / its CPUs spin;
-  a frame may be given as {frame, under} to count it only below a caller;
+  a frame may be given as {frame, under} to count it only below a caller,
+  or as {frame, leaf = true} to count only threads sleeping in it;
 - `metrics`: collector metrics it predicts to grow (or shrink) from the good
   point to the bad one, by `factor`;
 - `requires`: what must hold at the bad point for the mechanism to be
@@ -32,20 +33,31 @@ PROFILE_KINDS: tuple[ProfileKind, ...] = ("offcpu", "oncpu")
 
 @dataclass(frozen=True)
 class Frame:
-    """A kernel function in a stack, optionally only below a given caller."""
+    """A kernel function in a stack, optionally only below a given caller, or only as the leaf.
+
+    `leaf`: the thread sleeps in this very function. /proc/PID/stack leaves
+    out scheduler functions (__sched: rwsem_down_write_slowpath, schedule), so
+    a thread sleeping on a lock shows the lock's caller as its leaf, e.g.
+    path_openat for a directory's i_rwsem taken by open(O_CREAT).
+    """
 
     frame: str
     under: str = ""
+    leaf: bool = False
 
     @property
     def key(self) -> str:
-        return f"{self.frame}<{self.under}" if self.under else self.frame
+        key = f"{self.frame}<{self.under}" if self.under else self.frame
+        return f"{key}$" if self.leaf else key
 
     def matches_at(self, stack: tuple[str, ...], index: int) -> bool:
+        if self.leaf and index != len(stack) - 1:
+            return False
         return stack[index] == self.frame and (not self.under or self.under in stack[:index])
 
     def describe(self) -> str:
-        return f"{self.frame} under {self.under}" if self.under else self.frame
+        text = f"{self.frame} under {self.under}" if self.under else self.frame
+        return f"{text} (sleeping in it)" if self.leaf else text
 
 
 @dataclass(frozen=True)
@@ -106,10 +118,16 @@ def _frames(items: list[Any], where: str) -> tuple[Frame, ...]:
     for item in items:
         if isinstance(item, str):
             out.append(Frame(item))
-        elif isinstance(item, Mapping) and set(item) <= {"frame", "under"} and "frame" in item:
-            out.append(Frame(str(item["frame"]), str(item.get("under", ""))))
+        elif (
+            isinstance(item, Mapping)
+            and set(item) <= {"frame", "under", "leaf"}
+            and "frame" in item
+        ):
+            out.append(
+                Frame(str(item["frame"]), str(item.get("under", "")), bool(item.get("leaf")))
+            )
         else:
-            raise ValueError(f"{where}: a frame is a name or {{frame, under}}, not {item!r}")
+            raise ValueError(f"{where}: a frame is a name or {{frame, under, leaf}}, not {item!r}")
     return tuple(out)
 
 
