@@ -22,7 +22,6 @@ configurations, the first one's fit is compared with each other's.
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -206,7 +205,7 @@ def _curves(data: CampaignData, config: str, metric: str, axis: str, n_boot: int
     failed = _failed_by_rest(data, config, axis)
     measured = falloff.curves(data, config, metric, axis)
     if not measured:
-        numeric = all(_as_float(p.sweep.get(axis)) is not None for p in data.ok_points(config))
+        numeric = all(falloff.as_number(p.sweep.get(axis)) is not None for p in data.ok_points(config))
         reason = (
             _no_points_reason(data, config, axis, failed)
             if numeric
@@ -290,7 +289,7 @@ def _failed_by_rest(data: CampaignData, config: str, axis: str) -> dict[PointKey
     failed: dict[PointKey, list[float]] = {}
     for p in data.points:
         if p.config == config and p.status == "failed" and axis in p.sweep:
-            n = _as_float(p.sweep[axis])
+            n = falloff.as_number(p.sweep[axis])
             if n is not None:
                 failed.setdefault(point_key(p.sweep, drop=[axis]), []).append(n)
     return {rest: sorted(set(ns)) for rest, ns in failed.items()}
@@ -328,13 +327,6 @@ def _moves(curves: list[CurveFit]) -> list[FitMove]:
         moves.append(FitMove(base.label, curve.label, compare_fits(base.fit, curve.fit)))
     return moves
 
-
-def _as_float(value: Any) -> float | None:
-    try:
-        result = float(value)
-    except (TypeError, ValueError):
-        return None
-    return result if math.isfinite(result) else None
 
 
 def _num(value: float) -> str:

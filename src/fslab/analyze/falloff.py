@@ -190,12 +190,18 @@ def make_curve(config: str, axis: str, rest: PointKey, points: list[SweepPoint])
     return curve
 
 
-def _as_n(value: Any) -> float | None:
+def as_number(value: Any) -> float | None:
+    """A sweep value as a finite number, None when it is not one ("4k", "", None)."""
     try:
-        n = float(value)
+        number = float(value)
     except (TypeError, ValueError):
         return None
-    return n if math.isfinite(n) and n > 0 else None
+    return number if math.isfinite(number) else None
+
+
+def _as_n(value: Any) -> float | None:
+    n = as_number(value)
+    return n if n is not None and n > 0 else None
 
 
 def sweep_points(data: CampaignData, config: str, metric: str) -> list[SweepPoint]:
