@@ -205,7 +205,9 @@ def _curves(data: CampaignData, config: str, metric: str, axis: str, n_boot: int
     failed = _failed_by_rest(data, config, axis)
     measured = falloff.curves(data, config, metric, axis)
     if not measured:
-        numeric = all(falloff.as_number(p.sweep.get(axis)) is not None for p in data.ok_points(config))
+        numeric = all(
+            falloff.as_number(p.sweep.get(axis)) is not None for p in data.ok_points(config)
+        )
         reason = (
             _no_points_reason(data, config, axis, failed)
             if numeric
@@ -326,7 +328,6 @@ def _moves(curves: list[CurveFit]) -> list[FitMove]:
         assert base.fit is not None and curve.fit is not None
         moves.append(FitMove(base.label, curve.label, compare_fits(base.fit, curve.fit)))
     return moves
-
 
 
 def _num(value: float) -> str:
