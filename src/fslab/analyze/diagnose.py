@@ -709,29 +709,23 @@ def ruled_out_text(c: Candidate, diagnosis: ConfigDiagnosis) -> str:
     """Why a mechanism is not the answer, with its numbers."""
     good, bad = diagnosis.good_label, diagnosis.bad_label
     top = diagnosis.candidates[0] if diagnosis.candidates else None
-    parts = []
-    if c.ruled_out:
-        parts.append(f"{c.ruled_out}")
-    off = c.shares.get("offcpu")
-    if off is not None:
-        g, b = off
-        trend = "fell" if b < g else "held" if abs(b - g) < 0.05 else "grew"
+    parts = [c.ruled_out] if c.ruled_out else []
+    for kind, (g, b) in c.shares.items():
+        trend = "held" if abs(b - g) < 0.05 else "fell" if b < g else "grew"
+        what = "of threads waiting" if kind == "offcpu" else "of busy CPU"
+        parts.append(f"its frames {trend}: {g:.0%} {what} at {good} -> {b:.0%} at {bad}")
+        break
+    weak = next((x for x in c.counterfactuals if x.verdict == "weakens"), None)
+    if weak is not None:
         parts.append(
-            f"threads waiting for {c.short} {trend}: {g:.0%} at {good} -> {b:.0%} at {bad}"
+            f"as present where throughput held ({weak.config} at {weak.label}: "
+            f"{weak.theirs:.0%}, {weak.gain_pct:+.0f}%)"
         )
-    elif "oncpu" in c.shares:
-        g, b = c.shares["oncpu"]
-        parts.append(f"CPU in its frames {g:.0%} at {good} -> {b:.0%} at {bad}")
-    weak = [x for x in c.counterfactuals if x.verdict == "weakens"]
-    if weak:
-        parts.append(f"as present where throughput held: {weak[0].text}")
     if top is not None and top.mechanism != c.mechanism:
-        share = top.shares.get("offcpu") or top.shares.get("oncpu")
-        if share is not None:
-            parts.append(
-                f"it explains {c.explained:.0%} of the change, {top.short} {top.explained:.0%}"
-                f" ({share[1]:.0%} at {bad})"
-            )
+        parts.append(
+            f"threads wait for {top.short}, not for {c.short}: {top.explained:.0%} of the "
+            f"change against {c.explained:.0%}"
+        )
     return "; ".join(parts)
 
 
