@@ -106,24 +106,27 @@ def throughput_plot(report: Report) -> str | None:
             medians = [float(np.median(r)) for r in curve.reps]
             ax.plot(curve.n, medians, "o-", color=colour, label=curve.label, ms=4, lw=1.4)
             fit = curve.fit
-            if fit is None:
-                continue
-            grid = np.geomspace(min(fit.n[: fit.n_fitted]), max(fit.n), 200)
-            ax.plot(grid, fit.predict(grid), "--", color=colour, lw=1, alpha=0.8)
-            if fit.knee_n is not None and fit.knee_n in curve.n:
-                y = medians[curve.n.index(fit.knee_n)]
-                ax.plot([fit.knee_n], [y], "o", ms=11, mfc="none", mec=colour, mew=1.5)
+            if fit is not None:
+                grid = np.geomspace(min(fit.n[: fit.n_fitted]), max(fit.n), 200)
+                ax.plot(grid, fit.predict(grid), "--", color=colour, lw=1, alpha=0.8)
+            measured = curve.measured  # knee and cliff: analyze.falloff, fit or no fit
+            knee_n = measured.knee_n if measured else None
+            if knee_n is not None and knee_n in curve.n:
+                y = medians[curve.n.index(knee_n)]
+                ax.plot([knee_n], [y], "o", ms=11, mfc="none", mec=colour, mew=1.5)
                 ax.annotate(
-                    f"knee N={fit.knee_n:g}",
-                    (fit.knee_n, y),
+                    f"knee N={knee_n:g}",
+                    (knee_n, y),
                     textcoords="offset points",
                     xytext=(10, -14 - 11 * index),
                     color=colour,
                     fontsize=8,
                     bbox={"boxstyle": "round,pad=0.15", "fc": "white", "ec": "none", "alpha": 0.8},
                 )
-            if fit.cliff is not None:
-                ax.axvspan(fit.cliff.n_before, fit.cliff.n_after, color=colour, alpha=0.08)
+            if measured is not None and measured.cliff is not None:
+                ax.axvspan(
+                    measured.cliff.n_before, measured.cliff.n_after, color=colour, alpha=0.08
+                )
         _log2_x(ax, all_n)
         ax.set_ylim(bottom=0)
         _value_axis(ax, metric)
@@ -131,7 +134,7 @@ def throughput_plot(report: Report) -> str | None:
         ax.set_ylabel(report.results.headline_label)
         ax.set_title(
             f"{report.results.headline_label} vs {scaling.axis}: points = runs, "
-            "line = median, dashed = USL fit, ring = knee",
+            "line = median, dashed = USL fit (where identified), ring = knee, band = cliff",
             fontsize=9,
         )
         ax.legend(loc="best")
