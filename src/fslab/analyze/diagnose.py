@@ -123,9 +123,7 @@ def _all_frames(rules: list[Rule], kind: ProfileKind) -> list[Frame]:
 class Compositions:
     """Each point's profiles cut into the rule base's classes (analyze.attribution)."""
 
-    by_point: dict[PointKey, dict[ProfileKind, dict[str, float] | None]] = field(
-        default_factory=dict
-    )
+    by_row: dict[int, dict[ProfileKind, dict[str, float] | None]] = field(default_factory=dict)
 
     def add(self, evidence: PointEvidence, rules: list[Rule]) -> None:
         found: dict[ProfileKind, dict[str, float] | None] = {}
@@ -137,14 +135,13 @@ class Compositions:
             # shares of all the workload's threads: a thread that went from running to
             # waiting in a mechanism's frames is part of the change too
             found["offcpu"] = {**{k: v * blocked for k, v in off.items()}, RUNNING: 1 - blocked}
-        self.by_point[_ev_key(evidence)] = found
+        if evidence.row is not None:
+            self.by_row[evidence.row.id] = found
 
     def of(self, evidence: PointEvidence, kind: ProfileKind) -> dict[str, float] | None:
-        return self.by_point.get(_ev_key(evidence), {}).get(kind)
-
-
-def _ev_key(evidence: PointEvidence) -> PointKey:
-    return (("_row", evidence.row.id if evidence.row else -1), *evidence.key)
+        if evidence.row is None:
+            return None
+        return self.by_row.get(evidence.row.id, {}).get(kind)
 
 
 def signal(evidence: PointEvidence, rule: Rule, comps: Compositions) -> tuple[float, str] | None:

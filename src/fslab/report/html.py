@@ -257,8 +257,8 @@ def _scaling(report: Report, svg: str | None) -> str:
         _figure(
             svg,
             "Each point is one run; the solid line joins the medians; dashed lines are "
-            "the USL fits, where identified; a ring marks the knee (beyond it, doubling concurrency gains "
-            "under 10%); a shaded band marks a cliff.",
+            "the USL fits, where identified; a ring marks the knee (beyond it, doubling "
+            "concurrency gains under 10%); a shaded band marks a cliff.",
         )
     ]
     describe = [line for curve in s.curves for line in [*curve.describe(), ""]]
