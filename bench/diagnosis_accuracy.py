@@ -80,16 +80,16 @@ def confusion_table(results: list[CaseResult]) -> list[str]:
 
 
 def margin_lines(results: list[CaseResult]) -> list[str]:
-    lines = [f"{'case':<36} {'true':<24} {'first':<24} {'score':>5} {'second':<24} {'margin':>6}"]
+    """Per case: the first and second candidates with their scores, and the margin."""
+    lines = [f"{'case':<30} {'true':<22} {'first':<28} {'second':<28} {'margin':>6}"]
     for r in results:
         d = r.diagnosis
-        second = d.judged[1] if len(d.judged) > 1 else None
-        first_score = f"{d.judged[0].score:.2f}" if d.judged and d.top else "-"
+        ranked = d.judged if d.top else []
+        first = f"{ranked[0].mechanism} {ranked[0].score:.2f}" if ranked else "none"
+        second = f"{ranked[1].mechanism} {ranked[1].score:.2f}" if len(ranked) > 1 else "-"
         margin = f"{d.margin:.2f}" if d.margin is not None else "-"
-        lines.append(
-            f"{r.file + ':' + r.config:<36} {r.truth:<24} {r.predicted:<24} {first_score:>5} "
-            f"{(second.mechanism if second and d.top else '-'):<24} {margin:>6}"
-        )
+        case = f"{r.file.removesuffix('.json')}:{r.config}"
+        lines.append(f"{case:<30} {r.truth:<22} {first:<28} {second:<28} {margin:>6}")
     return lines
 
 
