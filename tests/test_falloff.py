@@ -130,3 +130,13 @@ def test_a_single_run_falloff_says_it_is_untested(tmp_path):
     falloffs = campaign_falloffs(load_campaign(store, import_campaign(store, data)))
     default = falloffs["ext4-default"]  # 8553 -> 6695, one run each
     assert default.has_falloff and "not tested against noise" in default.notes[0]
+
+
+def test_scale_prints_no_peak_outside_the_data_on_4_points(journal):
+    """The issue's case: 4 points starting past the peak once gave N* = 0.000178."""
+    store, cid = journal
+    for curve in fit_campaign(load_campaign(store, cid), n_boot=0).curves:
+        text = "\n".join(curve.describe())
+        assert curve.fit is None and "N* =" not in text
+        assert "highest at the smallest numjobs measured (256)" in text
+        assert "observed peak" in text and "falloff beyond it" in text
