@@ -718,7 +718,7 @@ def ruled_out_text(c: Candidate, diagnosis: ConfigDiagnosis) -> str:
             f"as present where throughput held ({weak.config} at {weak.label}: "
             f"{weak.theirs:.0%}, {weak.gain_pct:+.0f}%)"
         )
-    if top is not None and top.mechanism != c.mechanism:
+    if top is not None and top.mechanism != c.mechanism and top.explained > c.explained:
         parts.append(
             f"threads wait for {top.short}, not for {c.short}: {top.explained:.0%} of the "
             f"change against {c.explained:.0%}"
