@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import mmap
 import os
+import subprocess
+import sys
 import tempfile
 import time
 
@@ -16,6 +18,7 @@ import pytest
 from tests.conftest import requires_root
 
 from fslab.errors import FslabError
+from fslab.store.db import Store
 from fslab.target.limits import (
     BLKIO_ROOT,
     DeviceLimits,
@@ -98,3 +101,46 @@ def test_missing_throttle_files_are_a_clear_error(loop_device, tmp_path):
     ):
         pass
     assert BLKIO_ROOT.exists()
+
+
+LIMITED_SPEC = """
+name = "limited"
+
+[target]
+kind = "ram"
+size = "1GiB"
+limits = { write_iops = 300 }
+
+[[filesystems]]
+label = "ext4"
+type = "ext4"
+
+[workload]
+kind = "fio"
+options = { name = "w", rw = "randwrite", direct = 1, bs = "4k", filesize = "8m" }
+
+[run]
+runtime = "2s"
+"""
+
+
+def test_a_campaign_point_runs_at_its_limit_and_records_it(tmp_path, no_leaks):
+    """fslab run with target.limits: fio sees the cap, the facts say so, nothing stays set."""
+    spec = tmp_path / "limited.toml"
+    spec.write_text(LIMITED_SPEC)
+    db = tmp_path / "r.db"
+    done = subprocess.run(
+        [sys.executable, "-m", "fslab", "run", str(spec), "--db", str(db), "--no-collect"],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    with Store(db) as store:
+        (point,) = store.points(store.latest_campaign_id())
+        iops = store.metrics(point.campaign_id)[point.id]["fio.write.iops"]
+    limits = point.facts["device_limits"]
+    assert limits["write_iops"] == 300 and "blkio" in limits["how"]
+    assert 200 < iops < 330, iops
+    for kind in ("write_iops", "write_bps", "read_iops", "read_bps"):
+        assert ":" not in (BLKIO_ROOT / f"blkio.throttle.{kind}_device").read_text()
