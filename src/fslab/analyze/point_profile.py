@@ -4,7 +4,8 @@ A point's profiles are artifacts (`profile.oncpu.folded` from perf,
 `profile.offcpu.folded` from the blocked-thread sampler). Points are named
 by seq ("12") or by selector ("ext4-default:numjobs=1024", or
 "numjobs=1024" for the first configuration); by default the worst point of
-the first configuration (analyze.falloff), where falloff is explained.
+the configuration with the deepest falloff (analyze.falloff, as the report),
+where falloff is explained.
 When a point has no profile the collectors table says why (off, not
 available on this host, failed), and that reason is the error message: a
 missing profile is a fact about the run, not a bug.
@@ -18,7 +19,7 @@ from typing import Any, Literal
 
 from fslab.analyze import profile as prof
 from fslab.analyze.dataset import CampaignData, key_label, point_key
-from fslab.analyze.falloff import config_falloff
+from fslab.analyze.falloff import campaign_falloffs, config_falloff, focus_config
 from fslab.analyze.profile import DiffRow, FuncShare, HotChain, Profile
 from fslab.errors import FslabError, UsageError
 from fslab.store.db import PointRow, Store
@@ -106,13 +107,15 @@ def worst_evidence_row(data: CampaignData, config: str) -> PointRow | None:
 
 
 def _worst_key_points(data: CampaignData) -> list[PointRow]:
-    """The worst point of the first config first, then its other repetitions."""
+    """The worst point of the focus configuration (the report's), then its other runs."""
     configs = data.configs()
     if not configs:
         raise UsageError(f"campaign {data.id} has no points")
-    worst = worst_evidence_row(data, configs[0])
+    focus = focus_config(campaign_falloffs(data))
+    config = focus.config if focus else configs[0]
+    worst = worst_evidence_row(data, config)
     if worst is None:
-        return [p for p in data.points if p.config == configs[0]]
+        return [p for p in data.points if p.config == config]
     same = [p for p in data.points if p.config == worst.config and p.sweep == worst.sweep]
     return [worst, *(p for p in same if p.id != worst.id)]
 
