@@ -433,7 +433,7 @@ def profile(
     db: DbOption = None,
     as_json: JsonOption = False,
 ) -> None:
-    """Kernel profile of a point (default: the worst point of the first config), or a diff.
+    """Kernel profile of a point (default: the worst point, as the report picks it), or a diff.
 
     Top functions by inclusive and self share and the hottest call chains;
     with --diff A B, functions, chains and threads ranked by the change in
