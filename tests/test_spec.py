@@ -43,10 +43,11 @@ def test_presets_load_in_full_and_quick_form():
 def test_fsync_storm_quick_form_matches_the_issue():
     spec, _ = load_spec("ext4-fsync-storm", quick=True)
     assert [fs.label for fs in spec.filesystems] == ["ext4-default", "ext4-journal1g"]
-    assert spec.sweep["numjobs"] == [256, 1024] and spec.run.repeat == 3
-    # (repeat + 1 evidence run) x 2 configs x 2 points x (runtime + ramp) stays near 2 min
+    assert spec.sweep["numjobs"] == [256, 1024] and spec.run.repeat == 4
+    # (repeat + 1 evidence run) x 2 configs x 2 points x (runtime + ramp): under 3 min
+    # measured, so that make demo stays under 5 with mkfs, start-up and the report
     runs = (spec.run.repeat + 1) * len(spec.filesystems) * len(spec.sweep["numjobs"])
-    assert runs * (spec.runtime_s + spec.ramp_s) <= 150
+    assert runs * (spec.runtime_s + spec.ramp_s) <= 170
     assert "-J" in spec.filesystems[1].mkfs_options
     assert "lazy_itable_init=0,lazy_journal_init=0" in spec.filesystems[0].mkfs_options
 
