@@ -472,4 +472,10 @@ def main() -> None:
 
 
 # Command groups in modules of their own; imported last, they register on `app`.
-from fslab import cli_analyze, cli_diagnose, cli_report, cli_reproduce  # noqa: E402, F401
+from fslab import (  # noqa: E402, F401
+    cli_analyze,
+    cli_diagnose,
+    cli_kernels,
+    cli_report,
+    cli_reproduce,
+)

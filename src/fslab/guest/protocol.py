@@ -1,0 +1,91 @@
+"""What the host and the in-guest agent exchange, as JSON files in the shared directory.
+
+The host writes a request file and sends `run <name>` on the guest's stdin; the
+agent writes the result file (atomically: a temporary name, then a rename) and
+prints `@fslab-agent done <name>` on its stdout. `quit` (or end of input, when
+the host is gone) makes the agent exit, which powers the guest off.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from fslab.spec import Point, Spec, validate_spec
+from fslab.store.db import PointOutcome
+
+MARKER = "@fslab-agent"
+SESSION_FILE = "session.json"
+FACTS_FILE = "guest-facts.json"
+
+
+@dataclass(frozen=True)
+class PointRequest:
+    """One point to run in the guest: the spec it belongs to and which point."""
+
+    spec: dict[str, Any]  # Spec.model_dump(mode="json")
+    seq: int
+    config: str  # the filesystem configuration's label
+    sweep: dict[str, Any]
+    repeat: int
+    collect: bool = True
+
+    @classmethod
+    def for_point(cls, spec: Spec, point: Point, *, collect: bool = True) -> PointRequest:
+        return cls(
+            spec=spec.model_dump(mode="json"),
+            seq=point.seq,
+            config=point.filesystem.label,
+            sweep=point.sweep_dict,
+            repeat=point.repeat,
+            collect=collect,
+        )
+
+    def spec_and_point(self) -> tuple[Spec, Point]:
+        spec = validate_spec(self.spec, "guest request")
+        by_label = {fs.label: fs for fs in spec.filesystems}
+        point = Point(self.seq, by_label[self.config], tuple(self.sweep.items()), self.repeat)
+        return spec, point
+
+
+@dataclass(frozen=True)
+class GuestFacts:
+    """What the agent reads inside the running guest."""
+
+    kernel_release: str
+    kernel_cmdline: str
+    nr_cpu_ids: int
+    online_cpus: int
+    memory_bytes: int
+    agent_started_uptime_s: float  # the kernel's and init's share of the boot
+    agent_ready_uptime_s: float  # + Python, fslab's imports and the guest's setup
+    setup_notes: list[str] = field(default_factory=list)
+
+
+def write_json_atomic(path: Path, data: Any) -> None:
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(json.dumps(data))
+    os.replace(tmp, path)
+
+
+def outcome_to_json(outcome: PointOutcome) -> dict[str, Any]:
+    return dataclasses.asdict(outcome)
+
+
+def outcome_from_json(data: dict[str, Any]) -> PointOutcome:
+    data = dict(data)
+    data["commands"] = [(list(argv), int(rc), float(s)) for argv, rc, s in data["commands"]]
+    data["collectors"] = {name: (str(s), str(r)) for name, (s, r) in data["collectors"].items()}
+    return PointOutcome(**data)
+
+
+def request_to_json(request: PointRequest) -> dict[str, Any]:
+    return dataclasses.asdict(request)
+
+
+def request_from_json(data: dict[str, Any]) -> PointRequest:
+    return PointRequest(**data)
