@@ -95,6 +95,11 @@ def _memory_bytes(meminfo: str) -> int:
     return int(match.group(1)) * 1024 if match else 0
 
 
+def memory_total_bytes() -> int:
+    """MemTotal of this machine (or guest)."""
+    return _memory_bytes(_read("/proc/meminfo"))
+
+
 def online_cpu_count() -> int:
     online = _read("/sys/devices/system/cpu/online")
     return len(parse_cpu_list(online)) if online else os.cpu_count() or 1
@@ -116,7 +121,7 @@ def collect_host_facts() -> HostFacts:
         cpu_model=_cpu_model(_read("/proc/cpuinfo")),
         online_cpus=online,
         nr_cpu_ids=possible,
-        memory_bytes=_memory_bytes(_read("/proc/meminfo")),
+        memory_bytes=memory_total_bytes(),
         fio_version=_tool_version(["fio", "--version"]),
         perf_version=_tool_version(["perf", "--version"]),
         e2fsprogs_version=_tool_version(["mke2fs", "-V"]),

@@ -22,11 +22,18 @@ from fslab.guest.protocol import (
     FACTS_FILE,
     MARKER,
     GuestFacts,
+    guest_target_problem,
     outcome_to_json,
     request_from_json,
     write_json_atomic,
 )
-from fslab.hostfacts import HostFacts, collect_host_facts, nr_cpu_ids, online_cpu_count
+from fslab.hostfacts import (
+    HostFacts,
+    collect_host_facts,
+    memory_total_bytes,
+    nr_cpu_ids,
+    online_cpu_count,
+)
 from fslab.proc import run
 from fslab.runner import RunOptions, run_point
 from fslab.store.db import PointOutcome, utc_now
@@ -59,16 +66,12 @@ def _started_uptime_s() -> float:
 
 
 def read_guest_facts(notes: list[str]) -> GuestFacts:
-    meminfo = Path("/proc/meminfo").read_text()
-    mem_kib = next(
-        (int(line.split()[1]) for line in meminfo.splitlines() if line.startswith("MemTotal:")), 0
-    )
     return GuestFacts(
         kernel_release=os.uname().release,
         kernel_cmdline=Path("/proc/cmdline").read_text().strip(),
         nr_cpu_ids=nr_cpu_ids(),
         online_cpus=online_cpu_count(),
-        memory_bytes=mem_kib * 1024,
+        memory_bytes=memory_total_bytes(),
         agent_started_uptime_s=round(_started_uptime_s(), 2),
         agent_ready_uptime_s=round(_uptime_s(), 2),
         setup_notes=notes,
@@ -82,12 +85,9 @@ def run_request(path: Path, host: HostFacts) -> PointOutcome:
     try:
         request = request_from_json(json.loads(path.read_text()))
         spec, point = request.spec_and_point()
-        if spec.target.kind != "ram":
-            outcome = PointOutcome(
-                status="failed",
-                error=f"target.kind = {spec.target.kind!r}: a guest builds its filesystems "
-                "on RAM loop images only (target.kind = 'ram')",
-            )
+        problem = guest_target_problem(spec)
+        if problem is not None:
+            outcome = PointOutcome(status="failed", error=problem)
         else:
             outcome = run_point(
                 spec,

@@ -34,8 +34,8 @@ class GuestConfig(BaseModel):
 
     kernel: Annotated[str, Field(min_length=1)]  # release, series ("6.1") or a path
     modules: str | None = None  # modules directory for a bare bzImage
-    cpus: Annotated[int, Field(ge=1, le=8192)] = 2
-    possible_cpus: Annotated[int, Field(ge=1, le=8192)] | None = None  # nr_cpu_ids
+    cpus: Annotated[int, Field(ge=1)] = 2  # the accelerator's limit is checked at boot
+    possible_cpus: Annotated[int, Field(ge=1)] | None = None  # nr_cpu_ids; <= CONFIG_NR_CPUS
     memory: str | None = None  # default: the target image + 1 GiB, at least 2 GiB
     accel: Literal["auto", "kvm", "tcg"] = "auto"
     boot_timeout: str | None = None  # default: 300 s under TCG, 120 s under KVM

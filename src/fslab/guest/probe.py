@@ -52,8 +52,9 @@ _choices: dict[str, AccelChoice] = {}
 _machine_max: dict[str, int] = {}
 
 
-def kvm_device_problem(device: Path = KVM_DEVICE) -> str | None:
+def kvm_device_problem(device: Path | None = None) -> str | None:
     """Why /dev/kvm cannot be opened and asked its API version; None when it can."""
+    device = device or KVM_DEVICE
     if not device.exists():
         return f"{device} does not exist (no KVM module, or virtualisation off in firmware)"
     try:
@@ -71,8 +72,9 @@ def kvm_device_problem(device: Path = KVM_DEVICE) -> str | None:
     return None
 
 
-def kvm_max_vcpus(device: Path = KVM_DEVICE) -> int | None:
+def kvm_max_vcpus(device: Path | None = None) -> int | None:
     """KVM_CAP_MAX_VCPUS: the most vCPUs one KVM guest may have here."""
+    device = device or KVM_DEVICE
     try:
         fd = os.open(device, os.O_RDWR | os.O_CLOEXEC)
     except OSError:

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from fslab.guest.config import GUEST_AXES
 from fslab.spec import Point, Spec, validate_spec
 from fslab.store.db import PointOutcome
 
@@ -46,10 +47,19 @@ class PointRequest:
         )
 
     def spec_and_point(self) -> tuple[Spec, Point]:
-        spec = validate_spec(self.spec, "guest request")
+        """The spec and point as the guest runs them: a plain host point.
+
+        The guest's own axes (kernel, cpus, possible_cpus) and a [vm] table
+        chose this guest; inside it they mean nothing, so they are left out
+        rather than passed on to the workload.
+        """
+        data = dict(self.spec)
+        data.pop("vm", None)
+        data["sweep"] = {k: v for k, v in data.get("sweep", {}).items() if k not in GUEST_AXES}
+        spec = validate_spec(data, "guest request")
         by_label = {fs.label: fs for fs in spec.filesystems}
-        point = Point(self.seq, by_label[self.config], tuple(self.sweep.items()), self.repeat)
-        return spec, point
+        sweep = tuple((k, v) for k, v in self.sweep.items() if k not in GUEST_AXES)
+        return spec, Point(self.seq, by_label[self.config], sweep, self.repeat)
 
 
 @dataclass(frozen=True)
@@ -64,6 +74,16 @@ class GuestFacts:
     agent_started_uptime_s: float  # the kernel's and init's share of the boot
     agent_ready_uptime_s: float  # + Python, fslab's imports and the guest's setup
     setup_notes: list[str] = field(default_factory=list)
+
+
+def guest_target_problem(spec: Spec) -> str | None:
+    """Why a guest cannot build this spec's filesystems; None when it can."""
+    if spec.target.kind != "ram":
+        return (
+            f"target.kind = {spec.target.kind!r}: a guest builds its filesystems on RAM "
+            "loop images only (target.kind = 'ram')"
+        )
+    return None
 
 
 def write_json_atomic(path: Path, data: Any) -> None:

@@ -41,14 +41,17 @@ from fslab.guest.protocol import (
     SESSION_FILE,
     GuestFacts,
     PointRequest,
+    guest_target_problem,
     outcome_from_json,
     request_to_json,
     write_json_atomic,
 )
 from fslab.guest.vng import BootPlan, check_host_tools, stage_kernel, vng_argv, vng_binary, vng_env
+from fslab.hostfacts import memory_total_bytes
 from fslab.proc import stop_process_group
 from fslab.spec import Point, Spec
 from fslab.store.db import PointOutcome, utc_now
+from fslab.units import format_bytes
 from fslab.workload import plan as workload_plan
 
 CONSOLE_TAIL_BYTES = 6000
@@ -57,6 +60,7 @@ QUIT_GRACE_S = 30.0
 # the agent's result file, and slack for an emulated CPU.
 POINT_MARGIN_S = 300.0
 PROBE_MEMORY_BYTES = 1024**3
+HOST_RESERVE_BYTES = 2 * 1024**3
 
 
 class GuestError(FslabError):
@@ -84,6 +88,7 @@ class _Guest:
             cwd="/",
             start_new_session=True,
         )
+        self.ready = False  # the agent said it is up: it will act on `quit`
         self._buffer = b""
         self._selector = selectors.DefaultSelector()
         assert self.proc.stdout is not None
@@ -119,8 +124,10 @@ class _Guest:
         self.proc.stdin.flush()
 
     def stop(self) -> None:
-        """Ask the agent to quit (the guest powers off); kill the group if it lingers."""
-        if self.proc.poll() is None:
+        """Ask the agent to quit (the guest powers off); kill the group if it lingers.
+
+        A guest still booting cannot hear `quit`: it is killed at once."""
+        if self.ready and self.proc.poll() is None:
             with contextlib.suppress(OSError, ValueError):
                 self.send("quit")
             with contextlib.suppress(OSError, ValueError):
@@ -134,12 +141,32 @@ class _Guest:
         stop_process_group(self.proc, grace_s=5.0)  # type: ignore[arg-type]
         with contextlib.suppress(ProcessLookupError, PermissionError):
             os.killpg(self.proc.pid, signal.SIGKILL)  # anything the group left running
+        _wait_group_gone(self.proc.pid)
         for stream in (self.proc.stdin, self.proc.stdout):
             with contextlib.suppress(OSError, ValueError):
                 if stream is not None:
                     stream.close()
         self._selector.close()
         self._console.close()
+
+
+def _wait_group_gone(pgid: int, timeout_s: float = 10.0) -> None:
+    """Until no process of the group is left (zombies included: their reaper is init)."""
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        members = []
+        for entry in Path("/proc").iterdir():
+            if not entry.name.isdigit():
+                continue
+            try:
+                fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+            except OSError:
+                continue
+            if int(fields[2]) == pgid:
+                members.append(entry.name)
+        if not members:
+            return
+        time.sleep(0.1)
 
 
 def console_tail(path: Path, limit: int = CONSOLE_TAIL_BYTES) -> str:
@@ -153,7 +180,7 @@ def console_tail(path: Path, limit: int = CONSOLE_TAIL_BYTES) -> str:
 
 def _last_line(text: str) -> str:
     lines = [line.strip() for line in text.splitlines() if line.strip()]
-    return lines[-1] if lines else "(the console printed nothing)"
+    return lines[-1].rstrip(".") if lines else "(the console printed nothing)"
 
 
 @contextlib.contextmanager
@@ -191,6 +218,30 @@ class _TermAsInterrupt:
         if self._installed:
             signal.signal(signal.SIGTERM, signal.SIG_DFL)
             self._installed = False
+
+
+def check_guest(config: GuestConfig, *, target_bytes: int = 0) -> tuple[Kernel, int]:
+    """All that can be checked about a guest without booting it: the kernel and its
+    modules, the host's tools, the CPU counts, the memory. Returns (kernel, memory
+    bytes); raises UsageError or GuestError (exit 2) naming the problem."""
+    kernel = resolve_kernel(config.kernel, config.modules)
+    check_host_tools()
+    vng_binary()
+    check_cpus(config.cpus, config.possible_cpus, "kvm" if config.accel == "kvm" else "tcg", kernel)
+    memory_bytes = config.memory_bytes(target_bytes)
+    check_memory(memory_bytes)
+    return kernel, memory_bytes
+
+
+def check_memory(memory_bytes: int) -> None:
+    """Refuse a guest larger than the host's RAM (qemu would start, then swap or be killed)."""
+    host_bytes = memory_total_bytes()
+    if host_bytes and memory_bytes > host_bytes - HOST_RESERVE_BYTES:
+        raise GuestError(
+            f"guest memory {format_bytes(memory_bytes)} does not fit this host's "
+            f"{format_bytes(host_bytes)} (fslab keeps {format_bytes(HOST_RESERVE_BYTES)} for "
+            "the host); set memory, or a smaller target.size"
+        )
 
 
 def boot_plan(
@@ -291,15 +342,12 @@ class GuestSession:
     def open(self) -> None:
         """Resolve, check and boot; GuestError (exit 2) if the guest cannot be had."""
         config = self.config
-        self.kernel = resolve_kernel(config.kernel, config.modules)
-        check_host_tools()
-        vng_binary()
+        self.kernel, self.memory_bytes = check_guest(config, target_bytes=self.target_bytes)
         self.accel = choose_accel(
             config.accel, self.kernel, lambda k: probe_kvm_boot(k, self.probe_timeout_s)
         )
         self.progress(f"guest {self.kernel.release}: {self.accel.accel} ({self.accel.reason})")
         check_cpus(config.cpus, config.possible_cpus, self.accel.accel, self.kernel)
-        self.memory_bytes = config.memory_bytes(self.target_bytes)
         self._workdir = Path(tempfile.mkdtemp(prefix=f"fslab-guest-{os.getpid()}-"))
         self._boot()
 
@@ -312,7 +360,7 @@ class GuestSession:
             if self._workdir is not None:
                 shutil.rmtree(self._workdir, ignore_errors=True)
                 self._workdir = None
-        self._term.restore()
+            self._term.restore()
 
     @property
     def running(self) -> bool:
@@ -364,6 +412,7 @@ class GuestSession:
             self._guest.kill()
             self._guest = None
             raise GuestError(f"fslab's agent failed in the guest: {argument}\n{tail}")
+        self._guest.ready = True
         self.boot_s = time.monotonic() - start
         self.guest_facts = GuestFacts(**json.loads((rwdir / argument).read_text()))
         self._rwdir = rwdir
@@ -377,6 +426,9 @@ class GuestSession:
     def run_point(self, spec: Spec, point: Point, *, collect: bool = True) -> PointOutcome:
         """Run one point in the guest; a guest that fails it is rebooted for the next."""
         started = utc_now()
+        problem = guest_target_problem(spec)
+        if problem is not None:
+            return self._failed(started, problem, "")
         if not self.running:
             if self._guest is not None:
                 self._guest.kill()
