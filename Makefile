@@ -2,12 +2,17 @@
 # Both install what is missing (Debian packages, a venv with fslab) and are idempotent.
 
 VENV ?= .venv
-DEB_PACKAGES = fio xfsprogs e2fsprogs btrfs-progs linux-perf util-linux
+# qemu-system-x86, busybox-static and kmod (depmod) for guests under virtme-ng; file for its
+# kernel-version detection
+DEB_PACKAGES = fio xfsprogs e2fsprogs btrfs-progs linux-perf util-linux \
+	qemu-system-x86 busybox-static kmod file
 # only the tests need these (the HTML report rendered in a real browser)
 TEST_DEB_PACKAGES = chromium
 FSLAB = $(VENV)/bin/fslab
+# The kernel the guest tests boot: the newest Debian 6.1, into fslab's cache
+GUEST_KERNEL ?= 6.1
 
-.PHONY: demo test deps test-deps install-debs venv lint clean-leftovers
+.PHONY: demo test deps test-deps install-debs venv lint clean-leftovers guest-kernel
 
 deps:
 	@$(MAKE) --no-print-directory install-debs PACKAGES="$(DEB_PACKAGES)"
@@ -30,6 +35,9 @@ $(VENV)/.installed: pyproject.toml
 
 venv: $(VENV)/.installed
 
+guest-kernel: venv
+	@$(FSLAB) kernels check $(GUEST_KERNEL) >/dev/null 2>&1 || $(FSLAB) kernels fetch $(GUEST_KERNEL)
+
 demo: deps venv
 	$(FSLAB) doctor || true
 	$(FSLAB) run ext4-fsync-storm --quick
@@ -41,7 +49,8 @@ lint: venv
 	$(VENV)/bin/ruff check src tests bench
 	$(VENV)/bin/ruff format --check src tests bench
 
-test: test-deps venv lint
+# Guest tests boot real qemu guests (TCG here: a few minutes); `pytest -m 'not guest'` skips them
+test: test-deps venv lint guest-kernel
 	$(VENV)/bin/pytest -q -ra
 
 clean-leftovers: venv

@@ -36,8 +36,8 @@ def require_qemu() -> None:
 
 def fslab_guests(pid: int | None = None) -> list[str]:
     """qemu processes fslab started (named fslab-<pid>-<hex>), as `pgrep -a` lines."""
-    pattern = f"-name fslab-{pid if pid is not None else ''}"
+    pattern = f"qemu-system.* -name fslab-{pid if pid is not None else ''}"
     out = subprocess.run(
         ["pgrep", "-a", "-f", pattern], capture_output=True, text=True, check=False
     ).stdout
-    return [line for line in out.splitlines() if "qemu-system" in line]
+    return out.splitlines()

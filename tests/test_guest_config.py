@@ -27,8 +27,11 @@ def test_possible_cpus_below_cpus_is_refused_naming_both() -> None:
 
 def test_memory_defaults_to_the_image_plus_headroom() -> None:
     config = GuestConfig(kernel="6.1")
-    assert config.memory_bytes(4 * 1024**3) == 5 * 1024**3
+    assert config.memory_bytes(4 * 1024**3) == 5 * 1024**3 + 2 * 1024**2
     assert config.memory_bytes(64 * 1024**2) == 2 * 1024**3  # at least 2 GiB
+    # per-CPU areas of 1728 possible CPUs take their share of the guest's RAM
+    wide = GuestConfig(kernel="6.1", possible_cpus=1728)
+    assert wide.memory_bytes(2 * 1024**3) == 3 * 1024**3 + 1728 * 1024**2
     assert GuestConfig(kernel="6.1", memory="3GiB").memory_bytes(16 * 1024**3) == 3 * 1024**3
     with pytest.raises(ValidationError, match="at least 256MiB"):
         GuestConfig(kernel="6.1", memory="100MiB")

@@ -65,6 +65,11 @@ def _started_uptime_s() -> float:
     return int(fields[19]) / os.sysconf("SC_CLK_TCK")
 
 
+def _size_bytes(mountpoint: str) -> int:
+    stat = os.statvfs(mountpoint)
+    return stat.f_blocks * stat.f_frsize
+
+
 def read_guest_facts(notes: list[str]) -> GuestFacts:
     return GuestFacts(
         kernel_release=os.uname().release,
@@ -72,6 +77,7 @@ def read_guest_facts(notes: list[str]) -> GuestFacts:
         nr_cpu_ids=nr_cpu_ids(),
         online_cpus=online_cpu_count(),
         memory_bytes=memory_total_bytes(),
+        shm_bytes=_size_bytes(SHM),
         agent_started_uptime_s=round(_started_uptime_s(), 2),
         agent_ready_uptime_s=round(_uptime_s(), 2),
         setup_notes=notes,

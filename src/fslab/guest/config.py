@@ -22,6 +22,9 @@ Accel = Literal["kvm", "tcg"]
 # 6.1 guest uses ~150 MiB; a 100 MiB dd adds its page cache twice, fs + image).
 MEMORY_HEADROOM_BYTES = 1024**3
 MIN_MEMORY_BYTES = 2 * 1024**3
+# The kernel sets per-CPU areas aside for every possible CPU: a 3 GiB guest
+# keeps MemTotal 2.84 GiB at possible_cpus=2 and PERCPU_MEASURED at 1728.
+PERCPU_BYTES_PER_POSSIBLE_CPU = 1024**2
 # Boot deadlines. TCG boots took 12-45 s here, a 5.10 kernel with
 # possible_cpus=1728 up to 103 s; KVM boots take a few seconds.
 BOOT_TIMEOUT_S = {"tcg": 300.0, "kvm": 120.0}
@@ -71,10 +74,12 @@ class GuestConfig(BaseModel):
         return GuestConfig.model_validate({**self.model_dump(), **update})
 
     def memory_bytes(self, target_bytes: int) -> int:
-        """Guest RAM: as configured, else room for a RAM loop image of target_bytes."""
+        """Guest RAM: as configured, else room for a RAM loop image of target_bytes
+        beside what the kernel keeps for each possible CPU."""
         if self.memory is not None:
             return parse_size_bytes(self.memory)
-        return max(MIN_MEMORY_BYTES, target_bytes + MEMORY_HEADROOM_BYTES)
+        percpu = (self.possible_cpus or self.cpus) * PERCPU_BYTES_PER_POSSIBLE_CPU
+        return max(MIN_MEMORY_BYTES, target_bytes + MEMORY_HEADROOM_BYTES + percpu)
 
     def boot_timeout_s(self, accel: Accel) -> float:
         if self.boot_timeout is not None:

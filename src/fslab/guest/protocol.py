@@ -71,6 +71,7 @@ class GuestFacts:
     nr_cpu_ids: int
     online_cpus: int
     memory_bytes: int
+    shm_bytes: int  # /dev/shm's size: the largest RAM loop image the guest takes
     agent_started_uptime_s: float  # the kernel's and init's share of the boot
     agent_ready_uptime_s: float  # + Python, fslab's imports and the guest's setup
     setup_notes: list[str] = field(default_factory=list)
