@@ -27,30 +27,24 @@ from fslab.guest import probe
 from fslab.guest.config import GuestConfig
 from fslab.guest.session import GuestError, GuestSession
 from fslab.hostfacts import ext4_free_clusters_watermark
-from fslab.spec import expand_points, validate_spec
+from fslab.spec import expand_points, load_spec, validate_spec
 
 pytestmark = [requires_root, pytest.mark.root, pytest.mark.guest]
 
-FIO_SPEC = """
-name = "guest-fio"
-[target]
-size = "512MiB"
-[[filesystems]]
-label = "ext4"
-type = "ext4"
-[workload]
-kind = "fio"
-[workload.options]
-rw = "randwrite"
-ioengine = "sync"
-bs = "16k"
-filesize = "4m"
-fsync = 1
-thread = true
-numjobs = 2
-[run]
-runtime = "3s"
-"""
+
+def _seed_point(runtime: str = "3s"):
+    """The first report's workload (ext4 default journal) at 2 jobs, on a small image."""
+    spec, _ = load_spec(
+        "ext4-fsync-storm",
+        overrides=[
+            "sweep.numjobs=[2]",
+            f'run.runtime="{runtime}"',
+            'run.ramp="0s"',
+            'target.size="512MiB"',
+        ],
+    )
+    return spec, next(p for p in expand_points(spec) if p.filesystem.label == "ext4-default")
+
 
 # The second seed report on a 2-core host: 2 GiB ext4, dd bs=1M count=100 into
 # an empty filesystem and one left with 400 MiB free. At nr_cpu_ids 1728 ext4's
@@ -98,8 +92,7 @@ def no_guest_left(no_leaks):
 
 
 def test_a_fio_point_in_a_2_vcpu_guest_and_a_guest_that_dies_is_booted_afresh(no_guest_left):
-    spec = _spec(FIO_SPEC)
-    (point,) = expand_points(spec)
+    spec, point = _seed_point()
     kernel = guest_kernel()
     config = GuestConfig(kernel=GUEST_SERIES, cpus=2, accel="tcg")
     with GuestSession(config, target_bytes=spec.target.size_bytes) as guest:

@@ -26,8 +26,9 @@ from fslab.guest.kernels import (
     Kernel,
     cache_root,
     cached_kernels,
-    in_series,
+    entry_kernel,
     kernels_dir,
+    pick_release,
     release_sort_key,
     write_manifest,
 )
@@ -207,12 +208,9 @@ class DebianRegistry:
     def find(self, wanted: str) -> RegistryKernel:
         """An exact release, or the newest of a series ("6.1", "5.10")."""
         offered = self.available()
-        exact = [k for k in offered if k.release == wanted]
-        if exact:
-            return exact[0]
-        series = [k for k in offered if in_series(k.release, wanted)]
-        if series:
-            return series[-1]
+        found = pick_release(offered, wanted, lambda k: k.release)
+        if found is not None:
+            return found
         newest = {k.series: k.release for k in offered}  # sorted: the last one wins
         series_text = ", ".join(f"{s} (newest {r})" for s, r in newest.items()) or "none"
         raise UsageError(
@@ -242,7 +240,7 @@ class DebianRegistry:
             partial.rename(final)
         finally:
             shutil.rmtree(partial, ignore_errors=True)
-        return _relocated(kernel, partial, final), True
+        return entry_kernel(final, kernel.release, kernel.source), True
 
     def _unpack(self, offered: RegistryKernel, directory: Path) -> Kernel:
         download = directory / ".download"
@@ -259,13 +257,8 @@ class DebianRegistry:
         run(["dpkg", "-x", str(debs[0]), str(directory)], log=self.log, timeout_s=APT_TIMEOUT_S)
         shutil.rmtree(download)
         run(["depmod", "-b", str(directory), offered.release], log=self.log, timeout_s=300)
-        kernel = Kernel(
-            release=offered.release,
-            image=directory / "boot" / f"vmlinuz-{offered.release}",
-            modules_dir=directory / "lib" / "modules" / offered.release,
-            config_path=directory / "boot" / f"config-{offered.release}",
-            source=f"debian {offered.package} {offered.version} ({offered.suite})",
-        )
+        source = f"debian {offered.package} {offered.version} ({offered.suite})"
+        kernel = entry_kernel(directory, offered.release, source)
         if not kernel.image.is_file() or not kernel.modules_dir or not kernel.modules_dir.is_dir():
             raise ToolError(f"{offered.package}: the package holds no kernel image or modules")
         write_manifest(
@@ -274,19 +267,6 @@ class DebianRegistry:
             {"package": offered.package, "version": offered.version, "suite": offered.suite},
         )
         return kernel
-
-
-def _relocated(kernel: Kernel, old: Path, new: Path) -> Kernel:
-    def move(path: Path | None) -> Path | None:
-        return None if path is None else new / path.relative_to(old)
-
-    return Kernel(
-        kernel.release,
-        new / kernel.image.relative_to(old),
-        move(kernel.modules_dir),
-        move(kernel.config_path),
-        kernel.source,
-    )
 
 
 def remove_stale_partials(base: Path) -> None:

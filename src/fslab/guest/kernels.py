@@ -15,9 +15,10 @@ import hashlib
 import json
 import os
 import re
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from fslab.errors import UsageError
 
@@ -37,6 +38,7 @@ KEY_CONFIG_OPTIONS = (
     "CONFIG_BLK_DEV_LOOP",
 )
 _SETUP_HEADER_MAGIC = b"HdrS"
+T = TypeVar("T")
 
 
 def cache_root() -> Path:
@@ -145,6 +147,17 @@ def read_manifest(directory: Path) -> dict[str, Any] | None:
         return None
 
 
+def entry_kernel(directory: Path, release: str, source: str) -> Kernel:
+    """The kernel in a directory laid out as `dpkg -x` unpacks a Debian kernel."""
+    return Kernel(
+        release=release,
+        image=directory / "boot" / f"vmlinuz-{release}",
+        modules_dir=directory / "lib" / "modules" / release,
+        config_path=directory / "boot" / f"config-{release}",
+        source=source,
+    )
+
+
 def cached_kernels(root: Path | None = None) -> list[Kernel]:
     """Complete cache entries, oldest release first."""
     base = root or kernels_dir()
@@ -155,15 +168,7 @@ def cached_kernels(root: Path | None = None) -> list[Kernel]:
         manifest = read_manifest(entry) if entry.is_dir() else None
         if manifest is None:
             continue
-        found.append(
-            Kernel(
-                release=manifest["release"],
-                image=entry / "boot" / f"vmlinuz-{manifest['release']}",
-                modules_dir=entry / "lib" / "modules" / manifest["release"],
-                config_path=entry / "boot" / f"config-{manifest['release']}",
-                source=manifest.get("source", "cache"),
-            )
-        )
+        found.append(entry_kernel(entry, manifest["release"], manifest.get("source", "cache")))
     return sorted(found, key=lambda k: release_sort_key(k.release))
 
 
@@ -182,14 +187,23 @@ def resolve_kernel(text: str, modules: str | None = None, *, root: Path | None =
     return kernel
 
 
+def pick_release(items: Sequence[T], wanted: str, release_of: Callable[[T], str]) -> T | None:
+    """The item of this exact release, else the newest of the series `wanted` names.
+
+    `items` are in release order (oldest first), as the cache and the registry list them.
+    """
+    for item in items:
+        if release_of(item) == wanted:
+            return item
+    series = [item for item in items if in_series(release_of(item), wanted)]
+    return series[-1] if series else None
+
+
 def _from_cache(text: str, root: Path | None) -> Kernel:
     cached = cached_kernels(root)
-    exact = [k for k in cached if k.release == text]
-    if exact:
-        return exact[0]
-    series = [k for k in cached if in_series(k.release, text)]
-    if series:
-        return series[-1]
+    found = pick_release(cached, text, lambda k: k.release)
+    if found is not None:
+        return found
     have = ", ".join(k.release for k in cached) or "none"
     raise UsageError(
         f"kernel {text!r}: not in fslab's kernel cache ({root or kernels_dir()}; cached: "
