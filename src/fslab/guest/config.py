@@ -22,8 +22,9 @@ Accel = Literal["kvm", "tcg"]
 # 6.1 guest uses ~150 MiB; a 100 MiB dd adds its page cache twice, fs + image).
 MEMORY_HEADROOM_BYTES = 1024**3
 MIN_MEMORY_BYTES = 2 * 1024**3
-# The kernel sets per-CPU areas aside for every possible CPU: a 3 GiB guest
-# keeps MemTotal 2.84 GiB at possible_cpus=2 and PERCPU_MEASURED at 1728.
+# The kernel sets per-CPU areas aside for every possible CPU: a 3 GiB 6.1
+# guest has MemTotal 2.84 GiB at possible_cpus=2 and 1.95 GiB at 1728
+# (0.53 MiB per possible CPU); fslab allows twice that.
 PERCPU_BYTES_PER_POSSIBLE_CPU = 1024**2
 # Boot deadlines. TCG boots took 12-45 s here, a 5.10 kernel with
 # possible_cpus=1728 up to 103 s; KVM boots take a few seconds.
