@@ -115,6 +115,7 @@ def test_a_fio_point_in_a_2_vcpu_guest_and_a_guest_that_dies_is_booted_afresh(no
         # the guest dies between points: the next point boots a fresh one
         assert guest._guest is not None
         os.killpg(guest._guest.proc.pid, signal.SIGKILL)
+        guest._guest.proc.wait(timeout=30)
         again = guest.run_point(spec, point, collect=False)
         assert again.status == "ok", f"{again.error}\n{again.stderr[-3000:]}"
         assert guest.boots == 2 and again.facts["guest"]["boot"] == 2
