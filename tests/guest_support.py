@@ -1,13 +1,12 @@
 """What the guest tests share: the cached kernel they boot, and qemu leak checks.
 
 The kernel is the newest cached 6.1 (`make test` fetches it with
-`fslab kernels fetch 6.1`). Without one the tests skip, except under CI,
-where a missing kernel fails them: CI must boot real guests.
+`fslab kernels fetch 6.1`). Without one, or without qemu, the tests skip,
+except in CI (FSLAB_CI=1), where they fail: CI must boot real guests.
 """
 
 from __future__ import annotations
 
-import os
 import shutil
 import subprocess
 
@@ -15,6 +14,7 @@ import pytest
 
 from fslab.errors import UsageError
 from fslab.guest.kernels import Kernel, resolve_kernel
+from tests.conftest import IN_CI, require_tool
 
 GUEST_SERIES = "6.1"
 
@@ -23,15 +23,14 @@ def guest_kernel() -> Kernel:
     try:
         return resolve_kernel(GUEST_SERIES)
     except UsageError as exc:
-        if os.environ.get("CI"):
-            raise
+        if IN_CI:
+            pytest.fail(f"no cached {GUEST_SERIES} kernel in CI ({exc})")
         pytest.skip(f"no cached {GUEST_SERIES} kernel ({exc}); `make test` fetches one")
 
 
 def require_qemu() -> None:
-    missing = [t for t in ("qemu-system-x86_64", "busybox") if shutil.which(t) is None]
-    if missing and not os.environ.get("CI"):
-        pytest.skip(f"{', '.join(missing)} not installed; `make deps` installs them")
+    require_tool(shutil.which("qemu-system-x86_64"), "qemu-system-x86")
+    require_tool(shutil.which("busybox"), "busybox-static")
 
 
 def fslab_guests(pid: int | None = None) -> list[str]:
