@@ -131,6 +131,6 @@ def check(
             _print_json(data)
             return
         for key, value in data.items():
-            out.print(f"{key:12} {value if value is not None else '-'}")
+            out.print(f"{key:12} {value if value is not None else '-'}", soft_wrap=True)
 
     _guarded(body)
