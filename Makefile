@@ -2,20 +2,23 @@
 # Both install what is missing (Debian packages, a venv with fslab) and are idempotent.
 
 VENV ?= .venv
-# qemu-system-x86, busybox-static and kmod (depmod) for guests under virtme-ng; file for its
-# kernel-version detection
-DEB_PACKAGES = fio xfsprogs e2fsprogs btrfs-progs linux-perf util-linux \
-	qemu-system-x86 busybox-static kmod file
-# only the tests need these (the HTML report rendered in a real browser)
-TEST_DEB_PACKAGES = chromium
+DEB_PACKAGES = fio xfsprogs e2fsprogs btrfs-progs linux-perf util-linux
+# guests under virtme-ng (fslab run --kernel, ...): qemu-system-x86, busybox-static and kmod
+# (depmod); file for virtme-ng's kernel-version detection. `make guest-deps` installs them.
+GUEST_DEB_PACKAGES = qemu-system-x86 busybox-static kmod file
+# the tests need the guest packages and chromium (the HTML report rendered in a real browser)
+TEST_DEB_PACKAGES = $(GUEST_DEB_PACKAGES) chromium
 FSLAB = $(VENV)/bin/fslab
 # The kernel the guest tests boot: the newest Debian 6.1, into fslab's cache
 GUEST_KERNEL ?= 6.1
 
-.PHONY: demo test deps test-deps install-debs venv lint clean-leftovers guest-kernel
+.PHONY: demo test deps guest-deps test-deps install-debs venv lint clean-leftovers guest-kernel
 
 deps:
 	@$(MAKE) --no-print-directory install-debs PACKAGES="$(DEB_PACKAGES)"
+
+guest-deps:
+	@$(MAKE) --no-print-directory install-debs PACKAGES="$(DEB_PACKAGES) $(GUEST_DEB_PACKAGES)"
 
 test-deps:
 	@$(MAKE) --no-print-directory install-debs PACKAGES="$(DEB_PACKAGES) $(TEST_DEB_PACKAGES)"
