@@ -478,4 +478,5 @@ from fslab import (  # noqa: E402, F401
     cli_kernels,
     cli_report,
     cli_reproduce,
+    cli_timeseries,
 )

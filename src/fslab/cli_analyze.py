@@ -20,11 +20,11 @@ from rich.markup import escape
 from rich.table import Table
 
 from fslab.analyze import point_profile as pp
+from fslab.analyze.baselines import compare_with_noise
 from fslab.analyze.campaign_scaling import CurveFit, ScaleReport, fit_campaign
 from fslab.analyze.compare import RECOMMENDED_REPETITIONS, ComparisonRow, point_label
 from fslab.analyze.comparisons import (
     Comparison,
-    campaign_comparisons,
     config_comparisons,
     min_repetitions,
 )
@@ -160,7 +160,7 @@ def _comparisons(
         raise UsageError("give a second campaign id, or --by filesystem to compare configs")
     if baseline is not None:
         raise UsageError("--baseline applies with --by filesystem")
-    return campaign_comparisons(load_campaign(store, a), load_campaign(store, b), patterns)
+    return compare_with_noise(store, a, b, patterns)
 
 
 def _regressions(
@@ -177,11 +177,15 @@ def _print_comparisons(comparisons: Sequence[Comparison]) -> None:
     for comparison in comparisons:
         for label, detail in comparison.details.items():
             _say(f"{label}: {detail}")
+        if comparison.provisional:
+            _say("PROVISIONAL verdicts: no between-campaign noise model backs them (see below)")
         for title, table in comparison_tables(comparison):
             _title(title)
             out.print(table)
         for line in comparison.table.describe():
             _say(f"  {line}")
+        for note in comparison.notes:
+            _say(textwrap.fill(note, 80, initial_indent="  ", subsequent_indent="    "))
         _say()
     _say("ratio: candidate/baseline medians, CI: its 95% bootstrap interval,")
     _say("p: test on per-run values, Benjamini-Hochberg adjusted over the table")

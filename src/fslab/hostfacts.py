@@ -53,6 +53,7 @@ class HostFacts:
     kernel_release: str
     kernel_cmdline: str
     cpu_model: str
+    cpu_governor: str  # cpufreq scaling governor(s); "none" without cpufreq (most VMs)
     online_cpus: int
     nr_cpu_ids: int
     memory_bytes: int
@@ -100,6 +101,18 @@ def memory_total_bytes() -> int:
     return _memory_bytes(_read("/proc/meminfo"))
 
 
+def cpu_governor() -> str:
+    """The CPUs' cpufreq governors, e.g. "performance" or "powersave,performance"."""
+    found = sorted(
+        {
+            path.read_text().strip()
+            for path in Path("/sys/devices/system/cpu").glob("cpu[0-9]*/cpufreq/scaling_governor")
+            if path.is_file()
+        }
+    )
+    return ",".join(found) or "none"
+
+
 def online_cpu_count() -> int:
     online = _read("/sys/devices/system/cpu/online")
     return len(parse_cpu_list(online)) if online else os.cpu_count() or 1
@@ -119,6 +132,7 @@ def collect_host_facts() -> HostFacts:
         kernel_release=platform.release(),
         kernel_cmdline=_read("/proc/cmdline").strip(),
         cpu_model=_cpu_model(_read("/proc/cpuinfo")),
+        cpu_governor=cpu_governor(),
         online_cpus=online,
         nr_cpu_ids=possible,
         memory_bytes=memory_total_bytes(),

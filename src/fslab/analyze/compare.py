@@ -204,15 +204,9 @@ def compare(
         for metric in sorted(set(base) & set(cand)):
             if patterns is None or any(fnmatch.fnmatchcase(metric, p) for p in patterns):
                 rows.append(_measure(point, metric, base[metric], cand[metric], n_resamples, seed))
-    # rows with too few repetitions are never judged, so they are not in the BH family
-    family = [
-        row.p_raw if min(row.n_baseline, row.n_candidate) >= min_reps else math.nan for row in rows
-    ]
-    adjusted = stats.benjamini_hochberg(family)
-    for row, p_adj in zip(rows, adjusted, strict=True):
-        row.p_adjusted = float(p_adj)
-        row.gate_pct = 100.0 * _gate(row.baseline_cv, gate_floor, gate_cv_factor)
-        row.verdict = _verdict(row, alpha, row.gate_pct / 100.0, min_reps)
+    judge(
+        rows, alpha=alpha, gate_floor=gate_floor, gate_cv_factor=gate_cv_factor, min_reps=min_reps
+    )
     return ComparisonTable(
         rows=rows,
         only_in_baseline=[p for p in baseline if p not in candidate],
@@ -227,6 +221,31 @@ def compare(
             "seed": seed,
         },
     )
+
+
+def judge(
+    rows: Sequence[ComparisonRow],
+    *,
+    alpha: float = ALPHA,
+    gate_floor: float = GATE_FLOOR,
+    gate_cv_factor: float = GATE_CV_FACTOR,
+    min_reps: int = MIN_REPS,
+) -> None:
+    """BH-adjust the rows' p values as one family and set each row's gate and verdict.
+
+    Shared by compare() and by the between-campaign noise model
+    (analyze.noise), which measures its rows differently but is judged by the
+    same rules (the module docstring).
+    """
+    # rows with too few repetitions are never judged, so they are not in the BH family
+    family = [
+        row.p_raw if min(row.n_baseline, row.n_candidate) >= min_reps else math.nan for row in rows
+    ]
+    adjusted = stats.benjamini_hochberg(family)
+    for row, p_adj in zip(rows, adjusted, strict=True):
+        row.p_adjusted = float(p_adj)
+        row.gate_pct = 100.0 * _gate(row.baseline_cv, gate_floor, gate_cv_factor)
+        row.verdict = _verdict(row, alpha, row.gate_pct / 100.0, min_reps)
 
 
 def _measure(
