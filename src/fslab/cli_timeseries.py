@@ -21,15 +21,16 @@ from fslab.analyze.bisect import EXIT_CODES, ReferencesTooClose, Verdict, bisect
 from fslab.analyze.compare import point_label
 from fslab.analyze.dataset import load_campaign
 from fslab.analyze.noise import MIN_CAMPAIGNS, spec_fingerprint
-from fslab.analyze.series import P_VALUE, Series, build_series, select_campaigns
+from fslab.analyze.series import P_VALUE, build_series, select_campaigns
 from fslab.bisection import DEFAULT_MAX_REPEAT, LocalRunner, judge_candidate, kernel_runner
 from fslab.cli import DbOption, JsonOption, RichProgress, _guarded, _print_json, _store, app, err
-from fslab.cli_analyze import metric_label
 from fslab.errors import FslabError, SpecError, UsageError
+from fslab.report.model import metric_label
+from fslab.report.series_text import series_lines
 from fslab.runner import RunOptions, run_campaign, start_campaign
 from fslab.spec import Spec, load_spec, read_spec_source
 from fslab.store.db import Store
-from fslab.units import format_metric_value, parse_duration_s
+from fslab.units import parse_duration_s
 
 SetOption = Annotated[
     list[str] | None, typer.Option("--set", help="Override a spec field, as for `fslab run`.")
@@ -192,46 +193,6 @@ def _series_campaigns(store: Store, selector: str, set_: list[str] | None, quick
     if not found:
         raise UsageError(f"no stored campaign of the spec {selector} (as given) in {store.path}")
     return found
-
-
-def series_lines(built: Series) -> list[str]:
-    """The series as text: a row per campaign, a column per point, change points marked."""
-    metric = metric_label(built.metric or "?")
-    lines = [
-        f"series {built.selector}: {len(built.entries)} campaign(s), {metric} median per point"
-    ]
-    columns = [point_label(p) for p in built.points]
-    width = max([12, *(len(c) for c in columns)])
-    lines.append(
-        f"{'id':>4}  {'started (UTC)':<16}  {'kernel':<18} "
-        + " ".join(f"{c:>{width}}" for c in columns)
-    )
-    starts = {(p, cp.index): cp for p, cps in built.changes.items() for cp in cps}
-    for i, entry in enumerate(built.entries):
-        cells = []
-        for point in built.points:
-            value = entry.medians.get(point)
-            mark = "*" if (point, i) in starts else " "
-            text = format_metric_value(built.metric, value) if value is not None else "-"
-            cells.append(f"{mark + text:>{width}}")
-        when = entry.started_at.replace("+00:00", "")[:16].replace("T", " ")
-        lines.append(
-            f"{entry.campaign_id:>4}  {when:<16}  {entry.kernel[:18]:<18} " + " ".join(cells)
-        )
-    lines.append("")
-    if not built.changes:
-        lines.append("no change point (E-Divisive means + t test, p < threshold)")
-    for point, cps in built.changes.items():
-        for cp in cps:
-            entry = built.entries[cp.index]
-            lines.append(
-                f"* change at campaign {entry.campaign_id} ({point_label(point)}): "
-                f"{format_metric_value(built.metric, cp.mean_before)} -> "
-                f"{format_metric_value(built.metric, cp.mean_after)} ({cp.change_pct:+.1f}%), "
-                f"p {cp.p_value:.2g}"
-            )
-    lines.append("change points: E-Divisive means (ruptures Binseg, l2) + t test between segments")
-    return lines
 
 
 # ------------------------------------------------------------------ bisect-run

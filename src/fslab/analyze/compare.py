@@ -104,6 +104,11 @@ class ComparisonRow:
     baseline_cv: float
     gate_pct: float  # max(2%, GATE_CV_FACTOR x baseline CV), in percent
     verdict: Verdict
+    # means and sample SDs (% of the mean): the kernel test robot's form of a comparison
+    mean_baseline: float = math.nan
+    mean_candidate: float = math.nan
+    sd_pct_baseline: float = math.nan
+    sd_pct_candidate: float = math.nan
 
     @property
     def change_pct(self) -> float:
@@ -284,7 +289,18 @@ def _measure(
         baseline_cv=stats.cv(a),
         gate_pct=float("nan"),
         verdict="needs more runs",
+        **mean_and_sd(a, b),
     )
+
+
+def mean_and_sd(base: np.ndarray, cand: np.ndarray) -> dict[str, float]:
+    """The row's mean and SD (% of mean) fields for both sides."""
+    return {
+        "mean_baseline": float(np.mean(base)) if len(base) else math.nan,
+        "mean_candidate": float(np.mean(cand)) if len(cand) else math.nan,
+        "sd_pct_baseline": 100.0 * stats.cv(base),
+        "sd_pct_candidate": 100.0 * stats.cv(cand),
+    }
 
 
 def _ratio(med_a: float, med_b: float) -> float:

@@ -228,6 +228,52 @@ def config_comparisons(
     return [Comparison(base, config, table, details(config)) for config, table in tables.items()]
 
 
+PROFILE_SHARES = "profile.inclusive.*"  # perf-profile call-chain shares (children)
+PROFILE_ROWS = 6  # profile shares added to a configuration comparison
+
+
+def changed_profile_shares(
+    data: CampaignData, baseline: str, limit: int = PROFILE_ROWS
+) -> list[str]:
+    """The call-chain shares that differ most between `baseline` and any other config.
+
+    Ranked by the largest difference of mean share; for the report's table
+    in the kernel test robot's form, judged as a family of their own so they
+    take no power from the headline rows.
+    """
+    names = [n for n in data.metric_names() if fnmatch.fnmatchcase(n, PROFILE_SHARES)]
+
+    def mean_share(config: str, name: str) -> float:
+        values = [v for runs in data.values(name, config).values() for v in runs]
+        return sum(values) / len(values) if values else 0.0
+
+    others = [c for c in data.configs() if c != baseline]
+    gaps = {
+        name: max(
+            (abs(mean_share(c, name) - mean_share(baseline, name)) for c in others), default=0.0
+        )
+        for name in names
+    }
+    ranked = sorted((n for n in names if gaps[n] > 0), key=lambda n: (-gaps[n], n))
+    return ranked[:limit]
+
+
+def with_profile_shares(
+    data: CampaignData, comparisons: list[Comparison], baseline: str
+) -> list[Comparison]:
+    """Append each configuration's profile-share rows (their own BH family) to its table."""
+    shares = changed_profile_shares(data, baseline)
+    if not shares:
+        return comparisons
+    tables = compare_configs(data, baseline, shares)
+    for comparison in comparisons:
+        extra = tables.get(comparison.candidate)
+        if extra is not None:
+            comparison.table.rows += extra.rows
+            _ordered(comparison.table, [*default_metrics(data), *shares])
+    return comparisons
+
+
 def min_repetitions(comparisons: Sequence[Comparison]) -> int:
     """The smallest repetition count on any compared row (0 when nothing compared)."""
     counts = [min(row.n_baseline, row.n_candidate) for c in comparisons for row in c.table.rows]

@@ -42,7 +42,7 @@ from typing import Any
 import numpy as np
 from scipy import stats as sps
 
-from fslab.analyze.compare import CONFIDENCE, ComparisonRow, PointKey
+from fslab.analyze.compare import CONFIDENCE, ComparisonRow, PointKey, mean_and_sd
 from fslab.analyze.metrics_catalog import metric_def
 
 MIN_CAMPAIGNS = 3  # baselines below which no between-campaign variance is estimated
@@ -240,4 +240,5 @@ def model_row(
         baseline_cv=math.sqrt(noise.mean_var(len(a))),
         gate_pct=float("nan"),
         verdict="needs more runs",
+        **mean_and_sd(a, b),
     )

@@ -101,6 +101,7 @@ class SeriesEntry:
     fingerprint: str
     medians: dict[PointKey, float]
     runs: dict[PointKey, int]
+    candidate: str | None = None  # what `fslab bisect-run` measured (a commit), if it ran it
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -110,6 +111,7 @@ class SeriesEntry:
             "kernel": self.kernel,
             "host": self.host,
             "spec_fingerprint": self.fingerprint,
+            "candidate": self.candidate,
             "points": [
                 {"point": point_to_json(p), "median": m, "runs": self.runs[p]}
                 for p, m in self.medians.items()
@@ -197,4 +199,5 @@ def _entry(data: CampaignData, metric: str | None) -> SeriesEntry:
         fingerprint=spec_fingerprint(data.campaign.spec),
         medians=medians,
         runs={p: len(v[metric]) for p, v in per_point.items() if metric and v.get(metric)},
+        candidate=data.campaign.overrides.get("candidate"),
     )

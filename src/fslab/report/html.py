@@ -23,6 +23,7 @@ from fslab.report.flamegraph import diff_flamegraph_svg, flamegraph_svg
 from fslab.report.html_diagnosis import entry_html
 from fslab.report.model import Report, metric_label
 from fslab.report.plots import all_plots
+from fslab.report.series_text import series_lines
 from fslab.report.terminal import format_value
 
 CSS = """
@@ -71,6 +72,7 @@ SECTIONS = (
     ("scaling", "Scaling"),
     ("latency", "Latency"),
     ("comparisons", "Comparisons"),
+    ("series", "Series"),
     ("profiles", "Profiles"),
     ("contention", "Contention"),
     ("setup", "Setup"),
@@ -94,6 +96,7 @@ def render_html(report: Report) -> str:
         _scaling(report, plots["throughput"]),
         _latency(report, plots["latency"], plots["cdf"]),
         _comparisons(report, plots["bars"]),
+        _series(report, plots["series"]),
         _profiles(report),
         _contention(report),
         _setup(report),
@@ -307,6 +310,16 @@ def _comparisons(report: Report, svg: str | None) -> str:
         parts += _p_lines([tx.MARK_LEGEND], "muted")
     title = "Comparisons" + (f" (baseline: {c.baseline})" if c.baseline else "")
     return _section("comparisons", title, parts + _notes(c.notes))
+
+
+def _series(report: Report, svg: str | None) -> str:
+    """The campaigns of this name over time, with change points."""
+    if report.series is None:
+        note = f"campaign {report.campaign.id} is the only stored campaign of its name"
+        return _section("series", "Series", _notes([note]))
+    parts = [_figure(svg, "median headline per campaign and point")] if svg else []
+    parts.append(_pre(series_lines(report.series)))
+    return _section("series", f"Series: {report.series.selector}", parts)
 
 
 def _profiles(report: Report) -> str:

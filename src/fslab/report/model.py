@@ -25,12 +25,13 @@ from typing import Any
 from fslab.analyze import stats
 from fslab.analyze.campaign_scaling import CurveFit, ScaleReport, fit_campaign
 from fslab.analyze.compare import MIN_REPS
-from fslab.analyze.comparisons import Comparison, config_comparisons
+from fslab.analyze.comparisons import Comparison, config_comparisons, with_profile_shares
 from fslab.analyze.dataset import CampaignData, key_label, load_campaign, point_key
 from fslab.analyze.diagnose import ConfigDiagnosis, diagnose_campaign
 from fslab.analyze.falloff import campaign_falloffs, focus_config
 from fslab.analyze.point_profile import NoProfile, ProfileKind, load_profile
 from fslab.analyze.profile import DiffRow, HotChain, Profile, diff
+from fslab.analyze.series import Series, build_series, select_campaigns
 from fslab.analyze.summary import SummaryRow, summarize
 from fslab.errors import FslabError
 from fslab.store.db import PointRow, Store
@@ -386,6 +387,7 @@ class Report:
     profiles: Profiles
     contention: Contention
     diagnosis: Diagnosis
+    series: Series | None = None  # the campaigns of this name over time (None: only this one)
 
 
 # ------------------------------------------------------------------ building
@@ -406,7 +408,16 @@ def build_report(store: Store, campaign_id: int) -> Report:
         profiles=_profiles(store, data, worst, best),
         contention=_contention(store, data, worst, best),
         diagnosis=_diagnosis(store, data, worst),
+        series=_series(store, data),
     )
+
+
+def _series(store: Store, data: CampaignData) -> Series | None:
+    """Every stored campaign of this one's name, with change points; None if it is alone."""
+    campaigns = select_campaigns(store, name=data.campaign.name)
+    if len(campaigns) < 2:
+        return None
+    return build_series(store, campaigns, data.campaign.name)
 
 
 def _ref(data: CampaignData, point: PointRow) -> PointRef:
@@ -848,7 +859,7 @@ def _comparisons(data: CampaignData) -> Comparisons:
     try:
         items = [
             c
-            for c in config_comparisons(data, baseline)
+            for c in with_profile_shares(data, config_comparisons(data, baseline), baseline)
             if c.candidate in with_results or c.table.rows
         ]
     except FslabError as exc:

@@ -25,6 +25,7 @@ from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 from matplotlib.ticker import FuncFormatter, NullLocator
 
+from fslab.analyze.compare import point_label
 from fslab.report.model import Comparisons, Latency, Report, Scaling
 from fslab.report.terminal import format_value
 
@@ -284,11 +285,43 @@ def _group_label(point: dict[str, object]) -> str:
     return "\n".join(f"{k}={v if v != '' else '-'}" for k, v in point.items()) or "(no sweep)"
 
 
+def series_plot(report: Report) -> str | None:
+    """Median headline of each campaign of this name, per point, change points dashed."""
+    series = report.series
+    if series is None or series.metric is None:
+        return None
+    with rc_context(_RC):
+        fig, (ax,) = _figure()
+        for index, point in enumerate(series.points):
+            xs, ys = series.values(point)
+            colour = f"C{index % 10}"
+            ax.plot(xs, ys, "o-", color=colour, ms=4, lw=1.2, label=point_label(point))
+            for cp in series.changes.get(point, []):
+                ax.axvline(cp.index - 0.5, color=colour, ls="--", lw=1)
+        here = [i for i, e in enumerate(series.entries) if e.campaign_id == report.campaign.id]
+        for i in here:
+            ax.axvspan(i - 0.4, i + 0.4, color="0.85", zorder=0)
+        ax.set_xticks(range(len(series.entries)))
+        ax.set_xticklabels([str(e.campaign_id) for e in series.entries])
+        ax.set_ylim(bottom=0)
+        _value_axis(ax, series.metric)
+        ax.set_xlabel("campaign (oldest first; shaded: this one)")
+        ax.set_ylabel(report.results.headline_label)
+        ax.set_title(
+            f"{report.results.headline_label} per campaign of {series.selector}: "
+            "dashed = change point (E-Divisive means + t test)",
+            fontsize=9,
+        )
+        ax.legend(loc="best")
+    return svg_text(fig, "series")
+
+
 PLOTS: dict[str, Callable[[Report], str | None]] = {
     "throughput": throughput_plot,
     "latency": latency_plot,
     "cdf": cdf_plot,
     "bars": bars_plot,
+    "series": series_plot,
 }
 
 
