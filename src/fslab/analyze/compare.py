@@ -263,7 +263,6 @@ def _measure(
 ) -> ComparisonRow:
     """Everything about one row except what depends on the whole table."""
     a, b = stats.as_array(base_values), stats.as_array(cand_values)
-    mdef = metric_def(metric)
     med_a = stats.median_and_spread(a).median
     med_b = stats.median_and_spread(b).median
     rng = np.random.default_rng([seed, zlib.crc32(f"{point!r}|{metric}".encode())])
@@ -271,36 +270,50 @@ def _measure(
         a, b, confidence=CONFIDENCE, n_resamples=n_resamples, rng=rng
     )
     test = stats.two_sample_test(a, b)
+    return unjudged_row(
+        point, metric, a, b,
+        ratio=_ratio(med_a, med_b), ci=(low, high), p_raw=test.p, test=test.test,
+        baseline_cv=stats.cv(a),
+    )  # fmt: skip
+
+
+def unjudged_row(
+    point: PointKey,
+    metric: str,
+    base: np.ndarray,
+    cand: np.ndarray,
+    *,
+    ratio: float,
+    ci: tuple[float, float],
+    p_raw: float,
+    test: str,
+    baseline_cv: float,
+) -> ComparisonRow:
+    """A row with its measurements; judge() sets p_adjusted, the gate and the verdict."""
+    mdef = metric_def(metric)
     return ComparisonRow(
         point=point,
         metric=metric,
         direction=mdef.direction,
         unit=mdef.unit,
-        n_baseline=len(a),
-        n_candidate=len(b),
-        median_baseline=med_a,
-        median_candidate=med_b,
-        ratio=_ratio(med_a, med_b),
-        ci_low=low,
-        ci_high=high,
-        p_raw=test.p,
+        n_baseline=len(base),
+        n_candidate=len(cand),
+        median_baseline=stats.median_and_spread(base).median,
+        median_candidate=stats.median_and_spread(cand).median,
+        ratio=ratio,
+        ci_low=ci[0],
+        ci_high=ci[1],
+        p_raw=p_raw,
         p_adjusted=float("nan"),
-        test=test.test,
-        baseline_cv=stats.cv(a),
+        test=test,
+        baseline_cv=baseline_cv,
         gate_pct=float("nan"),
         verdict="needs more runs",
-        **mean_and_sd(a, b),
+        mean_baseline=float(np.mean(base)) if len(base) else math.nan,
+        mean_candidate=float(np.mean(cand)) if len(cand) else math.nan,
+        sd_pct_baseline=100.0 * stats.cv(base),
+        sd_pct_candidate=100.0 * stats.cv(cand),
     )
-
-
-def mean_and_sd(base: np.ndarray, cand: np.ndarray) -> dict[str, float]:
-    """The row's mean and SD (% of mean) fields for both sides."""
-    return {
-        "mean_baseline": float(np.mean(base)) if len(base) else math.nan,
-        "mean_candidate": float(np.mean(cand)) if len(cand) else math.nan,
-        "sd_pct_baseline": 100.0 * stats.cv(base),
-        "sd_pct_candidate": 100.0 * stats.cv(cand),
-    }
 
 
 def _ratio(med_a: float, med_b: float) -> float:

@@ -42,8 +42,7 @@ from typing import Any
 import numpy as np
 from scipy import stats as sps
 
-from fslab.analyze.compare import CONFIDENCE, ComparisonRow, PointKey, mean_and_sd
-from fslab.analyze.metrics_catalog import metric_def
+from fslab.analyze.compare import CONFIDENCE, ComparisonRow, PointKey, unjudged_row
 
 MIN_CAMPAIGNS = 3  # baselines below which no between-campaign variance is estimated
 MIN_RUNS_PER_CAMPAIGN = 2  # a campaign with fewer runs at a point says nothing about within
@@ -220,25 +219,15 @@ def model_row(
         half = float(sps.t.ppf(0.5 + CONFIDENCE / 2.0, df)) * se
     else:
         p, half = (1.0 if diff == 0 else 0.0), 0.0
-    mdef = metric_def(metric)
-    return ComparisonRow(
-        point=point,
-        metric=metric,
-        direction=mdef.direction,
-        unit=mdef.unit,
-        n_baseline=len(a),
-        n_candidate=len(b),
-        median_baseline=float(np.median(a)),
-        median_candidate=float(np.median(b)),
+    return unjudged_row(
+        point,
+        metric,
+        a,
+        b,
         ratio=math.exp(diff),
-        ci_low=math.exp(diff - half),
-        ci_high=math.exp(diff + half),
+        ci=(math.exp(diff - half), math.exp(diff + half)),
         p_raw=p,
-        p_adjusted=float("nan"),
         test=TEST_NAME,
         # the spread of a campaign's mean, between-campaign drift included: the gate's CV
         baseline_cv=math.sqrt(noise.mean_var(len(a))),
-        gate_pct=float("nan"),
-        verdict="needs more runs",
-        **mean_and_sd(a, b),
     )
