@@ -6,7 +6,7 @@ and bad references are campaigns of the first and last commit. git bisect
 run then checks out commits and runs `fslab bisect-run`, which runs the
 checked-out spec on real loop devices, mkfs, mount and fio and exits 0
 (good), 1 (bad) or 125 (skip); the bisection must name the fourth commit.
-Runs are short (one point, 2 s); the whole test takes about two minutes.
+Runs are short (one point, 4 runs of 3 s); the whole test takes about three minutes.
 """
 
 from __future__ import annotations
@@ -36,14 +36,14 @@ mount_options = {mount_options}
 kind = "fio"
 command_line = '''
 fio --name=w --rw=randwrite --ioengine=sync --buffered=1 --bs=16k --filesize=4m
-    --fsync=1 --thread --time_based --runtime=2 --group_reporting
+    --fsync=1 --thread --time_based --runtime=3 --group_reporting
 '''
 
 [sweep]
 numjobs = [8]
 
 [run]
-repeat = 3
+repeat = 4
 ramp = "1s"
 """
 FAST = '["noatime"]'

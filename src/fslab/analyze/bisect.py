@@ -37,6 +37,7 @@ from fslab.analyze.compare import PointKey, point_label
 from fslab.analyze.comparisons import samples
 from fslab.analyze.dataset import CampaignData
 from fslab.analyze.noise import NoiseModel, PointNoise
+from fslab.units import format_metric_value
 
 CONFIDENCE = 0.99  # of the combined position's interval
 BOUNDARY = 0.5  # halfway between good (0) and bad (1)
@@ -49,6 +50,7 @@ class PointPosition:
     """The candidate's place between the references at one point."""
 
     point: PointKey
+    metric: str
     good: float  # geometric means of the headline
     bad: float
     candidate: float
@@ -58,11 +60,16 @@ class PointPosition:
     modelled: bool  # the noise model covered the point
 
     def describe(self) -> str:
+        good, bad, cand = (format_metric_value(self.metric, v) for v in self.levels)
         return (
-            f"{point_label(self.point)}: good {self.good:.4g}, bad {self.bad:.4g}, "
-            f"candidate {self.candidate:.4g} ({self.runs} runs): position {self.position:+.2f} "
-            f"+-{self.se:.2f}{'' if self.modelled else ' (no noise model)'}"
+            f"{point_label(self.point)}: good {good}, bad {bad}, candidate {cand} "
+            f"({self.runs} runs): position {self.position:+.2f} +-{self.se:.2f}"
+            f"{'' if self.modelled else ' (no noise model)'}"
         )
+
+    @property
+    def levels(self) -> tuple[float, float, float]:
+        return self.good, self.bad, self.candidate
 
 
 @dataclass
@@ -113,14 +120,17 @@ def decide(
     if not shared:
         return Verdict("undecided", math.nan, math.nan, math.nan, reason="no point in common")
     pooled = _pooled_within([s[p][name] for s in (g, b, c) for p in shared])
-    positions, dfs, separations = [], [], []
+    # whether the references differ is a question about them alone
+    pooled_refs = _pooled_within([s[p][name] for s in (g, b) for p in shared])
+    positions, dfs, separated = [], [], False
     for point in shared:
         runs = [np.log(np.asarray(s[point][name], dtype=float)) for s in (g, b, c)]
         modelled = noise.get(point, name) if noise else None
         components = modelled or PointNoise(3, sum(len(r) for r in runs), 0.0, pooled)
+        refs = modelled or PointNoise(2, len(runs[0]) + len(runs[1]), 0.0, pooled_refs)
         v_good, v_bad, v_cand = (components.mean_var(len(r)) for r in runs)
         delta = float(runs[1].mean() - runs[0].mean())
-        separations.append(delta**2 / (v_good + v_bad) if v_good + v_bad > 0 else math.inf)
+        separated = separated or _differ(delta, refs, len(runs[0]), len(runs[1]))
         if delta == 0:
             continue
         t = float((runs[2].mean() - runs[0].mean()) / delta)
@@ -128,6 +138,7 @@ def decide(
         positions.append(
             PointPosition(
                 point,
+                name,
                 *(float(np.exp(r.mean())) for r in runs),
                 runs=len(runs[2]),
                 position=t,
@@ -138,12 +149,21 @@ def decide(
         dfs.append(components.df(*(len(r) for r in runs)))
     df = max(min(dfs, default=1.0), 1.0)
     critical = float(sps.t.ppf(0.5 + CONFIDENCE / 2.0, df))
-    if not positions or max(separations) < critical**2:
+    if not positions or not separated:
         raise ReferencesTooClose(
             f"good (campaign {good.id}) and bad (campaign {bad.id}) do not differ in {name} "
             f"beyond the noise at any point: nothing to bisect"
         )
     return _combine(positions, critical, provisional=not all(p.modelled for p in positions))
+
+
+def _differ(delta: float, refs: PointNoise, n_good: int, n_bad: int) -> bool:
+    """The references' levels differ at 95% (a t test on the difference of mean logs)."""
+    var = refs.mean_var(n_good) + refs.mean_var(n_bad)
+    if var == 0:
+        return delta != 0
+    critical = float(sps.t.ppf(0.975, max(refs.df(n_good, n_bad), 1.0)))
+    return abs(delta) / math.sqrt(var) > critical
 
 
 def _combine(positions: list[PointPosition], critical: float, *, provisional: bool) -> Verdict:

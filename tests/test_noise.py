@@ -1,0 +1,150 @@
+"""The between-campaign noise model, series and bisect decisions, on real spaced campaigns.
+
+Data: bench/spaced/data/campaign-*.json.gz, recorded by bench/spaced/record.sh
+(exported by bench/spaced/export.py): campaigns of bench/spaced/base.toml
+(ext4, 16k random writes + fsync, 8 and 64 jobs, 5 runs of 4 s) and of
+cost.toml (the same with a 2 KiB block size), alternating, each its own
+campaign, minutes to an hour apart on this 2-CPU VM.
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+from pathlib import Path
+
+import pytest
+
+from fslab.analyze.baselines import compare_with_noise, noise_model
+from fslab.analyze.bisect import ReferencesTooClose, decide
+from fslab.analyze.compare import FLAGGED
+from fslab.analyze.comparisons import campaign_comparisons
+from fslab.analyze.dataset import CampaignData, load_campaign
+from fslab.analyze.noise import TEST_NAME
+from fslab.analyze.series import build_series
+from fslab.store.db import CampaignRow, Store
+from fslab.store.exchange import import_campaign
+
+SPACED = Path(__file__).parent.parent / "bench" / "spaced" / "data"
+HEADLINE = "fio.write.iops"
+
+
+def _exports() -> list[dict]:
+    out = []
+    for path in sorted(SPACED.glob("campaign-*.json.gz")):
+        with gzip.open(path, "rt", encoding="utf-8") as handle:
+            out.append(json.load(handle))
+    return out
+
+
+@pytest.fixture(scope="module")
+def store(tmp_path_factory):
+    with Store(tmp_path_factory.mktemp("spaced") / "spaced.db") as s:
+        for data in _exports():
+            import_campaign(s, data)
+        yield s
+
+
+def _named(store: Store, name: str) -> list[CampaignRow]:
+    return [c for c in store.campaigns() if c.name == name]
+
+
+@pytest.fixture(scope="module")
+def base(store) -> list[CampaignRow]:
+    return _named(store, "spaced-base")
+
+
+@pytest.fixture(scope="module")
+def cost(store) -> list[CampaignRow]:
+    return _named(store, "spaced-cost")
+
+
+def _flagged(comparisons) -> bool:
+    return any(row.verdict in FLAGGED for c in comparisons for row in c.table.rows)
+
+
+def _found(comparisons) -> bool:
+    head = [row for c in comparisons for row in c.table.rows if row.metric == HEADLINE]
+    return any(r.verdict == "worse" for r in head) and not any(r.verdict == "better" for r in head)
+
+
+def test_the_recording_has_enough_spaced_campaigns(base, cost) -> None:
+    assert len(base) >= 6 and len(cost) >= 4
+
+
+def test_campaigns_drift_more_than_their_runs_say(store, base) -> None:
+    model = noise_model(store, base[0], [HEADLINE])
+    assert model.calibrated and len(model.baseline_ids) == len(base)
+    for noise in model.points.values():
+        assert noise.campaigns == len(base)
+        assert noise.between_cv_pct > 1.0  # campaigns really do spread
+
+
+def test_aa_across_spaced_campaigns_flags_at_most_one_set_in_twenty(store, base) -> None:
+    pairs = [(a, b) for i, a in enumerate(base) for b in base[i + 1 :]]
+    flagged = sum(_flagged(compare_with_noise(store, a.id, b.id)) for a, b in pairs)
+    assert flagged <= len(pairs) / 20, f"{flagged} of {len(pairs)} A/A sets flagged"
+
+
+def test_a_real_cost_is_found_across_spaced_campaigns(store, base, cost) -> None:
+    pairs = [(a, b) for a in base for b in cost]
+    found = sum(_found(compare_with_noise(store, a.id, b.id)) for a, b in pairs)
+    assert found >= 0.8 * len(pairs), f"found in {found} of {len(pairs)} sets"
+
+
+def test_compare_says_which_model_and_how_many_baselines_back_it(store, base) -> None:
+    (comparison,) = compare_with_noise(store, base[0].id, base[-1].id)
+    assert not comparison.provisional
+    assert all(row.test == TEST_NAME for row in comparison.table.rows)
+    assert (
+        f"noise model: mixed model with the campaign as a block (statsmodels MixedLM, REML), "
+        f"{len(base) - 1} baseline campaigns" in comparison.notes[0]
+    )
+
+
+def test_without_calibration_the_verdict_is_provisional_and_says_what_to_run(
+    tmp_path, base
+) -> None:
+    exports = [d for d in _exports() if d["campaign"]["name"] == "spaced-base"][:2]
+    with Store(tmp_path / "two.db") as store:
+        a, b = (import_campaign(store, d) for d in exports)
+        (comparison,) = compare_with_noise(store, a, b)
+    assert comparison.provisional
+    assert all(row.test != TEST_NAME for row in comparison.table.rows)
+    assert any("fslab calibrate" in note and "--spacing" in note for note in comparison.notes)
+
+
+def test_series_marks_the_level_shift_and_nothing_in_a_steady_series(store, base, cost) -> None:
+    assert build_series(store, base, "spaced-base").changes == {}
+    half = len(cost)
+    mixed = build_series(store, [*base[:half], *cost[:half]], "base then cost")
+    assert mixed.changes, "no change point where the block size changed"
+    for changes in mixed.changes.values():
+        assert [cp.index for cp in changes] == [half]
+        assert changes[0].change_pct < -5
+
+
+def _data(store: Store, row: CampaignRow) -> CampaignData:
+    return load_campaign(store, row.id)
+
+
+def test_bisect_decides_a_base_candidate_good_and_a_cost_candidate_bad(store, base, cost) -> None:
+    good, bad = _data(store, base[0]), _data(store, cost[0])
+    noise = noise_model(store, base[0], [HEADLINE], exclude=[base[-1].id])
+    verdict = decide(good, bad, _data(store, base[-1]), noise)
+    assert verdict.decision == "good" and not verdict.provisional, verdict.describe()
+    verdict = decide(good, bad, _data(store, cost[-1]), noise)
+    assert verdict.decision == "bad", verdict.describe()
+    assert verdict.exit_code == 1
+
+
+def test_bisect_refuses_references_that_do_not_differ(store, base) -> None:
+    noise = noise_model(store, base[0], [HEADLINE])
+    with pytest.raises(ReferencesTooClose):
+        decide(_data(store, base[0]), _data(store, base[1]), _data(store, base[2]), noise)
+
+
+def test_plain_and_model_comparisons_of_the_same_pair_differ_only_in_test(store, base) -> None:
+    a, b = _data(store, base[0]), _data(store, base[-1])
+    (plain,) = campaign_comparisons(a, b)
+    assert plain.provisional and all(row.test != TEST_NAME for row in plain.table.rows)
