@@ -1,20 +1,21 @@
 #!/bin/bash
 # Record campaigns of one small spec spaced apart in wall-clock time, for
 # bench/stats_calibration.py: A/A across campaigns (base.toml against itself)
-# and power (base.toml against cost.toml, the same spec with one mount option
-# that costs about 10%, measured by a pilot: see README.md here).
+# and power (base.toml against cost.toml, the same spec with a 2 KiB block
+# size, which a pilot measured at about -15% write IOPS).
 #
 #   bench/spaced/record.sh DB CYCLES SPACING_S [FSLAB]
 #
-# Each cycle runs every spec named in DB.specs (one word per spec file here,
-# e.g. "base cost"; read again each cycle, so cost can join a recording that
-# started with base alone) once, in alternating order, each as its own
-# campaign under the exclusive machine lock, then sleeps SPACING_S +-30%
-# (the machine is idle meanwhile: the lock is free for others). Campaigns are
-# therefore 1 to many spacings apart. FSLAB defaults to the worktree's
-# .venv/bin/fslab; pass a frozen install so edits to the tree during a
-# recording of several hours do not change the tool mid-way.
-# Every campaign's start, end and id go to DB.log (beside the database).
+# Each cycle runs every spec named in DB.specs (spec files here, e.g.
+# "base cost"; read again each cycle, so cost could join a recording that
+# started with base alone), each as its own campaign, in alternating order,
+# all under one hold of the exclusive machine lock (about two minutes; one
+# wait in the lock's queue per cycle), then sleeps SPACING_S +-30% with the
+# lock free. Campaigns of one spec are therefore at least one spacing plus
+# the queue's wait apart. FSLAB defaults to the worktree's .venv/bin/fslab;
+# pass a frozen install so edits to the tree during a recording of hours do
+# not change the tool mid-way. Every campaign's start, end and id go to
+# DB.log (beside the database).
 set -u
 db=${1:?results database}
 cycles=${2:?number of cycles}
@@ -24,15 +25,15 @@ fslab=${4:-$here/../../.venv/bin/fslab}
 lock=${FSLAB_MACHINE_LOCK:-/work/machine.lock}
 log="$db.log"
 
-run_one() {
-    local spec=$1
-    local start end rc
-    start=$(date -u +%FT%TZ)
-    flock -x "$lock" "$fslab" run "$here/$spec.toml" --no-collect --db "$db" \
-        >"$db.last.out" 2>&1
-    rc=$?
-    end=$(date -u +%FT%TZ)
-    echo "$start $end $spec rc=$rc $(tail -n 3 "$db.last.out" | tr '\n' ' ' | cut -c1-120)" >>"$log"
+# one cycle, run under the lock: each spec given, one campaign each
+cycle_body() {
+    for spec in "$@"; do
+        start=$(date -u +%FT%TZ)
+        "$fslab" run "$here/$spec.toml" --no-collect --db "$db" >"$db.last.out" 2>&1
+        rc=$?
+        id=$(grep -o 'campaign [0-9]* ->' "$db.last.out" | head -n 1 | cut -d' ' -f2)
+        echo "$start $(date -u +%FT%TZ) $spec campaign=${id:-?} rc=$rc" >>"$log"
+    done
 }
 
 for ((cycle = 0; cycle < cycles; cycle++)); do
@@ -42,7 +43,9 @@ for ((cycle = 0; cycle < cycles; cycle++)); do
         for ((i = ${#specs[@]} - 1; i >= 0; i--)); do reversed+=("${specs[i]}"); done
         specs=("${reversed[@]}")
     fi
-    for spec in "${specs[@]}"; do run_one "$spec"; done
+    export -f cycle_body
+    export db here fslab log
+    flock -x "$lock" bash -c 'cycle_body "$@"' cycle "${specs[@]}"
     # +-30% jitter so the schedule does not beat with anything periodic
     low=$((spacing * 7 / 10))
     sleep $((low + RANDOM % (spacing * 6 / 10 + 1)))

@@ -92,11 +92,12 @@ def make_history(repo: Path) -> list[str]:
 
 
 def reference(repo: Path, commit: str, db: Path) -> int:
-    """Run the spec as of `commit`; returns the campaign id."""
+    """Run the spec as of `commit` with 8 runs (references are measured well); its id."""
     git(repo, "checkout", "-q", commit)
     proc = fslab(
-        "run", str(repo / "spec.toml"), "--no-collect", "--no-preflight", "--db", str(db), "--json"
-    )
+        "run", str(repo / "spec.toml"), "--no-collect", "--no-preflight", "--db", str(db),
+        "--set", "run.repeat=8",
+    )  # fmt: skip
     assert proc.returncode == 0, proc.stderr
     return int(proc.stderr.split("campaign ", 1)[1].split()[0])
 
