@@ -468,6 +468,9 @@ def import_(
 
 
 def main() -> None:
+    if len(sys.argv) > 1 and sys.argv[1] == "bisect-run":
+        cli_timeseries.bisect_run_main()
+        return
     app()
 
 

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import typer
+from typer.exceptions import TyperException
 
 from fslab.analyze.baselines import noise_model
 from fslab.analyze.bisect import EXIT_CODES, ReferencesTooClose, Verdict, bisect_list
@@ -248,6 +249,25 @@ def bisect_run(
             with log_file.open("a", encoding="utf-8") as handle:
                 handle.write("\n".join(lines) + "\n")
     raise typer.Exit(code)
+
+
+def bisect_run_main() -> None:
+    """`fslab bisect-run` as git bisect run calls it: a usage error stops the bisection.
+
+    click exits 2 on a bad option, which git bisect run would read as "bad"
+    and go on marking every commit bad; 128 stops it instead.
+    """
+    try:
+        code = app(standalone_mode=False)  # returns the command's exit code
+    except typer.Abort:
+        sys.exit(BISECT_ABORT)
+    except TyperException as exc:  # a usage error: unknown option, missing --good
+        show = getattr(exc, "show", None)
+        if callable(show):
+            show()
+        err.print(f"bisect-run: exit {BISECT_ABORT} (stops git bisect)", markup=False)
+        sys.exit(BISECT_ABORT)
+    sys.exit(code if isinstance(code, int) else 0)
 
 
 def _bisect_run(

@@ -112,25 +112,20 @@ def compare_campaigns(
 ) -> ComparisonTable:
     """Campaign b against baseline a, point by point (config + sweep values).
 
-    Rows the noise model covers are measured against it (between- and
-    within-campaign variance); the others by compare()'s test on runs.
+    Rows the noise model covers compare b with the level of a's spec over its
+    baseline campaigns (between- and within-campaign variance, analyze.noise);
+    the others are judged by compare()'s test on runs.
     """
     names = list(metrics) if metrics is not None else default_metrics(a, b)
-    base, cand = samples(a, names), samples(b, names)
-    table = compare(base, cand)
+    cand = samples(b, names)
+    table = compare(samples(a, names), cand)
     if noise is not None and noise.calibrated:
         modelled = 0
         for i, row in enumerate(table.rows):
             point_noise = noise.get(row.point, row.metric)
             if point_noise is None:
                 continue
-            replacement = model_row(
-                row.point,
-                row.metric,
-                base[row.point][row.metric],
-                cand[row.point][row.metric],
-                point_noise,
-            )
+            replacement = model_row(row.point, row.metric, cand[row.point][row.metric], point_noise)
             if replacement is not None:
                 table.rows[i] = replacement
                 modelled += 1

@@ -13,10 +13,11 @@ effects on the log scale with the campaign as a block:
     log(value_ij) = mu + c_j + e_ij,   c_j ~ N(0, between_var),  e_ij ~ N(0, within_var)
 
 fitted by REML with statsmodels' MixedLM on every stored campaign that
-repeats the spec (analyze.baselines finds them). Comparing campaign B with
-campaign A then takes the difference of their mean logs, whose variance is
+repeats the spec (analyze.baselines finds them; A among them, B left out).
+Campaign B is then compared with the spec's level, the mean of the K
+baseline campaigns' mean logs: the difference has variance
 
-    2 x between_var + within_var x (1/n_A + 1/n_B)
+    between_var x (1 + 1/K) + within_var x (1/n_B + mean(1/n_j) / K)
 
 with Satterthwaite's degrees of freedom (the between part is known from K
 campaigns, K - 1 degrees of freedom; the within part from the runs), and a
@@ -82,6 +83,8 @@ class PointNoise:
     runs: int
     between_var: float  # of a campaign's level, log scale
     within_var: float  # of one run around its campaign's level, log scale
+    level: float = 0.0  # mean over the campaigns of their mean log value
+    inv_runs: float = 1.0  # mean over the campaigns of 1 / runs
 
     @property
     def between_cv_pct(self) -> float:
@@ -103,6 +106,20 @@ class PointNoise:
         df_within = max(self.runs - self.campaigns, 1)
         denominator = between**2 / df_between + within**2 / df_within
         return (between + within) ** 2 / denominator if denominator > 0 else float(df_within)
+
+    def level_var(self) -> float:
+        """Variance of the level: the mean of the baseline campaigns' mean logs."""
+        return (self.between_var + self.within_var * self.inv_runs) / self.campaigns
+
+    def versus_level(self, runs: int) -> tuple[float, float]:
+        """(variance, Satterthwaite df) of one campaign's mean log minus the level."""
+        between = self.between_var * (1.0 + 1.0 / self.campaigns)
+        within = self.within_var * (1.0 / max(runs, 1) + self.inv_runs / self.campaigns)
+        df_between = max(self.campaigns - 1, 1)
+        df_within = max(self.runs - self.campaigns, 1)
+        denominator = between**2 / df_between + within**2 / df_within
+        df = (between + within) ** 2 / denominator if denominator > 0 else float(df_within)
+        return between + within, df
 
     def to_dict(self) -> dict[str, float | int]:
         return {
@@ -164,7 +181,14 @@ def fit_point_noise(values_by_campaign: Mapping[int, Sequence[float]]) -> PointN
     between, within = _mixedlm(endog, labels)
     if not (math.isfinite(between) and math.isfinite(within)):
         between, within = _moments(list(groups.values()))
-    return PointNoise(len(groups), len(endog), max(between, 0.0), max(within, 0.0))
+    return PointNoise(
+        campaigns=len(groups),
+        runs=len(endog),
+        between_var=max(between, 0.0),
+        within_var=max(within, 0.0),
+        level=float(np.mean([logs.mean() for logs in groups.values()])),
+        inv_runs=float(np.mean([1.0 / len(logs) for logs in groups.values()])),
+    )
 
 
 def _mixedlm(endog: np.ndarray, groups: np.ndarray) -> tuple[float, float]:
@@ -197,37 +221,44 @@ def _moments(groups: Sequence[np.ndarray]) -> tuple[float, float]:
 def model_row(
     point: PointKey,
     metric: str,
-    base_values: Sequence[float],
     cand_values: Sequence[float],
     noise: PointNoise,
 ) -> ComparisonRow | None:
-    """One row measured against the noise model (verdict left to compare.judge).
+    """The candidate campaign against the level of the baseline campaigns (verdict: judge()).
 
-    The ratio is of geometric means (exp of the difference of mean logs),
-    the quantity the model's interval is about; None when a value is not
-    positive (no logarithm: the caller falls back to the plain test).
+    The baseline is the spec's level on the host, the mean of its K baseline
+    campaigns' mean logs, known to (between + within/n)/K; the candidate is
+    one campaign, off that level by between + within/n_B. So a comparison
+    has the between-campaign drift once, not twice, and more baselines make
+    it sharper. The base columns describe the baselines: the level as the
+    geometric mean, their runs, and the total spread of one run. None when a
+    value is not positive (no logarithm: the caller falls back to the test
+    on runs).
     """
-    a = np.asarray([v for v in base_values if math.isfinite(v)], dtype=float)
     b = np.asarray([v for v in cand_values if math.isfinite(v)], dtype=float)
-    if len(a) == 0 or len(b) == 0 or (a <= 0).any() or (b <= 0).any():
+    if len(b) == 0 or (b <= 0).any():
         return None
-    diff = float(np.log(b).mean() - np.log(a).mean())
-    se = math.sqrt(noise.mean_var(len(a)) + noise.mean_var(len(b)))
-    df = noise.df(len(a), len(b))
+    diff = float(np.log(b).mean() - noise.level)
+    var, df = noise.versus_level(len(b))
+    se = math.sqrt(var)
     if se > 0:
         p = float(2.0 * sps.t.sf(abs(diff) / se, df))
         half = float(sps.t.ppf(0.5 + CONFIDENCE / 2.0, df)) * se
     else:
         p, half = (1.0 if diff == 0 else 0.0), 0.0
-    return unjudged_row(
+    level = math.exp(noise.level)
+    row = unjudged_row(
         point,
         metric,
-        a,
+        np.asarray([level]),
         b,
         ratio=math.exp(diff),
         ci=(math.exp(diff - half), math.exp(diff + half)),
         p_raw=p,
         test=TEST_NAME,
         # the spread of a campaign's mean, between-campaign drift included: the gate's CV
-        baseline_cv=math.sqrt(noise.mean_var(len(a))),
+        baseline_cv=math.sqrt(noise.mean_var(len(b))),
     )
+    row.n_baseline = noise.runs
+    row.sd_pct_baseline = 100.0 * math.sqrt(noise.between_var + noise.within_var)
+    return row
