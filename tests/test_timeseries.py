@@ -108,3 +108,19 @@ def test_text_report_compares_in_the_kernel_test_robot_form(tmp_path: Path) -> N
     words = share.split()
     assert words[0].endswith("%") and not words[1].endswith("%") and words[2].endswith("%")
     assert all(len(line) <= 80 for line in text.splitlines())
+
+
+def test_bisect_over_kernels_says_it_needs_guests(tmp_path: Path) -> None:
+    from typer.testing import CliRunner
+
+    from fslab.cli import app
+
+    args = ["bisect", str(SPACED / "base.toml"), "--db", str(tmp_path / "k.db")]
+    kernels = ["--kernels", "vmlinuz-6.1", "--kernels", "vmlinuz-6.6", "--kernels", "vmlinuz-6.12"]
+    result = CliRunner().invoke(app, [*args, *kernels, "--good", "vmlinuz-6.1", "--bad", "x"])
+    assert result.exit_code == 2 and "--bad 'x' is not one of --kernels" in result.output
+    result = CliRunner().invoke(
+        app, [*args, *kernels, "--good", "vmlinuz-6.1", "--bad", "vmlinuz-6.12"]
+    )
+    assert result.exit_code == 2
+    assert "cannot run guests yet" in result.output and "git bisect run" in result.output

@@ -25,6 +25,7 @@ from fslab.adaptive import plan_round
 from fslab.analyze.baselines import noise_model
 from fslab.analyze.bisect import Verdict, decide
 from fslab.analyze.dataset import CampaignData, load_campaign
+from fslab.analyze.drift import host_drift
 from fslab.errors import UsageError
 from fslab.runner import ProgressSink, RunOptions, run_campaign, start_campaign
 from fslab.spec import Spec
@@ -109,6 +110,8 @@ def judge_candidate(
     ReferencesTooClose when the references do not differ beyond the noise.
     """
     campaign_id = runner.start(candidate, spec, spec_toml, overrides)
+    for drift in host_drift(good.campaign.host, load_campaign(store, campaign_id).campaign.host):
+        log(f"campaign {campaign_id}: {drift.describe()} (good reference vs candidate)")
     while True:
         data = load_campaign(store, campaign_id)
         if data.headline is None:

@@ -30,7 +30,7 @@ from fslab.report.model import metric_label
 from fslab.report.series_text import series_lines
 from fslab.runner import RunOptions, run_campaign, start_campaign
 from fslab.spec import Spec, load_spec, read_spec_source
-from fslab.store.db import Store
+from fslab.store.db import CampaignRow, Store
 from fslab.units import parse_duration_s
 
 SetOption = Annotated[
@@ -179,7 +179,9 @@ def series(
     _guarded(body)
 
 
-def _series_campaigns(store: Store, selector: str, set_: list[str] | None, quick: bool) -> list:
+def _series_campaigns(
+    store: Store, selector: str, set_: list[str] | None, quick: bool
+) -> list[CampaignRow]:
     by_name = [] if (set_ or quick) else select_campaigns(store, name=selector)
     if by_name:
         return by_name
