@@ -235,7 +235,7 @@ def bisect_run(
     lines: list[str] = []
 
     def log(text: str) -> None:
-        err.print(text, markup=False, highlight=False)
+        err.print(text, markup=False, highlight=False, soft_wrap=True)
         lines.append(text)
 
     code = BISECT_ABORT
@@ -385,7 +385,7 @@ def bisect(
                     good=good_data,
                     bad=bad_data,
                     max_repeat=max_repeat,
-                    log=lambda t: err.print(t, markup=False),
+                    log=lambda t: err.print(t, markup=False, soft_wrap=True),
                 )
                 return verdicts[i][1].decision
 
