@@ -37,7 +37,8 @@ to hours apart. Figures, each judged exactly as `fslab compare A B` judges
 (analyze.baselines.compare_with_noise: the noise model of A's spec from every
 stored campaign of it, B left out):
 
-- A/A: every pair of base campaigns, earlier as baseline; the share of
+- A/A: every pair of base campaigns from different cycles of the recording
+  (so at least one spacing apart), earlier as baseline; the share of
   comparison sets (a set = one `fslab compare`: 2 points x headline and
   fsync p99) with any row flagged (goal: at most 1 in 20), beside the same
   pairs judged on the runs inside each campaign alone (the old verdict);
@@ -363,9 +364,13 @@ def report_spaced(db: Path | None) -> None:
         when = {c.id: datetime.fromisoformat(c.started_at) for c in rows}
         span = f"{min(when.values()):%Y-%m-%d %H:%M} .. {max(when.values()):%H:%M} UTC"
         print(f"spaced campaigns ({store.path}): {len(base)} base, {len(cost)} cost, {span}")
-        aa_pairs = [(a, b) for i, a in enumerate(base) for b in base[i + 1 :]]
+        cycle = _cycles(rows)
+        print(f"  {len(set(cycle.values()))} cycles (one hold of the machine lock each)")
+        aa_pairs = [
+            (a, b) for i, a in enumerate(base) for b in base[i + 1 :] if cycle[a.id] != cycle[b.id]
+        ]
         gaps = [abs(when[b.id] - when[a.id]).total_seconds() / 60 for a, b in aa_pairs]
-        print(f"  gaps between compared campaigns: {min(gaps):.0f} to {max(gaps):.0f} min")
+        print(f"  A/A pairs from different cycles: {min(gaps):.0f} to {max(gaps):.0f} min apart")
         aa_model = aa_plain = power_10 = 0
         for a, b in aa_pairs:
             aa_model += _flags(compare_with_noise(store, a.id, b.id))[0]
@@ -393,6 +398,19 @@ def report_spaced(db: Path | None) -> None:
             f"  power, real change ({cost[0].name}: {_real_change(data, base, cost)}): found in "
             f"{found} of {len(ab_pairs)} sets ({found / len(ab_pairs):.1%})"
         )
+
+
+def _cycles(rows: Sequence[Any]) -> dict[int, int]:
+    """Campaign id -> cycle: campaigns run back to back (< 30 s apart) share a cycle."""
+    out: dict[int, int] = {}
+    number, previous_end = 0, None
+    for row in sorted(rows, key=lambda c: c.started_at):
+        start = datetime.fromisoformat(row.started_at)
+        if previous_end is not None and (start - previous_end).total_seconds() > 30:
+            number += 1
+        out[row.id] = number
+        previous_end = datetime.fromisoformat(row.ended_at or row.started_at)
+    return out
 
 
 def _real_change(data: Mapping[int, CampaignData], base: Sequence[Any], cost: Sequence[Any]) -> str:

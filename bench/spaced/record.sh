@@ -7,8 +7,8 @@
 #   bench/spaced/record.sh DB CYCLES SPACING_S [FSLAB]
 #
 # Each cycle runs every spec named in DB.specs (spec files here, e.g.
-# "base cost"; read again each cycle, so cost could join a recording that
-# started with base alone), each as its own campaign, in alternating order,
+# "base cost cost base"; read again each cycle, so the mix can change during
+# a recording), each as its own campaign, in alternating order,
 # all under one hold of the exclusive machine lock (about two minutes; one
 # wait in the lock's queue per cycle), then sleeps SPACING_S +-30% with the
 # lock free. Campaigns of one spec are therefore at least one spacing plus
