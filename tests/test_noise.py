@@ -148,3 +148,20 @@ def test_plain_and_model_comparisons_of_the_same_pair_differ_only_in_test(store,
     a, b = _data(store, base[0]), _data(store, base[-1])
     (plain,) = campaign_comparisons(a, b)
     assert plain.provisional and all(row.test != TEST_NAME for row in plain.table.rows)
+
+
+def test_cli_compare_and_series_on_the_recording(store, base, cost) -> None:
+    from typer.testing import CliRunner
+
+    from fslab.cli import app
+
+    db = str(store.path)
+    result = CliRunner().invoke(app, ["compare", str(base[0].id), str(cost[-1].id), "--db", db])
+    assert result.exit_code == 0, result.output
+    assert "PROVISIONAL" not in result.output
+    assert f"{len(base)} baseline campaigns" in result.output
+    result = CliRunner().invoke(app, ["series", "spaced-base", "--db", db, "--json"])
+    assert result.exit_code == 0, result.output
+    data = json.loads(result.output)
+    assert [c["campaign_id"] for c in data["campaigns"]] == [c.id for c in base]
+    assert data["change_points"] == []

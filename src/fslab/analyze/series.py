@@ -9,7 +9,8 @@ difference of segment means, so E-Divisive means is binary segmentation on
 the l2 cost, which ruptures implements (``Binseg(model="l2")``). Candidates
 are tested weakest first and the weakest insignificant one is dropped until
 every remaining split is significant, each re-tested against its new
-neighbours.
+neighbours. Positive series (throughput, latency) are analysed as logs, as
+their noise is multiplicative; the levels reported are geometric means.
 """
 
 from __future__ import annotations
@@ -62,9 +63,12 @@ def change_points(
     """Significant level shifts of a series (E-Divisive means + t test), in order."""
     import ruptures  # imported on use: only series and reports need it
 
-    x = np.asarray(values, dtype=float)
-    if len(x) < 2 * min_size or float(np.ptp(x)) == 0.0:
+    raw = np.asarray(values, dtype=float)
+    if len(raw) < 2 * min_size or float(np.ptp(raw)) == 0.0:
         return []
+    # throughput and latency vary by factors: levels and tests on the log scale
+    logged = bool((raw > 0).all())
+    x = np.log(raw) if logged else raw
     algo = ruptures.Binseg(model="l2", min_size=min_size, jump=1).fit(x.reshape(-1, 1))
     most = len(x) // min_size - 1
     candidates = sorted(algo.predict(n_bkps=most)[:-1]) if most > 0 else []
@@ -72,7 +76,12 @@ def change_points(
         tested = [_test(x, candidates, i) for i in range(len(candidates))]
         worst = max(range(len(tested)), key=lambda i: tested[i].p_value)
         if tested[worst].p_value < p_value:
-            return tested
+            if not logged:
+                return tested
+            return [
+                ChangePoint(cp.index, math.exp(cp.mean_before), math.exp(cp.mean_after), cp.p_value)
+                for cp in tested
+            ]
         del candidates[worst]
     return []
 
