@@ -31,8 +31,8 @@ by a few tenths of a percent of the ratio, far less than the Monte Carlo
 error of the rates printed (shown as +- one standard error).
 
 Spaced campaigns (--spaced DB, or the recording checked in under
-bench/spaced/data/ by default): campaigns of bench/spaced/base.toml and
-cost.toml recorded by bench/spaced/record.sh, each its own campaign, minutes
+bench/spaced/data/ by default): campaigns of bench/spaced/base.toml,
+cost.toml and cost1k.toml recorded by bench/spaced/record.sh, each its own campaign, minutes
 to hours apart. Figures, each judged exactly as `fslab compare A B` judges
 (analyze.baselines.compare_with_noise: the noise model of A's spec from every
 stored campaign of it, B left out):
@@ -42,8 +42,10 @@ stored campaign of it, B left out):
   comparison sets (a set = one `fslab compare`: 2 points x headline and
   fsync p99) with any row flagged (goal: at most 1 in 20), beside the same
   pairs judged on the runs inside each campaign alone (the old verdict);
-- power, real change: every (base, cost) pair; a set finds the change when
-  it flags the headline "worse" at some point and "better" at none;
+- power, real change: every (base, cost) pair, for each cost spec
+  (cost.toml: 2 KiB blocks; cost1k.toml: 1 KiB blocks); a set finds the
+  change when it flags the headline "worse" at some point and "better" at
+  none;
 - power, exactly -10%: every pair of base campaigns with the candidate's
   headline scaled by 0.9 (real spaced noise, known change).
 
@@ -356,14 +358,15 @@ def report_spaced(db: Path | None) -> None:
     with spaced_store(db) as store:
         rows = [c for c in store.campaigns() if c.status == "complete"]
         base = [c for c in rows if c.name == "spaced-base"]
-        cost = [c for c in rows if c.name == "spaced-cost"]
+        costs = sorted({c.name for c in rows if c.name.startswith("spaced-cost")})
         if len(base) < MIN_CAMPAIGNS + 1:
             print(f"spaced campaigns: {len(base)} base campaign(s), too few for the figures")
             return
         data = {c.id: load_campaign(store, c.id) for c in rows}
         when = {c.id: datetime.fromisoformat(c.started_at) for c in rows}
         span = f"{min(when.values()):%Y-%m-%d %H:%M} .. {max(when.values()):%H:%M} UTC"
-        print(f"spaced campaigns ({store.path}): {len(base)} base, {len(cost)} cost, {span}")
+        counts = ", ".join(f"{sum(c.name == n for c in rows)} {n}" for n in costs)
+        print(f"spaced campaigns ({store.path}): {len(base)} base, {counts}, {span}")
         cycle = _cycles(rows)
         print(f"  {len(set(cycle.values()))} cycles (one hold of the machine lock each)")
         aa_pairs = [
@@ -389,15 +392,15 @@ def report_spaced(db: Path | None) -> None:
             f"  power, headline x{SPACED_SHIFT} on real base campaigns: found in {power_10} of "
             f"{n} sets ({power_10 / n:.1%})"
         )
-        if not cost:
-            print("  power, real change: no cost campaigns recorded")
-            return
-        ab_pairs = [(a, b) for a in base for b in cost]
-        found = sum(_flags(compare_with_noise(store, a.id, b.id))[1] for a, b in ab_pairs)
-        print(
-            f"  power, real change ({cost[0].name}: {_real_change(data, base, cost)}): found in "
-            f"{found} of {len(ab_pairs)} sets ({found / len(ab_pairs):.1%})"
-        )
+        for name in costs:
+            cost = [c for c in rows if c.name == name]
+            ab_pairs = [(a, b) for a in base for b in cost]
+            found = sum(_flags(compare_with_noise(store, a.id, b.id))[1] for a, b in ab_pairs)
+            print(
+                f"  power, real change ({name}: {_real_change(data, base, cost)}): found in "
+                f"{found} of {len(ab_pairs)} sets ({found / len(ab_pairs):.1%}), "
+                f"{len(base)} x {len(cost)} campaigns"
+            )
 
 
 def _cycles(rows: Sequence[Any]) -> dict[int, int]:

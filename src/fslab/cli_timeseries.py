@@ -39,6 +39,7 @@ SetOption = Annotated[
 QuickOption = Annotated[bool, typer.Option("--quick", help="The spec's [quick] form.")]
 NoCollectOption = Annotated[bool, typer.Option("--no-collect", help="Run without any collector.")]
 BISECT_ABORT = 128  # git bisect run stops on exit codes above 127
+FIND_CHANGE = 0.10  # the change `fslab calibrate` says how many runs would find
 
 
 def _say(text: str = "") -> None:
@@ -117,7 +118,12 @@ def _report_model(store: Store, reference_id: int, new_ids: list[int], as_json: 
                 "fingerprint": model.fingerprint,
                 "host": model.host,
                 "points": [
-                    {"point": point_label(point), "metric": metric, **noise.to_dict()}
+                    {
+                        "point": point_label(point),
+                        "metric": metric,
+                        **noise.to_dict(),
+                        "runs_to_find_10pct": noise.runs_to_find(FIND_CHANGE),
+                    }
                     for (point, metric), noise in model.points.items()
                 ],
             }
@@ -127,13 +133,22 @@ def _report_model(store: Store, reference_id: int, new_ids: list[int], as_json: 
     if not model.calibrated:
         _say(f"run more campaigns of the spec: the model needs {MIN_CAMPAIGNS}")
         return
-    _say(f"{'point':<28} {'metric':<12} {'campaigns':>9} {'between CV':>10} {'within CV':>9}")
+    _say(
+        f"{'point':<28} {'metric':<12} {'campaigns':>9} {'between CV':>10} {'within CV':>9} "
+        f"{'runs for 10%':>12}"
+    )
     for (point, metric), noise in model.points.items():
+        needed = noise.runs_to_find(FIND_CHANGE)
         _say(
             f"{point_label(point):<28} {metric_label(metric):<12} {noise.campaigns:>9} "
-            f"{noise.between_cv_pct:>9.1f}% {noise.within_cv_pct:>8.1f}%"
+            f"{noise.between_cv_pct:>9.1f}% {noise.within_cv_pct:>8.1f}% "
+            f"{needed if needed is not None else 'drift':>12}"
         )
     _say("between CV: spread of a campaign's level; within CV: of one run inside a campaign")
+    _say(
+        "runs for 10%: runs per campaign for `fslab compare` to find a 10% change with 80% "
+        "power ('drift': the spread between campaigns alone hides it)"
+    )
 
 
 # ------------------------------------------------------------------ series

@@ -121,6 +121,20 @@ class PointNoise:
         df = (between + within) ** 2 / denominator if denominator > 0 else float(df_within)
         return between + within, df
 
+    def runs_to_find(
+        self, change: float, *, alpha: float = 0.05, power: float = 0.8, most: int = 64
+    ) -> int | None:
+        """Runs per candidate campaign for a t test against the level to find a change
+        of `change` (0.10: 10%) with the given power; None when the drift between
+        campaigns alone hides it at `most` runs (more campaigns are needed, not runs).
+        Normal approximation, the baselines as they are."""
+        effect = abs(math.log1p(-change)) if change < 1 else abs(math.log(change))
+        z = float(sps.norm.ppf(1 - alpha / 2) + sps.norm.ppf(power))
+        for runs in range(2, most + 1):
+            if effect / math.sqrt(self.versus_level(runs)[0]) >= z:
+                return runs
+        return None
+
     def to_dict(self) -> dict[str, float | int]:
         return {
             "campaigns": self.campaigns,
