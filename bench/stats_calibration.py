@@ -367,6 +367,15 @@ def report_spaced(db: Path | None) -> None:
         span = f"{min(when.values()):%Y-%m-%d %H:%M} .. {max(when.values()):%H:%M} UTC"
         counts = ", ".join(f"{sum(c.name == n for c in rows)} {n}" for n in costs)
         print(f"spaced campaigns ({store.path}): {len(base)} base, {counts}, {span}")
+        model = noise_model(store, base[-1], [HEADLINE])
+        for (point, _), noise in model.points.items():
+            needed = noise.runs_to_find(1 - SPACED_SHIFT)
+            print(
+                f"  model at {cmp.point_label(point)}: between-campaign CV "
+                f"{noise.between_cv_pct:.1f}%, within {noise.within_cv_pct:.1f}% "
+                f"({noise.campaigns} campaigns); runs per campaign to find -10% with 80% power: "
+                f"{needed or 'none suffice (drift alone hides it)'}"
+            )
         cycle = _cycles(rows)
         print(f"  {len(set(cycle.values()))} cycles (one hold of the machine lock each)")
         aa_pairs = [
