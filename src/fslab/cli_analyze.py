@@ -21,6 +21,7 @@ from rich.table import Table
 
 from fslab.analyze import point_profile as pp
 from fslab.analyze.baselines import compare_with_noise
+from fslab.analyze.noise import TEST_NAME as NOISE_TEST
 from fslab.analyze.campaign_scaling import CurveFit, ScaleReport, fit_campaign
 from fslab.analyze.compare import RECOMMENDED_REPETITIONS, ComparisonRow, point_label
 from fslab.analyze.comparisons import (
@@ -187,8 +188,14 @@ def _print_comparisons(comparisons: Sequence[Comparison]) -> None:
         for note in comparison.notes:
             _say(textwrap.fill(note, 80, initial_indent="  ", subsequent_indent="    "))
         _say()
-    _say("ratio: candidate/baseline medians, CI: its 95% bootstrap interval,")
-    _say("p: test on per-run values, Benjamini-Hochberg adjusted over the table")
+    modelled = any(row.test == NOISE_TEST for c in comparisons for row in c.table.rows)
+    if modelled:
+        _say("base: the level of the baseline campaigns (geometric mean; n: their runs/the")
+        _say("candidate's); ratio, 95% CI and p: the candidate campaign against that level")
+        _say("with between- and within-campaign variance, p Benjamini-Hochberg adjusted")
+    else:
+        _say("ratio: candidate/baseline medians, CI: its 95% bootstrap interval,")
+        _say("p: test on per-run values, Benjamini-Hochberg adjusted over the table")
     reps = min_repetitions(comparisons)
     if 0 < reps < 3:
         _say(
