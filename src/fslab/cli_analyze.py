@@ -21,7 +21,6 @@ from rich.table import Table
 
 from fslab.analyze import point_profile as pp
 from fslab.analyze.baselines import compare_with_noise
-from fslab.analyze.noise import TEST_NAME as NOISE_TEST
 from fslab.analyze.campaign_scaling import CurveFit, ScaleReport, fit_campaign
 from fslab.analyze.compare import RECOMMENDED_REPETITIONS, ComparisonRow, point_label
 from fslab.analyze.comparisons import (
@@ -31,6 +30,7 @@ from fslab.analyze.comparisons import (
 )
 from fslab.analyze.dataset import CampaignData, load_campaign
 from fslab.analyze.falloff import Curve
+from fslab.analyze.noise import TEST_NAME as NOISE_TEST
 from fslab.analyze.profile import Profile, folded_diff_text, format_chains, format_diff
 from fslab.analyze.scaling import UslFit
 from fslab.cli import DbOption, JsonOption, _guarded, _print_json, _store, app, err, out
