@@ -24,6 +24,10 @@ OUT = Path(__file__).parent / "data"
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("db", type=Path)
+    parser.add_argument("--out", type=Path, default=OUT, help=f"directory (default {OUT})")
+    parser.add_argument(
+        "--source", default="bench/spaced/record.sh", help="the script that recorded the database"
+    )
     args = parser.parse_args()
     with Store(args.db) as store:
         done = [c for c in store.campaigns() if c.status == "complete"]
@@ -32,14 +36,14 @@ def main() -> int:
             for point in data["points"]:
                 point["artifacts"] = {}
             data["captured"] = (
-                f"bench/spaced/record.sh, campaign {campaign.id} of {args.db.name}; "
+                f"{args.source}, campaign {campaign.id} of {args.db.name}; "
                 "artifacts dropped (fio.json), metrics as measured"
             )
-            path = OUT / f"campaign-{campaign.id:03d}.json.gz"
+            path = args.out / f"campaign-{campaign.id:03d}.json.gz"
             # mtime=0: the same campaign always gives the same bytes
             with gzip.GzipFile(path, "wb", mtime=0) as raw:
                 raw.write(json.dumps(data, indent=1, sort_keys=True).encode())
-        print(f"{len(done)} campaign(s) -> {OUT}")
+        print(f"{len(done)} campaign(s) -> {args.out}")
     return 0
 
 
