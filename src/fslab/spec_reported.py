@@ -80,6 +80,9 @@ class ReportedSpec(_Strict):
     cpus: int | None = None
     memory: str = ""
     device: str = ""
+    # the reporter's own value of each axis fslab swept around it (the top of a numjobs
+    # ladder, "" for a fresh filesystem): where the reporter's figures are matched
+    point: dict[str, int | str] = {}
     expected: list[ReportedFigure] = []
     hypotheses: list[ReportedHypothesis] = []
     unreproduced: list[ReportedFact] = []

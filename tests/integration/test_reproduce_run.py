@@ -44,7 +44,12 @@ def reproduce_run(report: str, db: Path, *overrides: str) -> subprocess.Complete
 def test_fsync_storm_report_runs_end_to_end(tmp_path, no_leaks):
     db = tmp_path / "r.db"
     proc = reproduce_run(
-        "ext4-fsync-storm.txt", db, "sweep.numjobs=[4,16]", "run.runtime=2s", "run.ramp=0s"
+        "ext4-fsync-storm.txt",
+        db,
+        "sweep.numjobs=[4,16]",
+        "run.runtime=2s",
+        "run.ramp=0s",
+        "run.repeat=1",
     )
     assert proc.returncode == 0, proc.stderr
     assert "warning: not reproducible here: line 5: kernel 5.10" in proc.stderr
@@ -80,7 +85,7 @@ def test_fsync_storm_report_runs_end_to_end(tmp_path, no_leaks):
 @requires_root
 def test_cached_write_report_runs_end_to_end(tmp_path, no_leaks):
     db = tmp_path / "r.db"
-    proc = reproduce_run("ext4-cached-write-1728.txt", db, "run.runtime=1s")
+    proc = reproduce_run("ext4-cached-write-1728.txt", db, "run.runtime=1s", "run.repeat=1")
     assert proc.returncode == 0, proc.stderr
     with Store(db) as store:
         (campaign,) = store.campaigns()

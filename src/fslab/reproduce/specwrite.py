@@ -26,6 +26,7 @@ from fslab.reproduce.facts import FioFact, QuestionFact, ReportFacts
 from fslab.reproduce.scale import (
     DEFAULT_RAMP_S,
     QUICK_RAMP_S,
+    QUICK_REPEAT,
     QUICK_RUNTIME_S,
     HostShape,
     file_budget_bytes,
@@ -122,6 +123,7 @@ class _Builder:
         self.questions = questions
         self.warnings: list[str] = []
         self.unreproduced: list[ReportedFact] = []
+        self.reported_point: dict[str, int | str] = {}
 
     # -- the whole document ---------------------------------------------------------------
 
@@ -300,6 +302,7 @@ class _Builder:
             )
             sweep["numjobs"] = ladder
             options.pop("numjobs")
+            self.reported_point["numjobs"] = int(jobs_text)
             quick["sweep.numjobs"] = quick_numjobs(ladder)
         workload = tomlkit.table()
         workload["kind"] = "fio"
@@ -329,6 +332,7 @@ class _Builder:
             )
         quick["run.runtime"] = f"{QUICK_RUNTIME_S}s"
         quick["run.ramp"] = f"{QUICK_RAMP_S}s"
+        quick["run.repeat"] = QUICK_REPEAT
         return workload, sweep, run, quick
 
     def _one_fio_job(self) -> tuple[FioFact, dict[str, list[str]]]:
@@ -427,9 +431,10 @@ class _Builder:
                 ):
                     sweep.add(tomlkit.comment(line))
                 sweep["fill_leave_free"] = ["", human_bytes(leave)]
+                self.reported_point["fill_leave_free"] = ""
         run = tomlkit.table()
         _add(run, "runtime", "10s", "sustained dd for 10 s per point")
-        return workload, sweep, run, {"run.runtime": "3s"}
+        return workload, sweep, run, {"run.runtime": "3s", "run.repeat": QUICK_REPEAT}
 
     def _quick(self, configs: list[Config], settings: dict[str, Any]) -> Table:
         quick = tomlkit.table()
@@ -437,12 +442,12 @@ class _Builder:
         lever = next((c.label for c in configs if "remedy" in c.description), None)
         keep.append(lever or (configs[1].label if len(configs) > 1 else configs[0].label))
         quick["filesystems"] = list(dict.fromkeys(keep))
-        quick.add(
-            tomlkit.comment(
-                "--quick: the reporter's setup and its first counterpart, "
-                "fewer points, shorter runs"
-            )
-        )
+        for line in _wrap(
+            "--quick: the reporter's setup and its first counterpart, fewer points, "
+            f"shorter runs, {QUICK_REPEAT} runs a point (a verdict on the counterpart "
+            "needs 3 or more)"
+        ):
+            quick.add(tomlkit.comment(line))
         table = tomlkit.table()
         for key, value in settings.items():
             table[key] = value
@@ -514,6 +519,7 @@ class _Builder:
             cpus=max((c.count for c in facts.cpus), default=None),
             memory=facts.memory[0].text if facts.memory else "",
             device=next((d.text for d in facts.devices if d.size_bytes), ""),
+            point=self.reported_point,
             expected=[self._figure(f, configs) for f in facts.figures],
             hypotheses=[
                 ReportedHypothesis(
