@@ -26,6 +26,7 @@ class ReportFormat(StrEnum):
     text = "text"
     html = "html"
     json = "json"
+    reply = "reply"
 
 
 @app.command()
@@ -33,7 +34,12 @@ def report(
     campaign_id: LatestCampaignArg = None,
     fmt: Annotated[
         ReportFormat,
-        typer.Option("--format", "-f", help="text (80 columns, for mail), html or json."),
+        typer.Option(
+            "--format",
+            "-f",
+            help="text (80 columns, for mail), html, json, or reply (a 72-column answer to "
+            "the report the campaign reproduces).",
+        ),
     ] = ReportFormat.text,
     output: Annotated[
         Path | None,
@@ -52,8 +58,12 @@ def report(
     def body() -> None:
         with _store(db) as store:
             cid = _campaign_id(store, campaign_id)
-            model = build_report(store, cid)
-        document = _render(model, fmt)
+            if fmt is ReportFormat.reply:
+                from fslab.report.reply import reply_text
+
+                document = reply_text(store, cid)
+            else:
+                document = _render(build_report(store, cid), fmt)
         target = output
         if target is None and fmt is ReportFormat.html:
             target = Path(f"fslab-report-{cid}.html")

@@ -269,6 +269,35 @@ def with_profile_shares(
     return comparisons
 
 
+@dataclass(frozen=True)
+class PointVerdict:
+    """One configuration against another at one sweep point, on the headline metric."""
+
+    baseline: str
+    candidate: str
+    row: ComparisonRow
+
+
+def verdicts_at(data: CampaignData, baseline: str, point: PointKey) -> list[PointVerdict]:
+    """Every other configuration against `baseline` at `point`: what a change of setup buys.
+
+    The rows come from the same tables `fslab compare ID --by filesystem
+    --baseline BASELINE` prints (headline and latency p99 at every point in
+    the Benjamini-Hochberg family), so the verdicts and p values agree with it.
+    """
+    if data.headline is None or len(data.configs()) < 2 or baseline not in data.configs():
+        return []
+    found = []
+    for comparison in config_comparisons(data, baseline):
+        row = next(
+            (r for r in comparison.table.rows if r.point == point and r.metric == data.headline),
+            None,
+        )
+        if row is not None:
+            found.append(PointVerdict(baseline, comparison.candidate, row))
+    return found
+
+
 def min_repetitions(comparisons: Sequence[Comparison]) -> int:
     """The smallest repetition count on any compared row (0 when nothing compared)."""
     counts = [min(row.n_baseline, row.n_candidate) for c in comparisons for row in c.table.rows]

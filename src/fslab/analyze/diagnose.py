@@ -37,7 +37,7 @@ import fnmatch
 import textwrap
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
 
 from fslab.analyze.attribution import Shift, class_label, classify
 from fslab.analyze.dataset import CampaignData, PointKey, key_label, load_campaign
@@ -704,6 +704,12 @@ def _ruled_out(diagnosis: ConfigDiagnosis, rules: list[Rule]) -> list[Candidate]
 
 def ruled_out_text(c: Candidate, diagnosis: ConfigDiagnosis) -> str:
     """Why a mechanism is not the answer, with its numbers."""
+    return "; ".join(ruled_out_reasons(c, diagnosis))
+
+
+def ruled_out_reasons(c: Candidate, diagnosis: ConfigDiagnosis) -> list[str]:
+    """Each reason a mechanism is not the answer: a failed requirement, its frames' trend,
+    a counterfactual that weakens it, what explains more."""
     good, bad = diagnosis.good_label, diagnosis.bad_label
     top = diagnosis.candidates[0] if diagnosis.candidates else None
     parts = [c.ruled_out] if c.ruled_out else []
@@ -723,7 +729,7 @@ def ruled_out_text(c: Candidate, diagnosis: ConfigDiagnosis) -> str:
             f"threads wait for {top.short}, not for {c.short}: {top.explained:.0%} of the "
             f"change against {c.explained:.0%}"
         )
-    return "; ".join(parts)
+    return parts
 
 
 def fallback_changes(ctx: Context, limit: int = 4) -> list[str]:
@@ -834,26 +840,58 @@ def describe_candidate(c: Candidate, d: ConfigDiagnosis, rank: int, width: int =
     return lines
 
 
+@dataclass
+class HypothesisJudgement:
+    """One named mechanism judged for one configuration, for or against, with its numbers."""
+
+    config: str
+    mechanism: str
+    verdict: Literal["supported", "weaker", "not supported", "ruled out", "not judged"]
+    text: str  # the verdict and its numbers, in words
+    candidate: Candidate | None
+    rank: int | None  # among every judged mechanism
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "config": self.config,
+            "mechanism": self.mechanism,
+            "verdict": self.verdict,
+            "text": self.text,
+            "rank": self.rank,
+        }
+
+
+def judge_hypothesis(d: ConfigDiagnosis, mechanism: str) -> HypothesisJudgement:
+    """The verdict on one mechanism: ranked first, behind another, too weak, or ruled out."""
+    c = d.candidate(mechanism)
+    if c is None:
+        why = d.note or f"{mechanism} does not apply to {d.fs_type}"
+        return HypothesisJudgement(d.config, mechanism, "not judged", why, None, None)
+    rank = d.judged.index(c) + 1
+    if c.ruled_out:
+        verdict, text = "ruled out", c.ruled_out
+    elif rank == 1 and c.score >= MIN_SCORE:
+        verdict, text = "supported", f"ranked first, score {c.score:.2f}"
+    elif c.score >= MIN_SCORE:
+        top = d.judged[0]
+        verdict = "weaker"
+        text = f"ranked {rank} (score {c.score:.2f}; {top.mechanism} {top.score:.2f})"
+    else:
+        verdict = "not supported"
+        text = f"score {c.score:.2f}, it explains {c.explained:.0%} of the change"
+    return HypothesisJudgement(d.config, mechanism, verdict, text, c, rank)
+
+
 def describe_hypothesis(d: ConfigDiagnosis, mechanism: str, width: int = 80) -> list[str]:
     """One mechanism judged in full, for or against (fslab diagnose --hypothesis)."""
     lines = _wrap(f"{d.config} ({d.fs_type}): hypothesis {mechanism}", width, "", "  ")
     if d.falloff is not None:
         lines += _wrap(d.falloff.reason, width, "  ", "    ")
-    c = d.candidate(mechanism)
-    if c is None:
-        why = d.note or f"{mechanism} does not apply to {d.fs_type}"
-        return lines + _wrap(f"not judged: {why}", width, "  ", "    ")
-    rank = d.judged.index(c) + 1
-    if c.ruled_out:
-        verdict = f"ruled out: {c.ruled_out}"
-    elif rank == 1 and c.score >= MIN_SCORE:
-        verdict = f"supported: ranked first, score {c.score:.2f}"
-    elif c.score >= MIN_SCORE:
-        top = d.judged[0]
-        verdict = f"weaker: ranked {rank} (score {c.score:.2f}; {top.mechanism} {top.score:.2f})"
-    else:
-        verdict = f"not supported: score {c.score:.2f}, it explains {c.explained:.0%} of the change"
-    lines += _wrap(f"verdict: {verdict}", width, "  ", "    ")
+    judged = judge_hypothesis(d, mechanism)
+    c, rank = judged.candidate, judged.rank
+    if c is None or rank is None:
+        return lines + _wrap(f"not judged: {judged.text}", width, "  ", "    ")
+    lines += _wrap(f"verdict: {judged.verdict}: {judged.text}", width, "  ", "    ")
     head = len(_wrap(candidate_head(c, d, rank), width, "  ", "     "))
     lines += describe_candidate(c, d, rank, width)[head:]
     for f in c.metrics + c.requires + c.against:

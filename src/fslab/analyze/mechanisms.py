@@ -16,13 +16,16 @@ of the change from a good to a bad point it accounts for (docs/diagnosis.md):
   when they lose, shown as ruled out;
 - `ceiling = "device_limits"`: the mechanism can also cap every point at
   once (a device at its configured limit), which no change between points
-  shows.
+  shows;
+- `blames` / `blames_kinds`: the names (and kinds of name: any workqueue,
+  any lock) a bug report may blame that mean this mechanism, so a reply can
+  judge the reporter's hypothesis as one of the rule base's mechanisms.
 """
 
 from __future__ import annotations
 
 import tomllib
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from importlib import resources
 from typing import Any, Literal
@@ -105,12 +108,19 @@ class Rule:
     against: tuple[Condition, ...]
     alternatives: tuple[str, ...]
     ceiling: str = ""
+    blames: tuple[str, ...] = ()
+    blames_kinds: tuple[str, ...] = ()
 
     def frames(self, kind: ProfileKind) -> tuple[Frame, ...]:
         return self.offcpu if kind == "offcpu" else self.oncpu
 
     def applies_to(self, fs_type: str) -> bool:
         return not self.fs_types or fs_type in self.fs_types
+
+    def is_blamed_by(self, name: str) -> bool:
+        """The name is one of `blames`, or a frame of the signature (case-insensitive)."""
+        frames = [n for f in (*self.offcpu, *self.oncpu) for n in (f.frame, f.under) if n]
+        return name.lower() in {n.lower() for n in (*self.blames, *frames)}
 
 
 def _frames(items: list[Any], where: str) -> tuple[Frame, ...]:
@@ -160,6 +170,8 @@ def parse_rule(data: Mapping[str, Any]) -> Rule:
         against=_typed(Condition, data.get("against", []), f"{where}: against"),
         alternatives=tuple(data.get("alternatives", ())),
         ceiling=str(data.get("ceiling", "")),
+        blames=tuple(str(n) for n in data.get("blames", ())),
+        blames_kinds=tuple(str(k) for k in data.get("blames_kinds", ())),
     )
 
 
@@ -170,3 +182,30 @@ def load_rules() -> list[Rule]:
         for entry in sorted(folder.iterdir(), key=lambda e: e.name)
         if entry.name.endswith(".toml")
     ]
+
+
+@dataclass(frozen=True)
+class Blamed:
+    """The mechanism a bug report's hypothesis names, and the name that says so."""
+
+    rule: Rule
+    kind: str  # of the name: workqueue, lock, function, macro, ...
+    name: str
+    by_kind: bool  # matched only by the kind of name (any workqueue), not the name itself
+
+
+def blamed_mechanism(names: Sequence[tuple[str, str]], rules: Sequence[Rule]) -> Blamed | None:
+    """The rule a hypothesis's (kind, name) pairs blame: by a name first, then by its kind.
+
+    A commit or a free name matches only through a rule's `blames`; None when
+    the rule base has no mechanism for anything the hypothesis names.
+    """
+    for kind, name in names:
+        for rule in rules:
+            if rule.is_blamed_by(name):
+                return Blamed(rule, kind, name, by_kind=False)
+    for kind, name in names:
+        for rule in rules:
+            if kind in rule.blames_kinds:
+                return Blamed(rule, kind, name, by_kind=True)
+    return None
