@@ -1,7 +1,8 @@
-"""`fslab report`: a campaign as plain text for a mailing list, one HTML file, or JSON.
+"""`fslab report`: a campaign as plain text for a mailing list, one HTML file, JSON,
+or a reply to the bug report it reproduces.
 
 Thin by design: the report is built once (fslab.report.model) and handed to
-one renderer. Text and JSON go to stdout unless -o names a file; HTML is
+one renderer; the reply (fslab.report.reply) builds on the same model. Text and JSON go to stdout unless -o names a file; HTML is
 always written to a file (a page of SVG is no use on a terminal) and its path
 is printed, so `make demo` can end by showing where the report is.
 """
@@ -52,7 +53,13 @@ def report(
     db: DbOption = None,
 ) -> None:
     """Write a campaign's report: setup, commands to reproduce, results, scaling,
-    comparisons, hot call chains, contention evidence and the diagnosis."""
+    comparisons, hot call chains, contention evidence and the diagnosis.
+
+    --format reply drafts the answer to the bug report the campaign reproduces
+    (fslab reproduce REPORT --run): what ran and how it was scaled, the
+    reporter's figures beside fslab's, the mechanism and its evidence, the
+    reporter's hypothesis judged, the remedy's measured verdict, and what this
+    machine could not reproduce. Without a report it says what fslab found."""
     from fslab.report.model import build_report
 
     def body() -> None:
