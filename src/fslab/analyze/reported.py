@@ -120,7 +120,7 @@ def match_figures(data: CampaignData, reported: ReportedSpec) -> list[FigureMatc
 def _match(
     data: CampaignData, figure: ReportedFigure, reported: ReportedSpec, configs: list[str]
 ) -> FigureMatch:
-    config = figure.config if figure.config in configs else (configs[0] if configs else "")
+    config = figure.config or (configs[0] if configs else "")
     metric = figure.metric
 
     def none(why: str) -> FigureMatch:
@@ -130,8 +130,8 @@ def _match(
         return none("a change between the reporter's runs; fslab's changes are below")
     if not metric:
         return none("fslab has no metric for it")
-    if not config:
-        return none("the campaign has no configuration")
+    if config not in configs:
+        return none(f"{config or 'its configuration'} did not run in this campaign")
     point, why = reporter_point(data, config, reported.point)
     if point is None:
         return none(why)
