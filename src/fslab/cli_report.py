@@ -2,9 +2,10 @@
 or a reply to the bug report it reproduces.
 
 Thin by design: the report is built once (fslab.report.model) and handed to
-one renderer; the reply (fslab.report.reply) builds on the same model. Text and JSON go to stdout unless -o names a file; HTML is
-always written to a file (a page of SVG is no use on a terminal) and its path
-is printed, so `make demo` can end by showing where the report is.
+one renderer; the reply (fslab.report.reply) builds on the same model. Text,
+JSON and the reply go to stdout unless -o names a file; HTML is always
+written to a file (a page of SVG is no use on a terminal) and its path is
+printed, so `make demo` can end by showing where the report is.
 """
 
 from __future__ import annotations

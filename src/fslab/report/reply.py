@@ -469,7 +469,7 @@ def _judged(hypothesis: HypothesisReply, d: ConfigDiagnosis | None) -> list[str]
         )
     elif c is not None:
         lines += _bullets(r for r in ruled_out_reasons(c, d) if r != judged.text)
-    other = [(kind, name) for kind, name in hypothesis.names if name != blamed.name]
+    other = [(kind, name) for kind, name in hypothesis.names if not blamed.rule.is_blamed_by(name)]
     if other:
         named = ", ".join(f"{k} {n[:12] if k == 'commit' else n}" for k, n in other)
         commit = any(k == "commit" for k, _ in other)
