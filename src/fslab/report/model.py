@@ -1071,6 +1071,21 @@ def _diagnosis(store: Store, data: CampaignData, worst: PointRef | None) -> Diag
     return Diagnosis(True, entries, notes)
 
 
+def rerun_argv(overrides: dict[str, Any], report_source: str = "") -> list[str]:
+    """The fslab command that runs the campaign's experiment again, from its stored
+    overrides: `fslab reproduce REPORT --run` when it reproduces a report, else
+    `fslab run SPEC`, with its --quick and --set."""
+    if report_source and report_source != "-":
+        argv = ["fslab", "reproduce", report_source, "--run"]
+    else:
+        argv = ["fslab", "run", str(overrides.get("source") or "SPEC")]
+    if overrides.get("quick"):
+        argv.append("--quick")
+    for item in overrides.get("set", []):
+        argv += ["--set", str(item)]
+    return argv
+
+
 def finite(value: float | None) -> float | None:
     """None for missing, NaN and infinite values (JSON and plots cannot carry them)."""
     if value is None or not math.isfinite(value):

@@ -22,7 +22,7 @@ from fslab.analyze.diagnose import ConfigDiagnosis, HypothesisJudgement, judge_h
 from fslab.analyze.falloff import Falloff
 from fslab.analyze.mechanisms import Blamed, blamed_mechanism, load_rules
 from fslab.analyze.reported import FigureMatch, match_figures, reported_spec
-from fslab.report.model import Report, build_report
+from fslab.report.model import Report, build_report, rerun_argv
 from fslab.spec_comments import SpecComment, spec_comments
 from fslab.spec_reported import ReportedSpec
 from fslab.store.db import Store
@@ -91,7 +91,7 @@ def build_reply(store: Store, campaign_id: int) -> Reply:
     return Reply(
         report=report,
         reported=reported,
-        rerun=rerun_argv(data.campaign.overrides, reported),
+        rerun=rerun_argv(data.campaign.overrides, reported.source if reported else ""),
         quick=quick,
         quick_reason=next((c.reason for c in comments if c.path == ("quick", "set")), ""),
         scaling=_scaling(comments, spec, data.campaign.spec_toml, quick),
@@ -106,19 +106,6 @@ def build_reply(store: Store, campaign_id: int) -> Reply:
             for fs in spec.get("filesystems", [])
         },
     )
-
-
-def rerun_argv(overrides: dict[str, Any], reported: ReportedSpec | None) -> list[str]:
-    """`fslab reproduce REPORT --run` for a reproduced report, else `fslab run SPEC`."""
-    if reported is not None and reported.source and reported.source != "-":
-        argv = ["fslab", "reproduce", reported.source, "--run"]
-    else:
-        argv = ["fslab", "run", str(overrides.get("source") or "SPEC")]
-    if overrides.get("quick"):
-        argv.append("--quick")
-    for item in overrides.get("set", []):
-        argv += ["--set", str(item)]
-    return argv
 
 
 def _remedy_point(

@@ -26,6 +26,7 @@ from fslab.report.model import (
     Results,
     Step,
     metric_label,
+    rerun_argv,
 )
 from fslab.report.series_text import series_lines
 from fslab.report.terminal import format_value
@@ -243,15 +244,9 @@ def filesystem_rows(fs: FilesystemSetup) -> list[tuple[str, str]]:
 def invocation(report: Report) -> str | None:
     """The `fslab run` command line that made the campaign, from its stored overrides."""
     overrides = report.campaign.overrides
-    source = overrides.get("source")
-    if not source:
+    if not overrides.get("source"):
         return None
-    argv = ["fslab", "run", str(source)]
-    if overrides.get("quick"):
-        argv.append("--quick")
-    for item in overrides.get("set", []):
-        argv += ["--set", str(item)]
-    return shlex.join(argv)
+    return shlex.join(rerun_argv(overrides))
 
 
 def results_table(results: Results) -> Table:
