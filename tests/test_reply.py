@@ -48,7 +48,7 @@ PLAIN = {
     "failed": "report_campaign_failed_points.json",
     "single": "report_campaign_single_point.json",
 }
-ALL = [FSYNC, *PLAIN.values(), *(f"corpus/{p.name}" for p in sorted(CORPUS.glob("*.json")))]
+ALL = [FSYNC, CACHED, *PLAIN.values(), *(f"corpus/{p.name}" for p in sorted(CORPUS.glob("*.json")))]
 ALL.remove("corpus/manifest.json")
 RAW: dict[str, dict[str, Any]] = {}
 
@@ -311,3 +311,17 @@ def test_reply_says_why_a_figure_or_a_hypothesis_has_nothing_beside_it(tmp_path)
     hypothesis = " ".join(_section(text, "Your hypothesis").split())
     assert "Not judged: fslab has no mechanism for what it names (name io_uring)." in hypothesis
     assert "Your hypothesis (" not in text.split("What I ran", 1)[0]  # not in the summary
+
+
+# ------------------------------------------------------------------ the cached-write report, on this host
+
+
+def test_cached_write_reply_says_the_cpu_count_was_not_reproduced(tmp_path):
+    """On a 2-CPU host the watermark is too small to matter: the reply does not judge the
+    reporter's hypothesis and names the CPU count as what this host could not reproduce."""
+    _, text = _reply(tmp_path, CACHED)
+    assert _section(text, "Diagnosis").strip() == "Nothing falls off, so there is nothing to explain."
+    hypothesis = _section(text, "Your hypothesis")
+    assert "[percpu-counter-watermark]" in hypothesis and "not judged" in hypothesis
+    missing = _section(text, "What I could not reproduce here")
+    assert "cpus 1728" in missing and "nr_cpu_ids 2" in missing
