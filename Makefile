@@ -3,12 +3,28 @@
 
 VENV ?= .venv
 DEB_PACKAGES = fio xfsprogs e2fsprogs btrfs-progs linux-perf util-linux
+# guests under virtme-ng (fslab run --kernel, ...): qemu-system-x86, busybox-static and kmod
+# (depmod); file for virtme-ng's kernel-version detection. `make guest-deps` installs them.
+GUEST_DEB_PACKAGES = qemu-system-x86 busybox-static kmod file
+# the tests need the guest packages and chromium (the HTML report rendered in a real browser)
+TEST_DEB_PACKAGES = $(GUEST_DEB_PACKAGES) chromium
 FSLAB = $(VENV)/bin/fslab
+# The kernel the guest tests boot: the newest Debian 6.1, into fslab's cache
+GUEST_KERNEL ?= 6.1
 
-.PHONY: demo test deps venv lint clean-leftovers
+.PHONY: demo test deps guest-deps test-deps install-debs venv lint clean-leftovers guest-kernel
 
 deps:
-	@missing=""; for p in $(DEB_PACKAGES); do \
+	@$(MAKE) --no-print-directory install-debs PACKAGES="$(DEB_PACKAGES)"
+
+guest-deps:
+	@$(MAKE) --no-print-directory install-debs PACKAGES="$(DEB_PACKAGES) $(GUEST_DEB_PACKAGES)"
+
+test-deps:
+	@$(MAKE) --no-print-directory install-debs PACKAGES="$(DEB_PACKAGES) $(TEST_DEB_PACKAGES)"
+
+install-debs:
+	@missing=""; for p in $(PACKAGES); do \
 		dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
 	if [ -n "$$missing" ]; then \
 		echo "installing Debian packages:$$missing"; \
@@ -22,16 +38,22 @@ $(VENV)/.installed: pyproject.toml
 
 venv: $(VENV)/.installed
 
+guest-kernel: venv
+	@$(FSLAB) kernels check $(GUEST_KERNEL) >/dev/null 2>&1 || $(FSLAB) kernels fetch $(GUEST_KERNEL)
+
 demo: deps venv
 	$(FSLAB) doctor || true
 	$(FSLAB) run ext4-fsync-storm --quick
 	$(FSLAB) report --format html -o fslab-demo-report.html
+	$(FSLAB) compare $$($(FSLAB) show --json | python3 -c 'import json,sys; print(json.load(sys.stdin)["campaign"]["id"])') --by filesystem
+	$(FSLAB) diagnose
 
 lint: venv
 	$(VENV)/bin/ruff check src tests bench
 	$(VENV)/bin/ruff format --check src tests bench
 
-test: deps venv lint
+# Guest tests boot real qemu guests (TCG here: a few minutes); `pytest -m 'not guest'` skips them
+test: test-deps venv lint guest-kernel
 	$(VENV)/bin/pytest -q -ra
 
 clean-leftovers: venv

@@ -30,6 +30,25 @@ resamples instead of compare()'s 10000: the 2.5% and 97.5% percentiles move
 by a few tenths of a percent of the ratio, far less than the Monte Carlo
 error of the rates printed (shown as +- one standard error).
 
+Spaced campaigns (--spaced DB, or the recording checked in under
+bench/spaced/data/ by default): campaigns of bench/spaced/base.toml,
+cost.toml and cost1k.toml recorded by bench/spaced/record.sh, each its own campaign, minutes
+to hours apart. Figures, each judged exactly as `fslab compare A B` judges
+(analyze.baselines.compare_with_noise: the noise model of A's spec from every
+stored campaign of it, B left out):
+
+- A/A: every pair of base campaigns from different cycles of the recording
+  (so at least one spacing apart), earlier as baseline; the share of
+  comparison sets (a set = one `fslab compare`: 2 points x headline and
+  fsync p99) with any row flagged (goal: at most 1 in 20), beside the same
+  pairs judged on the runs inside each campaign alone (the old verdict);
+- power, real change: every (base, cost) pair, for each cost spec
+  (cost.toml: 2 KiB blocks; cost1k.toml: 1 KiB blocks); a set finds the
+  change when it flags the headline "worse" at some point and "better" at
+  none;
+- power, exactly -10%: every pair of base campaigns with the candidate's
+  headline scaled by 0.9 (real spaced noise, known change).
+
 Real runs: with --record-real (root) it first records a real campaign on this
 machine (ext4, fsync writes, 2 points x 32 repetitions); with --real-db and
 --real-campaign it reads a stored one. Each point's repetitions are split at
@@ -42,19 +61,28 @@ the 3% of the synthetic part).
 from __future__ import annotations
 
 import argparse
+import gzip
+import json
 import os
 import tempfile
 import time
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from fslab.analyze import compare as cmp
+from fslab.analyze.baselines import compare_with_noise, noise_model
+from fslab.analyze.comparisons import Comparison, campaign_comparisons, samples, select_metrics
+from fslab.analyze.dataset import CampaignData, load_campaign
+from fslab.analyze.noise import MIN_CAMPAIGNS
 from fslab.spec import load_spec
+from fslab.store.db import Store
+from fslab.store.exchange import import_campaign
 
 CV = 0.03
 SHIFT = 1.05
@@ -293,6 +321,128 @@ def report_real(args: argparse.Namespace) -> None:
     print(f"  A/B halves x{SHIFT}: {flagged_ab} of {rows} rows detected ({flagged_ab / rows:.1%})")
 
 
+SPACED_DIR = Path(__file__).parent / "spaced" / "data"
+SPACED_SHIFT = 0.90  # the known change applied to real base campaigns
+HEADLINE = "fio.write.iops"
+
+
+def spaced_store(db: Path | None) -> Store:
+    """The recorded database, or the checked-in exports imported into a scratch one."""
+    if db is not None:
+        return Store(db)
+    scratch = Store(Path(tempfile.mkdtemp(prefix="fslab-spaced-")) / "spaced.db")
+    for path in sorted(SPACED_DIR.glob("campaign-*.json.gz")):
+        with gzip.open(path, "rt", encoding="utf-8") as handle:
+            import_campaign(scratch, json.load(handle))
+    return scratch
+
+
+def _scaled(data: CampaignData, metric: str, factor: float) -> CampaignData:
+    """The campaign with one metric multiplied: a known change on real noise."""
+    metrics = {
+        pid: {k: v * factor if k == metric else v for k, v in values.items()}
+        for pid, values in data.metrics.items()
+    }
+    return CampaignData(campaign=data.campaign, points=data.points, metrics=metrics)
+
+
+def _flags(comparisons: Sequence[Comparison]) -> tuple[bool, bool]:
+    """(any row flagged, the headline found worse at some point and better at none)."""
+    rows = [row for c in comparisons for row in c.table.rows]
+    head = [row for row in rows if row.metric == HEADLINE]
+    found = any(r.verdict == "worse" for r in head) and not any(r.verdict == "better" for r in head)
+    return any(row.verdict in cmp.FLAGGED for row in rows), found
+
+
+def report_spaced(db: Path | None) -> None:
+    with spaced_store(db) as store:
+        rows = [c for c in store.campaigns() if c.status == "complete"]
+        base = [c for c in rows if c.name == "spaced-base"]
+        costs = sorted({c.name for c in rows if c.name.startswith("spaced-cost")})
+        if len(base) < MIN_CAMPAIGNS + 1:
+            print(f"spaced campaigns: {len(base)} base campaign(s), too few for the figures")
+            return
+        data = {c.id: load_campaign(store, c.id) for c in rows}
+        when = {c.id: datetime.fromisoformat(c.started_at) for c in rows}
+        span = f"{min(when.values()):%Y-%m-%d %H:%M} .. {max(when.values()):%H:%M} UTC"
+        counts = ", ".join(f"{sum(c.name == n for c in rows)} {n}" for n in costs)
+        print(f"spaced campaigns ({store.path}): {len(base)} base, {counts}, {span}")
+        model = noise_model(store, base[-1], [HEADLINE])
+        for (point, _), noise in model.points.items():
+            needed = noise.runs_to_find(1 - SPACED_SHIFT)
+            print(
+                f"  model at {cmp.point_label(point)}: between-campaign CV "
+                f"{noise.between_cv_pct:.1f}%, within {noise.within_cv_pct:.1f}% "
+                f"({noise.campaigns} campaigns); runs per campaign to find -10% with 80% power: "
+                f"{needed or 'none suffice (drift alone hides it)'}"
+            )
+        cycle = _cycles(rows)
+        print(f"  {len(set(cycle.values()))} cycles (one hold of the machine lock each)")
+        aa_pairs = [
+            (a, b) for i, a in enumerate(base) for b in base[i + 1 :] if cycle[a.id] != cycle[b.id]
+        ]
+        gaps = [abs(when[b.id] - when[a.id]).total_seconds() / 60 for a, b in aa_pairs]
+        print(f"  A/A pairs from different cycles: {min(gaps):.0f} to {max(gaps):.0f} min apart")
+        aa_model = aa_plain = power_10 = 0
+        for a, b in aa_pairs:
+            aa_model += _flags(compare_with_noise(store, a.id, b.id))[0]
+            aa_plain += _flags(campaign_comparisons(data[a.id], data[b.id]))[0]
+            names = select_metrics([data[a.id]])
+            noise = noise_model(store, a, names, exclude=[b.id])
+            shifted = _scaled(data[b.id], HEADLINE, SPACED_SHIFT)
+            power_10 += _flags(campaign_comparisons(data[a.id], shifted, None, noise))[1]
+        n = len(aa_pairs)
+        print(
+            f"  A/A: {aa_model} of {n} comparison sets flagged ({aa_model / n:.1%}; goal <= 1 in "
+            f"20 = 5%) with the noise model; {aa_plain} of {n} ({aa_plain / n:.1%}) judged on "
+            "the runs inside each campaign"
+        )
+        print(
+            f"  power, headline x{SPACED_SHIFT} on real base campaigns: found in {power_10} of "
+            f"{n} sets ({power_10 / n:.1%})"
+        )
+        for name in costs:
+            cost = [c for c in rows if c.name == name]
+            ab_pairs = [(a, b) for a in base for b in cost]
+            found = sum(_flags(compare_with_noise(store, a.id, b.id))[1] for a, b in ab_pairs)
+            print(
+                f"  power, real change ({name}: {_real_change(data, base, cost)}): found in "
+                f"{found} of {len(ab_pairs)} sets ({found / len(ab_pairs):.1%}), "
+                f"{len(base)} x {len(cost)} campaigns"
+            )
+
+
+def _cycles(rows: Sequence[Any]) -> dict[int, int]:
+    """Campaign id -> cycle: campaigns run back to back (< 30 s apart) share a cycle."""
+    out: dict[int, int] = {}
+    number, previous_end = 0, None
+    for row in sorted(rows, key=lambda c: c.started_at):
+        start = datetime.fromisoformat(row.started_at)
+        if previous_end is not None and (start - previous_end).total_seconds() > 30:
+            number += 1
+        out[row.id] = number
+        previous_end = datetime.fromisoformat(row.ended_at or row.started_at)
+    return out
+
+
+def _real_change(data: Mapping[int, CampaignData], base: Sequence[Any], cost: Sequence[Any]) -> str:
+    """The measured change: ratio of geometric means of campaign medians, per point."""
+    parts = []
+    for point in samples(data[base[0].id], [HEADLINE]):
+
+        def level(rows: Sequence[Any], point: Any = point) -> float:
+            medians = [
+                float(np.median(samples(data[c.id], [HEADLINE])[point][HEADLINE]))
+                for c in rows
+                if point in samples(data[c.id], [HEADLINE])
+            ]
+            return float(np.exp(np.mean(np.log(medians))))
+
+        label = cmp.point_label(tuple(kv for kv in point if kv[0] != "config"))
+        parts.append(f"{(level(cost) / level(base) - 1) * 100:+.1f}% at {label}")
+    return ", ".join(parts)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--tables", type=int, default=150, help="simulated sweeps per figure")
@@ -306,8 +456,18 @@ def main(argv: Sequence[str] | None = None) -> int:
         help="record real runs first (as root: 2 points x 32 repetitions, ~3 min)",
     )
     parser.add_argument("--real-splits", type=int, default=50, help="random splits of real runs")
+    parser.add_argument(
+        "--spaced", type=Path, help="database of spaced campaigns (default: the checked-in ones)"
+    )
+    parser.add_argument(
+        "--spaced-only", action="store_true", help="only the spaced-campaign figures"
+    )
     args = parser.parse_args(argv)
     started = time.monotonic()
+    if args.spaced_only:
+        report_spaced(args.spaced)
+        print(f"took {time.monotonic() - started:.0f} s")
+        return 0
     print(
         f"{args.tables} simulated {POINTS}-point sweeps per figure, "
         f"{N_RESAMPLES} bootstrap resamples per row, seed {args.seed}"
@@ -321,6 +481,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         report_real(args)
     else:
         print("real runs: skipped (give --record-real, or --real-db and --real-campaign)")
+    report_spaced(args.spaced)
     print(f"took {time.monotonic() - started:.0f} s")
     return 0
 

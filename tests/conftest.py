@@ -65,6 +65,20 @@ def is_root_capable() -> bool:
 
 requires_root = pytest.mark.skipif(not is_root_capable(), reason="needs root and losetup")
 
+# CI (.ci/run) sets FSLAB_CI=1: there `make test` has installed every tool the
+# tests need, so a missing one is a failure, never a silent skip.
+IN_CI = os.environ.get("FSLAB_CI") == "1"
+
+
+def require_tool(path: str | None, package: str) -> None:
+    """Skip (outside CI) or fail (in CI) when a tool the test needs is missing."""
+    if path is not None:
+        return
+    message = f"{package} is not installed (`make test-deps` runs apt-get install {package})"
+    if IN_CI:
+        pytest.fail(f"{message}; CI must have it")
+    pytest.skip(f"{message}; installing it was not possible on this machine")
+
 
 @pytest.fixture
 def no_leaks():

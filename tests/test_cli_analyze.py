@@ -153,7 +153,7 @@ def test_scale_real_campaign(db):
 def test_scale_shows_the_cliff(db):
     result = fslab("scale", NOCOLLECT, "--config", "ext4-default", "--db", db)
     assert result.exit_code == 0
-    assert "cliff between N=256 and N=1024" in result.stdout
+    assert "cliff between numjobs=256 and numjobs=1024" in result.stdout
     assert "last before cliff" in result.stdout
 
 
@@ -319,3 +319,30 @@ def test_resume_keeps_the_mode_the_campaign_was_planned_with(tmp_path):
         assert "was planned with --collect=separate" in _flat(result.stderr)
     with Store(db) as store:
         assert [(p.id, p.status) for p in store.points(cid)] == before
+
+
+# --- diagnose -----------------------------------------------------------------------
+
+
+def test_diagnose_ranks_credits_first_and_rules_out_the_workqueue(db):
+    result = fslab("diagnose", QUICK, "--db", db)
+    assert result.exit_code == 0, result.output
+    out = result.stdout
+    assert "1. ext4 journal reserved-credit exhaustion [jbd2-reserved-credits]" in out
+    assert "confirms: ext4-journal1g at numjobs=1024: journal credits 0% of threads" in out
+    assert "ruled out:" in out and "[workqueue-serialisation]" in out
+    assert _narrow(out)
+
+
+def test_diagnose_hypothesis(db):
+    result = fslab("diagnose", QUICK, "--hypothesis", "workqueue-serialisation", "--db", db)
+    assert result.exit_code == 0, result.output
+    assert "ext4-default (ext4): hypothesis workqueue-serialisation" in result.stdout
+    assert "verdict: ruled out: ext4-rsv-conversion" in _flat(result.stdout)
+    data = json.loads(
+        fslab("diagnose", QUICK, "--hypothesis", "jbd2-commit-wait", "--json", "--db", db).stdout
+    )
+    assert data["hypothesis"] == "jbd2-commit-wait"
+    assert data["configs"][0]["hypothesis"]["mechanism"] == "jbd2-commit-wait"
+    bad = fslab("diagnose", QUICK, "--hypothesis", "nonsense", "--db", db)
+    assert bad.exit_code == 2 and "no such mechanism" in _flat(bad.stderr)

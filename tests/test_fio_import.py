@@ -354,3 +354,30 @@ def test_fio_parses_the_job_text(tmp_path):
     job.write_text(fio_job_text(SEED_OPTIONS, directory=str(tmp_path)))
     record = run(["fio", "--parse-only", "--max-jobs=2048", str(job)], check=False)
     assert record.returncode == 0, record.stderr
+
+
+# --- relative file names and job file comments (fio's own rules) ---------------------------
+
+
+def test_relative_filename_is_kept_inside_the_directory():
+    imported = parse_fio_command_line("fio --name=a --filename=testfile --rw=write")
+    assert imported.options["filename"] == "testfile"
+    argv = build_fio_argv(imported.options, directory="/m")
+    assert "--filename=testfile" in argv and "--directory=/m" in argv
+
+
+@pytest.mark.parametrize("value", ["/mnt/fio", "../x", "..", "a/b", "a:b", ""])
+def test_filename_that_could_leave_the_directory_is_refused(value):
+    with pytest.raises(UsageError, match="--filename"):
+        parse_fio_command_line(f"fio --name=a --filename={value}")
+
+
+def test_relative_filename_format_is_kept():
+    imported = parse_fio_command_line("fio --name=a --filename_format=FioWorkloads.$jobnum")
+    assert imported.options["filename_format"] == "FioWorkloads.$jobnum"
+
+
+def test_job_file_comments_are_cut_where_fio_cuts_them():
+    # fio --showcmd on this job prints --numjobs=1 --filename=a: '#' and ';' end a line
+    imported = parse_fio_job_file("[j]\nnumjobs=1 # 2 4\nrw=write ; seq\nfilename=a#b\n")
+    assert imported.options == {"name": "j", "numjobs": "1", "rw": "write", "filename": "a"}

@@ -49,7 +49,11 @@ def _spec(order: str, repeat: int):
     spec, _ = load_spec(
         "ext4-fsync-storm",
         quick=True,
-        overrides=[f'run.order="{order}"', f"run.repeat={repeat}"],
+        overrides=[
+            f'run.order="{order}"',
+            f"run.repeat={repeat}",
+            "sweep.numjobs=[16, 256, 1024]",
+        ],
     )
     return spec
 

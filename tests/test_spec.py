@@ -43,7 +43,11 @@ def test_presets_load_in_full_and_quick_form():
 def test_fsync_storm_quick_form_matches_the_issue():
     spec, _ = load_spec("ext4-fsync-storm", quick=True)
     assert [fs.label for fs in spec.filesystems] == ["ext4-default", "ext4-journal1g"]
-    assert spec.sweep["numjobs"] == [16, 256, 1024]
+    assert spec.sweep["numjobs"] == [256, 1024] and spec.run.repeat == 4
+    # (repeat + 1 evidence run) x 2 configs x 2 points x (runtime + ramp): under 3 min
+    # measured, so that make demo stays under 5 with mkfs, start-up and the report
+    runs = (spec.run.repeat + 1) * len(spec.filesystems) * len(spec.sweep["numjobs"])
+    assert runs * (spec.runtime_s + spec.ramp_s) <= 170
     assert "-J" in spec.filesystems[1].mkfs_options
     assert "lazy_itable_init=0,lazy_journal_init=0" in spec.filesystems[0].mkfs_options
 
@@ -154,3 +158,23 @@ def test_target_option_forms():
     for bad in ("file", "disk:/dev/sda", "ram:/x"):
         with pytest.raises(SpecError, match="expected ram, file:DIR"):
             target_overrides(bad)
+
+
+def test_target_limits_are_parsed_and_checked():
+    from fslab.spec import load_spec
+
+    spec, _ = load_spec(
+        "ext4-fsync-storm",
+        quick=True,
+        overrides=['target.limits={write_iops=64000, write_bps="250MiB"}'],
+    )
+    limits = spec.target.limits.device_limits()
+    assert (limits.write_iops, limits.write_bps, limits.read_iops) == (64000, 250 << 20, None)
+    assert limits.describe() == "write 64000 IOPS, write 250.0MiB/s"
+    for bad, field in (
+        ("{write_iops=0}", "target.limits.write_iops"),
+        ('{write_bps="1k"}', "target.limits.write_bps"),
+        ("{iops=5}", "target.limits.iops"),
+    ):
+        with pytest.raises(SpecError, match=field.replace(".", r"\.")):
+            load_spec("ext4-fsync-storm", overrides=[f"target.limits={bad}"])

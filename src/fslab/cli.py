@@ -502,8 +502,18 @@ def import_(
 
 
 def main() -> None:
+    if len(sys.argv) > 1 and sys.argv[1] == "bisect-run":
+        cli_timeseries.bisect_run_main()
+        return
     app()
 
 
 # Command groups in modules of their own; imported last, they register on `app`.
-from fslab import cli_analyze, cli_diagnose, cli_report  # noqa: E402, F401
+from fslab import (  # noqa: E402, F401
+    cli_analyze,
+    cli_diagnose,
+    cli_kernels,
+    cli_report,
+    cli_reproduce,
+    cli_timeseries,
+)

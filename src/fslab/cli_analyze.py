@@ -20,15 +20,17 @@ from rich.markup import escape
 from rich.table import Table
 
 from fslab.analyze import point_profile as pp
+from fslab.analyze.baselines import compare_with_noise
 from fslab.analyze.campaign_scaling import CurveFit, ScaleReport, fit_campaign
 from fslab.analyze.compare import RECOMMENDED_REPETITIONS, ComparisonRow, point_label
 from fslab.analyze.comparisons import (
     Comparison,
-    campaign_comparisons,
     config_comparisons,
     min_repetitions,
 )
 from fslab.analyze.dataset import CampaignData, load_campaign
+from fslab.analyze.falloff import Curve
+from fslab.analyze.noise import TEST_NAME as NOISE_TEST
 from fslab.analyze.profile import Profile, folded_diff_text, format_chains, format_diff
 from fslab.analyze.scaling import UslFit
 from fslab.cli import DbOption, JsonOption, _guarded, _print_json, _store, app, err, out
@@ -159,7 +161,7 @@ def _comparisons(
         raise UsageError("give a second campaign id, or --by filesystem to compare configs")
     if baseline is not None:
         raise UsageError("--baseline applies with --by filesystem")
-    return campaign_comparisons(load_campaign(store, a), load_campaign(store, b), patterns)
+    return compare_with_noise(store, a, b, patterns)
 
 
 def _regressions(
@@ -176,14 +178,24 @@ def _print_comparisons(comparisons: Sequence[Comparison]) -> None:
     for comparison in comparisons:
         for label, detail in comparison.details.items():
             _say(f"{label}: {detail}")
+        if comparison.provisional:
+            _say("PROVISIONAL verdicts: no between-campaign noise model backs them (see below)")
         for title, table in comparison_tables(comparison):
             _title(title)
             out.print(table)
         for line in comparison.table.describe():
             _say(f"  {line}")
+        for note in comparison.notes:
+            _say(textwrap.fill(note, 80, initial_indent="  ", subsequent_indent="    "))
         _say()
-    _say("ratio: candidate/baseline medians, CI: its 95% bootstrap interval,")
-    _say("p: test on per-run values, Benjamini-Hochberg adjusted over the table")
+    modelled = any(row.test == NOISE_TEST for c in comparisons for row in c.table.rows)
+    if modelled:
+        _say("base: the level of the baseline campaigns (geometric mean; n: their runs/the")
+        _say("candidate's); ratio, 95% CI and p: the candidate campaign against that level")
+        _say("with between- and within-campaign variance, p Benjamini-Hochberg adjusted")
+    else:
+        _say("ratio: candidate/baseline medians, CI: its 95% bootstrap interval,")
+        _say("p: test on per-run values, Benjamini-Hochberg adjusted over the table")
     reps = min_repetitions(comparisons)
     if 0 < reps < 3:
         _say(
@@ -311,7 +323,12 @@ def scale(
     db: DbOption = None,
     as_json: JsonOption = False,
 ) -> None:
-    """Where throughput falls off: a USL fit per configuration, knee, cliff, N*."""
+    """Where throughput falls off: peak, knee and cliff per configuration; the USL where identified.
+
+    A USL fit is shown only with at least 4 points (6 advised), points on both
+    sides of the observed peak and N* near the measured range; otherwise the
+    output says why, and gives the observed peak and the falloff ratio.
+    """
 
     def body() -> None:
         with _store(db) as store:
@@ -321,7 +338,7 @@ def scale(
             _print_json(report.to_dict())
         else:
             _print_scale(data, report)
-        if not report.fitted():
+        if report.reason or not any(c.measured for c in report.curves):
             raise typer.Exit(1)
 
     _guarded(body)
@@ -338,7 +355,7 @@ def _print_scale(data: CampaignData, report: ScaleReport) -> None:
     for curve in report.curves:
         _say()
         _title(curve.label)
-        if curve.fit is not None:
+        if curve.measured is not None and curve.measured.points:
             out.print(curve_table(curve))
         for line in curve.describe()[1:]:
             _say(line)
@@ -352,39 +369,39 @@ def _print_scale(data: CampaignData, report: ScaleReport) -> None:
 
 
 def curve_table(curve: CurveFit) -> Table:
-    """Measured medians next to the fitted curve, with the knee and cliff marked."""
-    assert curve.fit is not None
-    fit = curve.fit
-    model = fit.predict(fit.n)
+    """Measured medians (analyze.falloff), the USL beside them where it was fitted."""
+    assert curve.measured is not None
+    measured, fit = curve.measured, curve.fit
+    model = fit.predict(fit.n) if fit is not None else None
     table = Table(box=box.SIMPLE_HEAD, pad_edge=False)
-    for name in (curve.axis, "median", "min..max", "runs", "USL", ""):
+    columns = [curve.axis, "median", "min..max", "runs"] + (["USL"] if fit else []) + [""]
+    for name in columns:
         table.add_column(name, justify="left" if name == "" else "right")
-    for i, n in enumerate(fit.n):
-        reps = curve.reps[curve.n.index(n)] if n in curve.n else []
+    for i, point in enumerate(measured.points):
+        reps = point.values
         spread = (
             f"{format_value(curve.metric, min(reps))}..{format_value(curve.metric, max(reps))}"
             if len(reps) > 1
             else ""
         )
-        table.add_row(
-            f"{n:g}",
-            format_value(curve.metric, fit.x_median[i]),
-            spread,
-            str(len(reps)),
-            format_value(curve.metric, float(model[i])) if i < fit.n_fitted else "-",
-            _curve_mark(fit, n),
-        )
+        row = [f"{point.n:g}", format_value(curve.metric, point.median), spread, str(len(reps))]
+        if fit is not None and model is not None:
+            row.append(format_value(curve.metric, float(model[i])) if i < fit.n_fitted else "-")
+        table.add_row(*row, _curve_mark(measured, point.n or 0.0, fit))
     return table
 
 
-def _curve_mark(fit: UslFit, n: float) -> str:
+def _curve_mark(measured: Curve, n: float, fit: UslFit | None) -> str:
     marks = []
-    if fit.knee_n == n:
+    if measured.knee_n == n:
         marks.append("knee")
-    if fit.cliff is not None and n == fit.cliff.n_before:
+    if measured.peak.n == n:
+        marks.append("peak")
+    cliff = measured.cliff
+    if cliff is not None and n == cliff.n_before:
         marks.append("last before cliff")
-    if fit.cliff is not None and n == fit.cliff.n_after:
-        refit = fit.n_fitted < len(fit.n)
+    if cliff is not None and n == cliff.n_after:
+        refit = fit is not None and fit.n_fitted < len(fit.n)
         marks.append("after cliff" + (" (not fitted)" if refit else ""))
     return ", ".join(marks)
 
@@ -427,7 +444,7 @@ def profile(
     db: DbOption = None,
     as_json: JsonOption = False,
 ) -> None:
-    """Kernel profile of a point (default: the worst point of the first config), or a diff.
+    """Kernel profile of a point (default: the worst point, as the report picks it), or a diff.
 
     Top functions by inclusive and self share and the hottest call chains;
     with --diff A B, functions, chains and threads ranked by the change in

@@ -1,8 +1,12 @@
-"""`fslab diagnose`: which kernel mechanism is to blame, with the evidence."""
+"""`fslab diagnose`: which kernel mechanism explains the falloff, and why the others don't."""
 
 from __future__ import annotations
 
-from fslab.analyze.diagnose import diagnose_campaign
+from typing import Annotated
+
+import typer
+
+from fslab.analyze.diagnose import check_mechanism, describe_hypothesis, diagnose_campaign
 from fslab.cli import (
     DbOption,
     JsonOption,
@@ -19,25 +23,47 @@ from fslab.cli import (
 @app.command()
 def diagnose(
     campaign_id: LatestCampaignArg = None,
+    hypothesis: Annotated[
+        str | None,
+        typer.Option(
+            "--hypothesis",
+            metavar="MECHANISM",
+            help="Judge one mechanism in full, for or against (e.g. workqueue-serialisation).",
+        ),
+    ] = None,
     db: DbOption = None,
     as_json: JsonOption = False,
 ) -> None:
-    """Rank the kernel mechanisms that explain each configuration's worst point.
+    """Rank the kernel mechanisms that explain each configuration's falloff.
 
-    Rules (one file per mechanism in fslab/analyze/rules/) are checked against the
-    worst point's profiles, collector metrics and facts, with the best point as
-    baseline; each candidate lists the numbers for and against it.
+    Each mechanism (one rule file in fslab/analyze/rules/) is scored by the share
+    of the change from the good point to the bad point it accounts for, in the
+    off-CPU and on-CPU profiles and its own metrics; configurations that held up
+    at the bad point confirm or weaken it; the strongest alternatives are ruled
+    out with their numbers. Without a falloff there is nothing to explain.
     """
 
     def body() -> None:
+        if hypothesis is not None:
+            check_mechanism(hypothesis)
         with _store(db) as store:
             cid = _campaign_id(store, campaign_id)
             diagnoses = diagnose_campaign(store, cid)
         if as_json:
-            _print_json({"campaign": cid, "configs": [d.to_dict() for d in diagnoses]})
+            configs = [d.to_dict() for d in diagnoses]
+            if hypothesis is not None:
+                for d, data in zip(diagnoses, configs, strict=True):
+                    judged = d.candidate(hypothesis)
+                    data["hypothesis"] = judged.to_dict() if judged else None
+            _print_json({"campaign": cid, "hypothesis": hypothesis, "configs": configs})
             return
         for diagnosis in diagnoses:
-            for line in diagnosis.describe():
+            lines = (
+                describe_hypothesis(diagnosis, hypothesis)
+                if hypothesis is not None
+                else diagnosis.describe()
+            )
+            for line in lines:
                 out.print(line, markup=False, highlight=False)
             out.print()
 

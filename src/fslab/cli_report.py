@@ -1,9 +1,11 @@
-"""`fslab report`: a campaign as plain text for a mailing list, one HTML file, or JSON.
+"""`fslab report`: a campaign as plain text for a mailing list, one HTML file, JSON,
+or a reply to the bug report it reproduces.
 
 Thin by design: the report is built once (fslab.report.model) and handed to
-one renderer. Text and JSON go to stdout unless -o names a file; HTML is
-always written to a file (a page of SVG is no use on a terminal) and its path
-is printed, so `make demo` can end by showing where the report is.
+one renderer; the reply (fslab.report.reply) builds on the same model. Text,
+JSON and the reply go to stdout unless -o names a file; HTML is always
+written to a file (a page of SVG is no use on a terminal) and its path is
+printed, so `make demo` can end by showing where the report is.
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ class ReportFormat(StrEnum):
     text = "text"
     html = "html"
     json = "json"
+    reply = "reply"
 
 
 @app.command()
@@ -33,7 +36,12 @@ def report(
     campaign_id: LatestCampaignArg = None,
     fmt: Annotated[
         ReportFormat,
-        typer.Option("--format", "-f", help="text (80 columns, for mail), html or json."),
+        typer.Option(
+            "--format",
+            "-f",
+            help="text (80 columns, for mail), html, json, or reply (a 72-column answer to "
+            "the report the campaign reproduces).",
+        ),
     ] = ReportFormat.text,
     output: Annotated[
         Path | None,
@@ -46,14 +54,24 @@ def report(
     db: DbOption = None,
 ) -> None:
     """Write a campaign's report: setup, commands to reproduce, results, scaling,
-    comparisons, hot call chains, contention evidence and the diagnosis."""
+    comparisons, hot call chains, contention evidence and the diagnosis.
+
+    --format reply drafts the answer to the bug report the campaign reproduces
+    (fslab reproduce REPORT --run): what ran and how it was scaled, the
+    reporter's figures beside fslab's, the mechanism and its evidence, the
+    reporter's hypothesis judged, the remedy's measured verdict, and what this
+    machine could not reproduce. Without a report it says what fslab found."""
     from fslab.report.model import build_report
 
     def body() -> None:
         with _store(db) as store:
             cid = _campaign_id(store, campaign_id)
-            model = build_report(store, cid)
-        document = _render(model, fmt)
+            if fmt is ReportFormat.reply:
+                from fslab.report.reply import reply_text
+
+                document = reply_text(store, cid)
+            else:
+                document = _render(build_report(store, cid), fmt)
         target = output
         if target is None and fmt is ReportFormat.html:
             target = Path(f"fslab-report-{cid}.html")

@@ -53,6 +53,7 @@ class HostFacts:
     kernel_release: str
     kernel_cmdline: str
     cpu_model: str
+    cpu_governor: str  # cpufreq scaling governor(s); "none" without cpufreq (most VMs)
     online_cpus: int
     nr_cpu_ids: int
     memory_bytes: int
@@ -95,6 +96,23 @@ def _memory_bytes(meminfo: str) -> int:
     return int(match.group(1)) * 1024 if match else 0
 
 
+def memory_total_bytes() -> int:
+    """MemTotal of this machine (or guest)."""
+    return _memory_bytes(_read("/proc/meminfo"))
+
+
+def cpu_governor() -> str:
+    """The CPUs' cpufreq governors, e.g. "performance" or "powersave,performance"."""
+    found = sorted(
+        {
+            path.read_text().strip()
+            for path in Path("/sys/devices/system/cpu").glob("cpu[0-9]*/cpufreq/scaling_governor")
+            if path.is_file()
+        }
+    )
+    return ",".join(found) or "none"
+
+
 def online_cpu_count() -> int:
     online = _read("/sys/devices/system/cpu/online")
     return len(parse_cpu_list(online)) if online else os.cpu_count() or 1
@@ -114,9 +132,10 @@ def collect_host_facts() -> HostFacts:
         kernel_release=platform.release(),
         kernel_cmdline=_read("/proc/cmdline").strip(),
         cpu_model=_cpu_model(_read("/proc/cpuinfo")),
+        cpu_governor=cpu_governor(),
         online_cpus=online,
         nr_cpu_ids=possible,
-        memory_bytes=_memory_bytes(_read("/proc/meminfo")),
+        memory_bytes=memory_total_bytes(),
         fio_version=_tool_version(["fio", "--version"]),
         perf_version=_tool_version(["perf", "--version"]),
         e2fsprogs_version=_tool_version(["mke2fs", "-V"]),

@@ -49,6 +49,7 @@ from fslab.spec import (
 from fslab.target import fill as fill_mod
 from fslab.target.fs import Mount, mkfs_argv
 from fslab.target.guard import block_major_minor, sysfs_dir
+from fslab.target.limits import unavailable_reason as limits_unavailable
 from fslab.target.loop import (
     check_image_space,
     deferred_interrupts,
@@ -105,7 +106,7 @@ def run_preflight(spec: Spec, *, mount: bool = True) -> PreflightResult:
     start = time.monotonic()
     result = PreflightResult()
     with _sigterm_as_interrupt():
-        problems = check_fio(spec)
+        problems = check_fio(spec) + check_limits(spec)
         fs_problems, result.space = check_filesystems(spec, mount=mount)
         problems += fs_problems
         if mount and not any(p.field.startswith(("workload", "sweep")) for p in problems):
@@ -114,6 +115,14 @@ def run_preflight(spec: Spec, *, mount: bool = True) -> PreflightResult:
     if problems:
         raise SpecError(format_problems(problems))
     return result
+
+
+def check_limits(spec: Spec) -> list[Problem]:
+    """target.limits needs the blkio throttle files: refuse before any point runs."""
+    if spec.target.limits is None:
+        return []
+    reason = limits_unavailable(spec.target.limits.device_limits())
+    return [Problem("target.limits", reason)] if reason else []
 
 
 def format_problems(problems: Sequence[Problem]) -> str:

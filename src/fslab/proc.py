@@ -54,6 +54,7 @@ def run(
     timeout_s: float | None = None,
     log: CommandLog | None = None,
     input_text: str | None = None,
+    cwd: str | None = None,
 ) -> CommandRecord:
     """Run argv, capture output; raise ToolError on failure when `check`."""
     start = time.monotonic()
@@ -65,6 +66,7 @@ def run(
             timeout=timeout_s,
             input=input_text,
             check=False,
+            cwd=cwd,
         )
     except FileNotFoundError as exc:
         raise ToolError(f"{argv[0]}: not found (is it installed? try `fslab doctor`)") from exc

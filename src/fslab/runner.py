@@ -41,6 +41,7 @@ from fslab.target import fill as fill_mod
 from fslab.target.fs import Mount, describe_filesystem, make_filesystem
 from fslab.target.guard import check_device
 from fslab.target.leftovers import find_leftovers
+from fslab.target.limits import device_limits
 from fslab.target.loop import LoopImage
 from fslab.timing import PointTiming
 from fslab.units import parse_size_bytes
@@ -363,6 +364,7 @@ def _measure(
 ) -> plan.WorkloadOutcome:
     fs = point.filesystem
     log = state.log
+    limits = spec.target.limits.device_limits() if spec.target.limits else None
     with formatted_device(
         spec, point, options, formatted_before=formatted_before, state=state
     ) as device:
@@ -374,9 +376,12 @@ def _measure(
             state.metrics["fs.free_bytes_start"] = float(free_bytes)
             if fs.type == "ext4":
                 state.facts.update(_watermark_facts(host, state.facts["filesystem"], free_bytes))
-            outcome = _run_workload(
-                spec, point, device, mount.mountpoint, state, artifact_dir, before_measure
-            )
+            # limits cap the workload (file layout included), not mkfs and fill
+            with device_limits(limits, device) as limit_facts:
+                state.facts.update({"device_limits": limit_facts} if limit_facts else {})
+                outcome = _run_workload(
+                    spec, point, device, mount.mountpoint, state, artifact_dir, before_measure
+                )
             faults.checkpoint("umount")
         if mount.lazily_unmounted:  # a process held it: the point's figures stand, say so
             state.facts["umount"] = "lazy: the mount stayed busy; detached lazily"

@@ -21,6 +21,8 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from fslab.errors import SpecError
 from fslab.roles import CollectMode, PointRole, repetition_roles
+from fslab.spec_reported import ReportedSpec
+from fslab.target.limits import DeviceLimits
 from fslab.units import parse_duration_s, parse_size_bytes
 
 PRESET_DIR = Path(__file__).parent / "presets"
@@ -36,12 +38,40 @@ class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
 
+class LimitsSpec(_Strict):
+    """Device limits (blkio throttle): IOPS as integers, bandwidth as sizes per second."""
+
+    read_iops: Annotated[int, Field(ge=1)] | None = None
+    write_iops: Annotated[int, Field(ge=1)] | None = None
+    read_bps: str | int | None = None  # "250MiB" = 250 MiB/s
+    write_bps: str | int | None = None
+
+    @field_validator("read_bps", "write_bps")
+    @classmethod
+    def _bps_ok(cls, value: str | int | None) -> str | int | None:
+        if value is not None and parse_size_bytes(value) < 4096:
+            raise ValueError("must be at least 4KiB per second")
+        return value
+
+    def device_limits(self) -> DeviceLimits:
+        def bps(value: str | int | None) -> int | None:
+            return parse_size_bytes(value) if value is not None else None
+
+        return DeviceLimits(
+            read_iops=self.read_iops,
+            write_iops=self.write_iops,
+            read_bps=bps(self.read_bps),
+            write_bps=bps(self.write_bps),
+        )
+
+
 class TargetSpec(_Strict):
     """Where filesystems are built: a RAM loop image (default), a file image, or a device."""
 
     kind: Literal["ram", "file", "device"] = "ram"
     size: str = "16GiB"
     path: str | None = None  # image path for kind=file, block device for kind=device
+    limits: LimitsSpec | None = None  # blkio throttle on the point's scratch device
 
     @field_validator("size")
     @classmethod
@@ -240,6 +270,7 @@ class Spec(_Strict):
     run: RunSpec = RunSpec()
     collect: CollectSpec = CollectSpec()
     quick: dict[str, Any] = {}  # overrides applied by --quick: {"set": {...}, "filesystems": [...]}
+    reported: ReportedSpec | None = None  # what a bug report said (fslab reproduce)
 
     @field_validator("filesystems")
     @classmethod

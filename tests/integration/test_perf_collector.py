@@ -1,18 +1,15 @@
 """PerfCollector around real dd writes to ext4 on a RAM-backed loop device.
 
-Images and mounts are named the way fslab names its own (/dev/shm/
-fslab-<pid>-<hex>.img, mounted under /run/fslab/) so the no_leaks fixture
-watches them; every test leaves no perf process behind.
+The scratch filesystem is fslab's own (target.scratch), named as fslab names
+its images and mounts, so the no_leaks fixture tells this test's from a
+concurrent run's; every test leaves no perf process behind.
 """
 
 from __future__ import annotations
 
 import contextlib
-import os
-import secrets
 import shutil
 import subprocess
-import tempfile
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -28,35 +25,14 @@ from fslab.collect.perf import (
     perf_error_summary,
     perf_record_argv,
 )
-
-IMAGE_BYTES = 1 << 30
-MOUNT_ROOT = Path("/run/fslab")
+from fslab.target.scratch import scratch_filesystem
 
 
 @contextlib.contextmanager
 def scratch_ext4() -> Iterator[Path]:
     """ext4 on a loop device over a /dev/shm image, mounted; all released after."""
-    image = Path(f"/dev/shm/fslab-{os.getpid()}-{secrets.token_hex(4)}.img")
-    with open(image, "wb") as fh:
-        fh.truncate(IMAGE_BYTES)
-    MOUNT_ROOT.mkdir(parents=True, exist_ok=True)
-    mnt = Path(tempfile.mkdtemp(prefix="mnt-perftest-", dir=MOUNT_ROOT))
-    loop, mounted = "", False
-    try:
-        loop = subprocess.run(
-            ["losetup", "--find", "--show", str(image)], check=True, capture_output=True, text=True
-        ).stdout.strip()
-        subprocess.run(["mkfs.ext4", "-q", "-F", loop], check=True, capture_output=True)
-        subprocess.run(["mount", loop, str(mnt)], check=True, capture_output=True)
-        mounted = True
+    with scratch_filesystem("ext4", 1 << 30) as (_, mnt):
         yield mnt
-    finally:
-        if mounted:
-            subprocess.run(["umount", str(mnt)], check=False)
-        if loop:
-            subprocess.run(["losetup", "-d", loop], check=False)
-        mnt.rmdir()
-        image.unlink(missing_ok=True)
 
 
 def dd_writes(mnt: Path, seconds: float) -> None:

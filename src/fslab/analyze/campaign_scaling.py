@@ -1,24 +1,40 @@
 """USL fits of a stored campaign: one per configuration and concurrency curve.
 
 `fslab.analyze.scaling` fits one curve; this module finds the curves in a
-campaign (per configuration, and per value of any other sweep axis), fits
-each, and says why a curve could not be fitted instead of failing: too few
-points, failed points, no concurrency axis, a metric that is not a
-throughput. With several configurations, the first one's fit is compared
-with each other's, so "which coefficient moved" is one line per change.
+campaign (per configuration, and per value of any other sweep axis), reads
+each with `analyze.falloff` (peak, knee, cliff: the measured facts every
+command shares) and fits the USL only where the fit is identified:
+
+- at least MIN_POINTS_FIT (4) points (6 advised): three parameters through
+  three points leave no residual, and an interval from a fit with no
+  residual degrees of freedom means nothing;
+- points on both sides of the observed peak (among the points fitted: those
+  before a cliff, when it leaves 4): a curve that only rises cannot locate
+  a peak, and one that only falls cannot tell contention from coherency;
+- a fitted N* near the measured range (within a factor NSTAR_RANGE of its
+  ends): a peak far outside it is an extrapolation, not a measurement.
+
+Otherwise the curve says why there is no fit and gives the observed peak and
+the falloff ratio instead. Failed points, a missing concurrency axis or a
+metric that is not a throughput are reasons too, never errors. With several
+configurations, the first one's fit is compared with each other's.
 """
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, field
 from typing import Any
 
+from fslab.analyze import falloff
 from fslab.analyze.dataset import CONCURRENCY_AXES, CampaignData, PointKey, key_label, point_key
+from fslab.analyze.falloff import Curve
 from fslab.analyze.metrics_catalog import metric_def
-from fslab.analyze.scaling import UslFit, compare_fits, fit_usl
+from fslab.analyze.scaling import MIN_POINTS_ADVISED, MIN_POINTS_FIT, UslFit, compare_fits, fit_usl
 from fslab.errors import FslabError, UsageError
 from fslab.roles import counts_for_headline
+from fslab.units import format_metric_value
+
+NSTAR_RANGE = 2.0  # N* within [N_min / 2, 2 N_max] counts as near the measured range
 
 
 @dataclass
@@ -34,6 +50,7 @@ class CurveFit:
     failed_n: list[float]  # concurrency values of failed points, left out
     fit: UslFit | None = None
     reason: str | None = None  # why there is no fit
+    measured: Curve | None = None  # peak, knee and cliff from the medians (analyze.falloff)
 
     @property
     def label(self) -> str:
@@ -45,9 +62,30 @@ class CurveFit:
             values = ", ".join(_num(n) for n in self.failed_n)
             lines.append(f"{len(self.failed_n)} failed point(s) left out ({self.axis}={values})")
         if self.fit is None:
-            lines.append(f"no fit: {self.reason}")
-            return lines
+            lines.append(f"no USL fit: {self.reason}")
+            return lines + self.observed()
         return lines + self.fit.describe()
+
+    def observed(self) -> list[str]:
+        """The measured peak and the falloff ratio beyond it: what stands without a fit."""
+        if self.measured is None or not self.measured.points:
+            return []
+        curve, axis = self.measured, self.axis
+        peak = curve.peak
+        after = [p for p in curve.points if (p.n or 0) >= (peak.n or 0)]
+        low = min(after, key=lambda p: p.median)
+        fmt = format_metric_value
+        lines = [f"observed peak {fmt(self.metric, peak.median)} at {axis}={_num(peak.n or 0)}"]
+        if low is not peak:
+            lines.append(
+                f"falloff beyond it: {fmt(self.metric, low.median)} at {axis}={_num(low.n or 0)} "
+                f"(x{low.median / peak.median:.2f})"
+            )
+        if curve.knee_n is not None:
+            lines.append(f"knee at {axis}={_num(curve.knee_n)}")
+        if curve.cliff is not None:
+            lines += curve.cliff.describe(axis)
+        return lines
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -60,6 +98,7 @@ class CurveFit:
             "failed_n": self.failed_n,
             "fit": self.fit.to_dict() if self.fit else None,
             "reason": self.reason,
+            "observed": self.observed(),
         }
 
 
@@ -164,43 +203,101 @@ def _no_axis_reason(data: CampaignData) -> str:
 
 def _curves(data: CampaignData, config: str, metric: str, axis: str, n_boot: int) -> list[CurveFit]:
     """Fit every curve of one config; a curve per value of the other axes."""
-    try:
-        curves = data.curve(config, metric, axis)
-    except (TypeError, ValueError):
-        return [_unfittable(config, axis, metric, f"{axis} values are not numbers")]
     failed = _failed_by_rest(data, config, axis)
-    if not curves:
-        reason = _no_points_reason(data, config, axis, failed)
+    measured = falloff.curves(data, config, metric, axis)
+    if not measured:
+        numeric = all(
+            falloff.as_number(p.sweep.get(axis)) is not None for p in data.ok_points(config)
+        )
+        reason = (
+            _no_points_reason(data, config, axis, failed)
+            if numeric
+            else f"{axis} values are not numbers"
+        )
         return [_unfittable(config, axis, metric, reason)]
     out = []
-    for rest, (ns, reps) in curves.items():
-        curve = CurveFit(config, rest, axis, metric, list(ns), reps, failed.get(rest, []))
+    for m in measured:
+        curve = CurveFit(config, m.rest, axis, metric, m.n, m.reps, failed.get(m.rest, []))
+        curve.measured = m
         _fit_one(curve, n_boot)
         out.append(curve)
     return out
 
 
 def _fit_one(curve: CurveFit, n_boot: int) -> None:
-    if len(curve.n) < 3:
-        values = ", ".join(_num(n) for n in curve.n) or "none"
-        curve.reason = (
-            f"only {len(curve.n)} {curve.axis} value(s) with results ({values}); "
-            "the USL needs at least 3"
-        )
+    """Fit the USL where the measured curve identifies it (module docstring)."""
+    assert curve.measured is not None
+    curve.reason = unidentified_reason(curve.measured)
+    if curve.reason is not None:
         return
     try:
-        curve.fit = fit_usl(curve.n, curve.reps, n_boot=n_boot)
+        fit = fit_usl(curve.n, curve.reps, n_boot=n_boot)
     except FslabError as exc:
         curve.reason = str(exc)
+        return
+    curve.reason = nstar_reason(fit, curve.axis)
+    if curve.reason is None:
+        curve.fit = fit
+
+
+def unidentified_reason(curve: Curve) -> str | None:
+    """Why the USL cannot be identified from these points (None: it can be fitted)."""
+    axis, k = curve.axis, len(curve.points)
+    if k < MIN_POINTS_FIT:
+        return (
+            f"{k} {axis} value(s); the USL's three parameters need at least {MIN_POINTS_FIT} "
+            f"points ({MIN_POINTS_ADVISED} advised): with {k} no residual is left to judge "
+            "the fit or to draw an interval from"
+        )
+    fitted = curve.points
+    if curve.cliff is not None:
+        before = [p for p in curve.points if (p.n or 0) < curve.cliff.n_after]
+        if len(before) >= MIN_POINTS_FIT:
+            fitted = before
+    peak = max(range(len(fitted)), key=lambda i: fitted[i].median)
+    where = " before the cliff" if fitted is not curve.points else ""
+    if peak == 0:
+        return (
+            f"throughput is highest at the smallest {axis} measured{where} "
+            f"({_num(fitted[0].n or 0)}): no point before the peak, so the rise the USL "
+            "describes is not measured"
+        )
+    if peak == len(fitted) - 1:
+        return (
+            f"throughput is highest at the largest {axis} measured{where} "
+            f"({_num(fitted[-1].n or 0)}): no point past the peak, so the peak is not located"
+        )
+    return None
+
+
+def nstar_reason(fit: UslFit, axis: str) -> str | None:
+    """Why a fit's peak is not credible: unbounded, or far outside the measured range."""
+    fitted = fit.n[: fit.n_fitted]
+    low, high = fitted[0] / NSTAR_RANGE, fitted[-1] * NSTAR_RANGE
+    if fit.n_star is None:
+        return (
+            f"the fitted curve has no bounded peak (kappa indistinguishable from 0) while the "
+            f"measured one peaks inside {axis} {_num(fitted[0])}..{_num(fitted[-1])}: "
+            "the USL does not describe it"
+        )
+    if not low <= fit.n_star.value <= high:
+        return (
+            f"the fitted N* = {fit.n_star.value:.3g} lies far outside the measured range "
+            f"({axis} {_num(fitted[0])}..{_num(fitted[-1])}): an extrapolation, not shown"
+        )
+    return None
 
 
 def _failed_by_rest(data: CampaignData, config: str, axis: str) -> dict[PointKey, list[float]]:
     failed: dict[PointKey, list[float]] = {}
     for p in data.points:
-        if p.config == config and p.status == "failed" and counts_for_headline(p.role):
-            if axis not in p.sweep:
-                continue
-            n = _as_float(p.sweep[axis])
+        if (
+            p.config == config
+            and p.status == "failed"
+            and counts_for_headline(p.role)
+            and axis in p.sweep
+        ):
+            n = falloff.as_number(p.sweep[axis])
             if n is not None:
                 failed.setdefault(point_key(p.sweep, drop=[axis]), []).append(n)
     return {rest: sorted(set(ns)) for rest, ns in failed.items()}
@@ -237,14 +334,6 @@ def _moves(curves: list[CurveFit]) -> list[FitMove]:
         assert base.fit is not None and curve.fit is not None
         moves.append(FitMove(base.label, curve.label, compare_fits(base.fit, curve.fit)))
     return moves
-
-
-def _as_float(value: Any) -> float | None:
-    try:
-        result = float(value)
-    except (TypeError, ValueError):
-        return None
-    return result if math.isfinite(result) else None
 
 
 def _num(value: float) -> str:

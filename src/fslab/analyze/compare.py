@@ -104,6 +104,11 @@ class ComparisonRow:
     baseline_cv: float
     gate_pct: float  # max(2%, GATE_CV_FACTOR x baseline CV), in percent
     verdict: Verdict
+    # means and sample SDs (% of the mean): the kernel test robot's form of a comparison
+    mean_baseline: float = math.nan
+    mean_candidate: float = math.nan
+    sd_pct_baseline: float = math.nan
+    sd_pct_candidate: float = math.nan
 
     @property
     def change_pct(self) -> float:
@@ -204,15 +209,9 @@ def compare(
         for metric in sorted(set(base) & set(cand)):
             if patterns is None or any(fnmatch.fnmatchcase(metric, p) for p in patterns):
                 rows.append(_measure(point, metric, base[metric], cand[metric], n_resamples, seed))
-    # rows with too few repetitions are never judged, so they are not in the BH family
-    family = [
-        row.p_raw if min(row.n_baseline, row.n_candidate) >= min_reps else math.nan for row in rows
-    ]
-    adjusted = stats.benjamini_hochberg(family)
-    for row, p_adj in zip(rows, adjusted, strict=True):
-        row.p_adjusted = float(p_adj)
-        row.gate_pct = 100.0 * _gate(row.baseline_cv, gate_floor, gate_cv_factor)
-        row.verdict = _verdict(row, alpha, row.gate_pct / 100.0, min_reps)
+    judge(
+        rows, alpha=alpha, gate_floor=gate_floor, gate_cv_factor=gate_cv_factor, min_reps=min_reps
+    )
     return ComparisonTable(
         rows=rows,
         only_in_baseline=[p for p in baseline if p not in candidate],
@@ -229,6 +228,31 @@ def compare(
     )
 
 
+def judge(
+    rows: Sequence[ComparisonRow],
+    *,
+    alpha: float = ALPHA,
+    gate_floor: float = GATE_FLOOR,
+    gate_cv_factor: float = GATE_CV_FACTOR,
+    min_reps: int = MIN_REPS,
+) -> None:
+    """BH-adjust the rows' p values as one family and set each row's gate and verdict.
+
+    Shared by compare() and by the between-campaign noise model
+    (analyze.noise), which measures its rows differently but is judged by the
+    same rules (the module docstring).
+    """
+    # rows with too few repetitions are never judged, so they are not in the BH family
+    family = [
+        row.p_raw if min(row.n_baseline, row.n_candidate) >= min_reps else math.nan for row in rows
+    ]
+    adjusted = stats.benjamini_hochberg(family)
+    for row, p_adj in zip(rows, adjusted, strict=True):
+        row.p_adjusted = float(p_adj)
+        row.gate_pct = 100.0 * _gate(row.baseline_cv, gate_floor, gate_cv_factor)
+        row.verdict = _verdict(row, alpha, row.gate_pct / 100.0, min_reps)
+
+
 def _measure(
     point: PointKey,
     metric: str,
@@ -239,7 +263,6 @@ def _measure(
 ) -> ComparisonRow:
     """Everything about one row except what depends on the whole table."""
     a, b = stats.as_array(base_values), stats.as_array(cand_values)
-    mdef = metric_def(metric)
     med_a = stats.median_and_spread(a).median
     med_b = stats.median_and_spread(b).median
     rng = np.random.default_rng([seed, zlib.crc32(f"{point!r}|{metric}".encode())])
@@ -247,24 +270,49 @@ def _measure(
         a, b, confidence=CONFIDENCE, n_resamples=n_resamples, rng=rng
     )
     test = stats.two_sample_test(a, b)
+    return unjudged_row(
+        point, metric, a, b,
+        ratio=_ratio(med_a, med_b), ci=(low, high), p_raw=test.p, test=test.test,
+        baseline_cv=stats.cv(a),
+    )  # fmt: skip
+
+
+def unjudged_row(
+    point: PointKey,
+    metric: str,
+    base: np.ndarray,
+    cand: np.ndarray,
+    *,
+    ratio: float,
+    ci: tuple[float, float],
+    p_raw: float,
+    test: str,
+    baseline_cv: float,
+) -> ComparisonRow:
+    """A row with its measurements; judge() sets p_adjusted, the gate and the verdict."""
+    mdef = metric_def(metric)
     return ComparisonRow(
         point=point,
         metric=metric,
         direction=mdef.direction,
         unit=mdef.unit,
-        n_baseline=len(a),
-        n_candidate=len(b),
-        median_baseline=med_a,
-        median_candidate=med_b,
-        ratio=_ratio(med_a, med_b),
-        ci_low=low,
-        ci_high=high,
-        p_raw=test.p,
+        n_baseline=len(base),
+        n_candidate=len(cand),
+        median_baseline=stats.median_and_spread(base).median,
+        median_candidate=stats.median_and_spread(cand).median,
+        ratio=ratio,
+        ci_low=ci[0],
+        ci_high=ci[1],
+        p_raw=p_raw,
         p_adjusted=float("nan"),
-        test=test.test,
-        baseline_cv=stats.cv(a),
+        test=test,
+        baseline_cv=baseline_cv,
         gate_pct=float("nan"),
         verdict="needs more runs",
+        mean_baseline=float(np.mean(base)) if len(base) else math.nan,
+        mean_candidate=float(np.mean(cand)) if len(cand) else math.nan,
+        sd_pct_baseline=100.0 * stats.cv(base),
+        sd_pct_candidate=100.0 * stats.cv(cand),
     )
 
 

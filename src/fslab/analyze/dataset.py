@@ -118,6 +118,23 @@ class CampaignData:
         middle = statistics.median(v for v, _ in scored)
         return min(scored, key=lambda item: (abs(item[0] - middle), item[1].seq))[1]
 
+    def typical_row(self, config: str, key: PointKey) -> PointRow | None:
+        """The headline repetition that stands for a sweep point: the one whose headline
+        is closest to the point's median (earliest on a tie), so one outlier does not
+        speak for the point. None without a successful repetition with a headline."""
+        if self.headline is None:
+            return None
+        runs = [
+            (value, p)
+            for p in self.ok_points(config)
+            if point_key(p.sweep) == key
+            and (value := self.metrics.get(p.id, {}).get(self.headline)) is not None
+        ]
+        if not runs:
+            return None
+        median = statistics.median(v for v, _ in runs)
+        return min(runs, key=lambda item: (abs(item[0] - median), item[1].seq))[1]
+
     def perturbation(self, config: str, key: PointKey) -> Perturbation | None:
         """The evidence run's headline against the clean median at a sweep point
         (None without an evidence run or clean repetitions: see summary.perturbation_of)."""
@@ -155,38 +172,6 @@ class CampaignData:
 
     def point(self, point_id: int) -> PointRow:
         return next(p for p in self.points if p.id == point_id)
-
-    def worst_and_best(self, config: str) -> tuple[PointRow, PointRow] | None:
-        """The config's worst and best sweep points, each as its most typical repetition.
-
-        Points are ranked by their median headline over repetitions (one noisy
-        run does not make a point the worst). With a concurrency axis, the worst
-        point is sought at or beyond the peak: that is where throughput falls
-        off, while a low-concurrency point is merely not loaded yet. The row
-        returned for a point is the repetition closest to its median.
-        """
-        if self.headline is None:
-            return None
-        by_key: dict[PointKey, list[tuple[float, PointRow]]] = {}
-        for p in self.ok_points(config):
-            value = self.metrics.get(p.id, {}).get(self.headline)
-            if value is not None:
-                by_key.setdefault(point_key(p.sweep), []).append((value, p))
-        if not by_key:
-            return None
-        medians = {key: statistics.median(v for v, _ in reps) for key, reps in by_key.items()}
-        best_key = max(medians, key=lambda k: medians[k])
-        candidates = list(medians)
-        axis = self.concurrency_axis()
-        if axis is not None and axis in dict(best_key):
-            peak_n = float(dict(best_key)[axis])
-            candidates = [k for k in medians if float(dict(k).get(axis, peak_n)) >= peak_n]
-        worst_key = min(candidates, key=lambda k: medians[k])
-
-        def typical(key: PointKey) -> PointRow:
-            return min(by_key[key], key=lambda item: abs(item[0] - medians[key]))[1]
-
-        return typical(worst_key), typical(best_key)
 
 
 def load_campaign(store: Store, campaign_id: int) -> CampaignData:

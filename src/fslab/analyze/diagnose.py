@@ -1,107 +1,73 @@
-"""Which kernel mechanism is to blame: measured evidence against a rule base kept as data.
+"""Which kernel mechanism explains the falloff: differential, counterfactual, rivals ruled out.
 
-Each mechanism is one TOML file in `analyze/rules/` (see docs/diagnosis.md):
-the evidence it needs, an explanation, what to try next, references. For each
-configuration the rules are evaluated at its worst point (lowest headline),
-with its best point as the baseline, on both profiles (on-CPU: where CPUs
-spin; off-CPU: where threads wait) and on collector metrics and point facts.
-A candidate's score is the weight of its evidence that holds over the weight
-of all its evidence; evidence against a mechanism is shown beside it. When no
-rule matches, the largest change in the off-CPU (else on-CPU) profile between
-best and worst point is reported instead, and the report says so.
+For each configuration, `analyze.falloff` names the good point (best) and
+the bad point (worst); without a falloff there is nothing to explain. Each
+mechanism of the rule base (`analyze.mechanisms`) is then scored by how much
+of the change from the good to the bad point it accounts for
+(docs/diagnosis.md has the formula and a worked example):
+
+    score = E x M x A x C
+
+- E, the explained share: b x E_off + (1 - b) x E_on, where E_off and E_on
+  are its frames' share of the change in the off-CPU and on-CPU profiles
+  (`analyze.attribution`) and b the fraction of the workload's threads
+  blocked at the bad point (time-weighted: where the threads spend it).
+- M, its metrics judged as changes from the good point:
+  (1 + held) / (1 + measured); a metric as high at the good point explains
+  nothing, and one nobody measured neither helps nor hurts.
+- A = 0.5 per fact against it that holds (dioread_lock against credits).
+- C, the counterfactual: another configuration that held up at the bad
+  point (at least 15% more throughput there) and shows the mechanism's
+  signal as strongly (>= 2/3 of it) weakens it (C = 0.5); one where the
+  signal is absent (<= 1/4 of it) confirms it (shown, C = 1).
+
+A requirement that fails rules the mechanism out (score 0), with its
+numbers: a single-threaded worker that is idle most of the time serialises
+nothing. Candidates are ranked by score; the margin between the first two is
+shown. A mechanism with a `ceiling` may also cap every point at once (a
+device at its configured limit), which no change between points can show:
+that is checked at every point and reported even when the falloff is small.
+
+Evidence for a sweep point is read only from `CampaignData.evidence_row`.
 """
 
 from __future__ import annotations
 
 import fnmatch
-import operator
 import textwrap
-import tomllib
-from collections.abc import Callable, Mapping
-from dataclasses import asdict, dataclass, field
-from importlib import resources
-from typing import Any
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any, Literal
 
-from fslab.analyze.dataset import CampaignData, key_label, load_campaign, point_key
-from fslab.analyze.profile import Profile, diff
+from fslab.analyze.attribution import Shift, class_label, classify
+from fslab.analyze.dataset import CampaignData, PointKey, key_label, load_campaign
+from fslab.analyze.falloff import FALLOFF_MIN_DROP, Falloff, campaign_falloffs
+from fslab.analyze.mechanisms import (
+    PROFILE_KINDS,
+    Condition,
+    Frame,
+    MetricSignal,
+    ProfileKind,
+    Rule,
+    load_rules,
+)
+from fslab.analyze.profile import Profile
+from fslab.errors import UsageError
 from fslab.store.db import PointRow, Store
 from fslab.units import format_metric_value
 
-MATCH_SCORE = 0.5  # a candidate is reported when at least half its evidence weight holds
-PROFILES = {"oncpu": "profile.oncpu.folded", "offcpu": "profile.offcpu.folded"}
-_OPS: dict[str, Callable[[float, float], bool]] = {
-    ">": operator.gt,
-    ">=": operator.ge,
-    "<": operator.lt,
-    "<=": operator.le,
+RUNNING = "running"  # the off-CPU composition's class for threads on a CPU or runnable
+MIN_SCORE = 0.10  # a candidate below this explains too little to be named
+SHOWN = 3  # candidates and ruled-out hypotheses listed
+WEAKENS = 2 / 3  # held-up config's signal >= this fraction of ours: weakened
+CONFIRMS = 1 / 4  # <= this fraction (and ours >= MIN_SIGNAL): confirmed
+MIN_SIGNAL = 0.05
+HELD_UP = 1.0 + FALLOFF_MIN_DROP
+CEILING_UTILISATION = 0.90  # a device at >= 90% of its configured limit is at it
+PROFILE_ARTIFACTS: dict[ProfileKind, str] = {
+    "oncpu": "profile.oncpu.folded",
+    "offcpu": "profile.offcpu.folded",
 }
-
-
-# ------------------------------------------------------------------ rules
-
-
-@dataclass(frozen=True)
-class Condition:
-    """One piece of evidence a rule looks for (see docs/diagnosis.md for the kinds)."""
-
-    kind: str  # profile | metric | change | fact | workqueue | cliff
-    what: str
-    weight: float = 1.0
-    profile: str = "offcpu"
-    frame: str = ""
-    under: str = ""
-    metric: str = ""
-    op: str = ">="
-    value: float = 0.0
-    factor: float = 2.0
-    fact: str = ""
-    equals: Any = None
-    contains: str = ""
-    max_peak_concurrency: float = 1.0
-    min_utilisation: float = 0.5
-    min_queue_delay_ns: float = 1e6
-
-
-@dataclass(frozen=True)
-class Rule:
-    id: str
-    title: str
-    explanation: str
-    remedies: tuple[str, ...]
-    references: tuple[str, ...]
-    fs_types: tuple[str, ...]
-    evidence: tuple[Condition, ...]
-    against: tuple[Condition, ...]
-
-
-def _conditions(items: list[dict[str, Any]], rule_id: str) -> tuple[Condition, ...]:
-    try:
-        return tuple(Condition(**item) for item in items)
-    except TypeError as exc:
-        raise ValueError(f"rule {rule_id}: bad evidence entry: {exc}") from exc
-
-
-def parse_rule(data: Mapping[str, Any]) -> Rule:
-    rule_id = str(data["id"])
-    return Rule(
-        id=rule_id,
-        title=str(data["title"]),
-        explanation=" ".join(str(data["explanation"]).split()),
-        remedies=tuple(data.get("remedies", ())),
-        references=tuple(data.get("references", ())),
-        fs_types=tuple(data.get("fs_types", ())),
-        evidence=_conditions(data.get("evidence", []), rule_id),
-        against=_conditions(data.get("against", []), rule_id),
-    )
-
-
-def load_rules() -> list[Rule]:
-    folder = resources.files("fslab.analyze").joinpath("rules")
-    return [
-        parse_rule(tomllib.loads(entry.read_text()))
-        for entry in sorted(folder.iterdir(), key=lambda e: e.name)
-        if entry.name.endswith(".toml")
-    ]
 
 
 # ------------------------------------------------------------------ evidence
@@ -109,398 +75,828 @@ def load_rules() -> list[Rule]:
 
 @dataclass
 class PointEvidence:
-    """What one point measured, in the form the rules read."""
+    """What one point's evidence run measured, in the form the scoring reads."""
 
-    point: PointRow | None
+    key: PointKey
+    row: PointRow | None
+    headline: float | None
     metrics: Mapping[str, float]
     facts: Mapping[str, Any]
-    profiles: Mapping[str, Profile | None]
+    profiles: dict[ProfileKind, Profile | None]
 
+    @property
     def label(self) -> str:
-        return key_label(tuple(self.point.sweep.items())) if self.point else "(none)"
+        return key_label(self.key)
+
+    @property
+    def blocked_fraction(self) -> float | None:
+        """Fraction of the workload's threads blocked (off-CPU sampler), None if not measured."""
+        total = self.metrics.get("offcpu.threads_mean")
+        blocked = self.metrics.get("offcpu.blocked_threads_mean")
+        if not total or blocked is None:
+            return None
+        return min(1.0, blocked / total)
 
 
-def frame_share(profile: Profile | None, frame: str, under: str = "") -> float | None:
-    """Share of samples whose stack holds `frame` (below `under`, when given)."""
-    if profile is None or profile.total == 0:
-        return None
-    hits = 0
-    for stack, count in profile.stacks.items():
-        if frame not in stack:
-            continue
-        if under:
-            index = stack.index(frame)
-            if under not in stack[:index]:
-                continue
-        hits += count
-    return hits / profile.total
+def load_evidence(
+    store: Store, data: CampaignData, config: str, key: PointKey, headline: float | None
+) -> PointEvidence:
+    row = data.evidence_row(config, key)
+    if row is None:
+        return PointEvidence(key, None, headline, {}, {}, {"oncpu": None, "offcpu": None})
+    profiles: dict[ProfileKind, Profile | None] = {}
+    for kind, name in PROFILE_ARTIFACTS.items():
+        text = store.artifact(row.id, name)
+        profile = Profile.from_folded(text) if text else None
+        if profile is not None and kind == "oncpu":
+            profile = profile.busy()
+        profiles[kind] = profile if profile is not None and profile.total else None
+    facts = {**row.facts, "fs_type": row.fs_type}
+    return PointEvidence(key, row, headline, data.metrics.get(row.id, {}), facts, profiles)
+
+
+def _all_frames(rules: list[Rule], kind: ProfileKind) -> list[Frame]:
+    return list(dict.fromkeys(f for rule in rules for f in rule.frames(kind)))
+
+
+@dataclass
+class Compositions:
+    """Each point's profiles cut into the rule base's classes (analyze.attribution)."""
+
+    by_row: dict[int, dict[ProfileKind, dict[str, float] | None]] = field(default_factory=dict)
+
+    def add(self, evidence: PointEvidence, rules: list[Rule]) -> None:
+        found: dict[ProfileKind, dict[str, float] | None] = {}
+        for kind, profile in evidence.profiles.items():
+            found[kind] = classify(profile, _all_frames(rules, kind)) if profile else None
+        blocked = evidence.blocked_fraction
+        off = found.get("offcpu")
+        if off is not None and blocked is not None:
+            # shares of all the workload's threads: a thread that went from running to
+            # waiting in a mechanism's frames is part of the change too
+            found["offcpu"] = {**{k: v * blocked for k, v in off.items()}, RUNNING: 1 - blocked}
+        if evidence.row is not None:
+            self.by_row[evidence.row.id] = found
+
+    def of(self, evidence: PointEvidence, kind: ProfileKind) -> dict[str, float] | None:
+        if evidence.row is None:
+            return None
+        return self.by_row.get(evidence.row.id, {}).get(kind)
+
+
+def signal(evidence: PointEvidence, rule: Rule, comps: Compositions) -> tuple[float, str] | None:
+    """The mechanism's share at one point, and of what: off-CPU first (where threads wait)."""
+    for kind in PROFILE_KINDS:
+        classes = comps.of(evidence, kind)
+        if classes is not None and rule.frames(kind):
+            keys = {f.key for f in rule.frames(kind)}
+            share = sum(v for k, v in classes.items() if k in keys)
+            return share, "of threads" if kind == "offcpu" else "of busy CPU"
+    return None
+
+
+# ------------------------------------------------------------------ findings
 
 
 @dataclass
 class Finding:
-    """A condition checked against the worst and best point: holds or not, with numbers."""
+    """One judged piece of evidence, with its numbers in words."""
 
     text: str
-    holds: bool
-    weight: float
-    applicable: bool = True  # False: no baseline to judge a change against
+    holds: bool | None  # None: not measured, so not judged
+    good: float | None = None
+    bad: float | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"text": self.text, "holds": self.holds, "good": self.good, "bad": self.bad}
 
 
-def _no_baseline(worst: PointEvidence, best: PointEvidence) -> bool:
-    """One point only (worst is best): changes and cliffs cannot be judged."""
-    return worst.point is not None and best.point is not None and worst.point.id == best.point.id
-
-
-def _not_applicable(c: Condition) -> Finding:
-    return Finding(f"{c.what}: not judged (a single point: no baseline)", False, c.weight, False)
-
-
-def _fmt(value: float | None, unit: str = "") -> str:
+def _fmt(value: float | None, name: str = "") -> str:
     if value is None:
         return "n/a"
-    if unit == "share":
+    if "_ns" in name:
+        return format_metric_value("x_ns", value)
+    if "utilisation" in name or name == "share":
         return f"{value:.0%}"
-    if unit == "ns" and abs(value) >= 1e9:
-        return f"{value / 1e9:.2f}s"
-    if unit == "ns" and abs(value) >= 1e6:
-        return f"{value / 1e6:.1f}ms"
+    if abs(value) >= 100:
+        return f"{value:.0f}"
     return f"{value:.3g}"
 
 
-def _metric_unit(name: str) -> str:
-    return "ns" if "_ns" in name else ""
+def _largest(metrics: Mapping[str, float], pattern: str) -> tuple[str, float] | None:
+    found = [(k, v) for k, v in metrics.items() if fnmatch.fnmatchcase(k, pattern)]
+    return max(found, key=lambda kv: kv[1]) if found else None
 
 
-def _check_profile(c: Condition, worst: PointEvidence, best: PointEvidence) -> Finding:
-    w = frame_share(worst.profiles.get(c.profile), c.frame, c.under)
-    b = frame_share(best.profiles.get(c.profile), c.frame, c.under)
-    where = f"{c.frame}" + (f" under {c.under}" if c.under else "")
-    holds = w is not None and _OPS[c.op](w, c.value)
-    text = (
-        f"{c.what}: {c.profile} samples in {where} {_fmt(w, 'share')} at "
-        f"{worst.label()} ({_fmt(b, 'share')} at {best.label()}; threshold {c.op} "
-        f"{c.value:.0%})"
-    )
-    if w is None:
-        text = f"{c.what}: no {c.profile} profile at {worst.label()}"
-    return Finding(text, holds, c.weight)
-
-
-def _matching_metrics(metrics: Mapping[str, float], pattern: str) -> dict[str, float]:
-    return {k: v for k, v in metrics.items() if fnmatch.fnmatchcase(k, pattern)}
-
-
-def _check_metric(c: Condition, worst: PointEvidence, best: PointEvidence) -> Finding:
-    found = _matching_metrics(worst.metrics, c.metric)
-    if not found:
-        return Finding(f"{c.what}: {c.metric} not measured at {worst.label()}", False, c.weight)
-    name, value = max(found.items(), key=lambda kv: kv[1])
-    unit = _metric_unit(name)
-    holds = _OPS[c.op](value, c.value)
-    base = best.metrics.get(name)
-    text = (
-        f"{c.what}: {name} = {_fmt(value, unit)} at {worst.label()} "
-        f"({_fmt(base, unit)} at {best.label()}; threshold {c.op} {_fmt(c.value, unit)})"
-    )
-    return Finding(text, holds, c.weight)
-
-
-def _check_change(c: Condition, worst: PointEvidence, best: PointEvidence) -> Finding:
-    if _no_baseline(worst, best):
-        return _not_applicable(c)
-    w, b = worst.metrics.get(c.metric), best.metrics.get(c.metric)
-    family = c.metric.split(".")[0] + "."
-    if b is None and any(k.startswith(family) for k in best.metrics):
-        b = 0.0  # the collector ran at the best point and never saw it
-    unit = _metric_unit(c.metric)
-    if w is None or b is None:
-        return Finding(f"{c.what}: {c.metric} not measured at both points", False, c.weight)
-    grew = w >= c.factor * b if b > 0 else w > 0
-    holds = grew if c.op in (">", ">=", "grew") else (w * c.factor <= b)
-    direction = "grew" if c.op in (">", ">=", "grew") else "shrank"
-    text = (
-        f"{c.what}: {c.metric} {_fmt(b, unit)} at {best.label()} -> {_fmt(w, unit)} at "
-        f"{worst.label()} (needs: {direction} {c.factor:g}x)"
-    )
-    return Finding(text, holds, c.weight)
-
-
-def _check_fact(c: Condition, worst: PointEvidence, _best: PointEvidence) -> Finding:
-    value = worst.facts.get(c.fact)
-    if c.contains:
-        holds = c.contains in str(value or "")
-        text = f"{c.what}: {c.fact} = {value!r}"
+def judge_metric(signal_def: MetricSignal, good: PointEvidence, bad: PointEvidence) -> Finding:
+    """A metric judged as a change from the good point to the bad one."""
+    at_bad = _largest(bad.metrics, signal_def.metric)
+    if at_bad is None:
+        return Finding(f"{signal_def.what}: {signal_def.metric} not measured", None)
+    name, b = at_bad
+    g = good.metrics.get(name)
+    family = name.split(".")[0] + "."
+    if g is None and any(k.startswith(family) for k in good.metrics):
+        g = 0.0  # its collector ran at the good point and never saw it
+    if g is None:
+        return Finding(f"{signal_def.what}: {name} not measured at {good.label}", None)
+    floor = signal_def.floor
+    if signal_def.grows:
+        holds = b > floor and b >= signal_def.factor * g
+        need = f"needs x{signal_def.factor:g}"
     else:
-        holds = value == c.equals
-        text = f"{c.what}: {c.fact} = {value!r} at {worst.label()}"
-        extra = [k for k in ("free_bytes_start", "ext4_watermark_bytes") if k in worst.facts]
-        if c.fact == "below_ext4_watermark" and extra:
-            text += " (" + ", ".join(f"{k} {worst.facts[k]:.0f}" for k in extra) + ")"
-    return Finding(text, holds, c.weight)
+        holds = b * signal_def.factor <= g and g > floor
+        need = f"needs /{signal_def.factor:g}"
+    text = f"{signal_def.what}: {_fmt(g, name)} -> {_fmt(b, name)} ({name}; {need})"
+    return Finding(text, holds, g, b)
 
 
-def _check_workqueue(c: Condition, worst: PointEvidence, _best: PointEvidence) -> Finding:
-    """Some workqueue runs one item at a time, busy, with items waiting behind it."""
-    names = {k.split(".")[1] for k in worst.metrics if k.startswith("wq.") and k.count(".") >= 2}
-    best_name, best_text = None, ""
-    for name in sorted(names):
-        peak = worst.metrics.get(f"wq.{name}.peak_concurrency")
-        util = worst.metrics.get(f"wq.{name}.utilisation")
-        delay = worst.metrics.get(f"wq.{name}.queue_delay_ns_p99")
+def judge_condition(c: Condition, bad: PointEvidence) -> Finding:
+    """A requirement or counter-argument at the bad point."""
+    if c.kind == "fact":
+        value = bad.facts.get(c.fact)
+        if value is None:
+            return Finding(f"{c.what}: {c.fact} not recorded", None)
+        holds = c.contains in str(value) if c.contains else value == c.equals
+        return Finding(f"{c.what}: {c.fact} = {value!r}", holds)
+    if c.kind == "metric":
+        found = _largest(bad.metrics, c.metric)
+        if found is None:
+            return Finding(f"{c.what}: {c.metric} not measured", None)
+        name, value = found
+        holds = value >= c.value if c.op == ">=" else value <= c.value
+        return Finding(
+            f"{c.what}: {name} = {_fmt(value, name)} ({c.op} {c.value:g})", holds, None, value
+        )
+    return _judge_workqueue(c, bad)
+
+
+def _judge_workqueue(c: Condition, bad: PointEvidence) -> Finding:
+    """A serialising worker: one item at a time, busy, with items waiting behind it."""
+    names = sorted(
+        {k.split(".")[1] for k in bad.metrics if k.startswith("wq.") and k.count(".") >= 2}
+    )
+    if c.workqueue:
+        names = [n for n in names if n == c.workqueue]
+    rows = []
+    for name in names:
+        m = bad.metrics
+        peak = m.get(f"wq.{name}.peak_concurrency")
+        util = m.get(f"wq.{name}.utilisation")
+        delay = m.get(f"wq.{name}.queue_delay_ns_p99")
         if peak is None or util is None or delay is None:
             continue
+        rows.append((name, peak, util, delay))
+    if not rows:
+        return Finding(f"{c.what}: no workqueue measured at {bad.label}", None)
+    serial = [r for r in rows if r[1] <= c.max_peak_concurrency and r[3] >= c.min_queue_delay_ns]
+    if not serial:
+        name, peak, util, delay = max(rows, key=lambda r: r[3])
         text = (
-            f"{c.what}: {name} peak concurrency {peak:g}, utilisation {util:.2f}, "
-            f"queue->activate p99 {_fmt(delay, 'ns')} at {worst.label()}"
+            f"no workqueue ran one item at a time with items waiting: the longest queue, "
+            f"{name}, reached {peak:g} in flight, queue p99 {_fmt(delay, 'x_ns')}"
         )
-        if (
-            peak <= c.max_peak_concurrency
-            and util >= c.min_utilisation
-            and delay >= c.min_queue_delay_ns
-        ):
-            return Finding(text, True, c.weight)
-        if best_name is None or util > worst.metrics.get(f"wq.{best_name}.utilisation", 0):
-            best_name, best_text = name, text
-    return Finding(
-        best_text or f"{c.what}: no workqueue metrics at {worst.label()}", False, c.weight
+        return Finding(text, False, None, util)
+    name, peak, util, delay = max(serial, key=lambda r: r[3])
+    holds = util >= c.min_utilisation
+    at_once = "one item" if peak <= 1 else f"at most {peak:g} items"
+    text = (
+        f"{name} ran {at_once} at a time with queue p99 {_fmt(delay, 'x_ns')}, "
+        f"{'and' if holds else 'but'} was busy {util:.0%} of the time"
     )
+    if not holds:
+        text += f" (a serialising worker is busy >= {c.min_utilisation:.0%})"
+    return Finding(text, holds, None, util)
 
 
-def _check_cliff(c: Condition, worst: PointEvidence, best: PointEvidence) -> Finding:
-    if _no_baseline(worst, best):
-        return _not_applicable(c)
-    bracket = worst.facts.get("cliff")
-    if bracket:
-        return Finding(f"{c.what}: throughput falls off a cliff {bracket}", True, c.weight)
-    return Finding(f"{c.what}: no cliff in the throughput curve", False, c.weight)
+# ------------------------------------------------------------------ candidates
 
 
-_CHECKS = {
-    "profile": _check_profile,
-    "metric": _check_metric,
-    "change": _check_change,
-    "fact": _check_fact,
-    "workqueue": _check_workqueue,
-    "cliff": _check_cliff,
-}
+@dataclass
+class Counterfactual:
+    """Another configuration at the bad point: did it hold up, and does it show the signal?"""
 
+    config: str
+    label: str  # sweep point
+    ours: float
+    theirs: float
+    gain_pct: float  # their headline over ours at that point
+    verdict: str  # "confirms" | "weakens" | "neutral"
+    text: str
 
-# ------------------------------------------------------------------ verdicts
+    def to_dict(self) -> dict[str, Any]:
+        return dict(vars(self))
 
 
 @dataclass
 class Candidate:
+    """One mechanism judged for one configuration."""
+
     mechanism: str
     title: str
+    short: str
     score: float
-    weight_held: float  # breaks ties: more (and stronger) evidence ranks first
-    evidence_for: list[str]
-    evidence_against: list[str]
+    explained: float  # E
+    explained_off: float | None
+    explained_on: float | None
+    shares: dict[str, tuple[float, float]]  # kind -> (good, bad) share of its frames
+    metric_factor: float  # M
+    against_factor: float  # A
+    counterfactual_factor: float  # C
+    metrics: list[Finding]
+    requires: list[Finding]
+    against: list[Finding]
+    counterfactuals: list[Counterfactual]
+    ruled_out: str | None  # why it cannot be the answer, with numbers
     explanation: str
     remedies: list[str]
     references: list[str]
 
+    def evidence_lines(self, good: str, bad: str) -> list[str]:
+        lines = []
+        for kind, (g, b) in self.shares.items():
+            what = "threads waiting" if kind == "offcpu" else "busy CPU"
+            lines.append(f"{what} in its frames: {g:.0%} at {good} -> {b:.0%} at {bad}")
+        lines += [f.text for f in self.metrics if f.holds is not None]
+        lines += [f.text for f in self.requires if f.holds is not None]
+        lines += [f"against: {f.text}" for f in self.against if f.holds]
+        return lines
+
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        return {
+            "mechanism": self.mechanism,
+            "title": self.title,
+            "score": round(self.score, 3),
+            "explained": round(self.explained, 3),
+            "explained_offcpu": _round(self.explained_off),
+            "explained_oncpu": _round(self.explained_on),
+            "shares": {k: {"good": g, "bad": b} for k, (g, b) in self.shares.items()},
+            "metric_factor": round(self.metric_factor, 3),
+            "against_factor": self.against_factor,
+            "counterfactual_factor": self.counterfactual_factor,
+            "metrics": [f.to_dict() for f in self.metrics],
+            "requires": [f.to_dict() for f in self.requires],
+            "against": [f.to_dict() for f in self.against],
+            "counterfactuals": [c.to_dict() for c in self.counterfactuals],
+            "ruled_out": self.ruled_out,
+            "explanation": self.explanation,
+            "remedies": self.remedies,
+            "references": self.references,
+        }
 
 
-def evaluate(rule: Rule, worst: PointEvidence, best: PointEvidence) -> Candidate:
-    findings = [_CHECKS[c.kind](c, worst, best) for c in rule.evidence]
-    counter = [_CHECKS[c.kind](c, worst, best) for c in rule.against]
-    judged = [f for f in findings if f.applicable]
-    total = sum(f.weight for f in judged) or 1.0
-    held = sum(f.weight for f in judged if f.holds)
-    against_weight = sum(f.weight for f in counter if f.holds)
-    score = max(0.0, held / total - 0.5 * against_weight / total)
+def _round(value: float | None) -> float | None:
+    return round(value, 3) if value is not None else None
+
+
+@dataclass
+class Context:
+    """Everything one configuration's judgement reads."""
+
+    config: str
+    falloff: Falloff
+    good: PointEvidence
+    bad: PointEvidence
+    shifts: dict[ProfileKind, Shift]
+    others: list[tuple[str, PointEvidence]]  # configs that held up at the bad point
+    comps: Compositions
+    metric: str
+
+
+def evaluate(rule: Rule, ctx: Context) -> Candidate:
+    """Score one mechanism against the change from the good to the bad point."""
+    explained: dict[ProfileKind, float] = {}
+    shares: dict[str, tuple[float, float]] = {}
+    for kind in PROFILE_KINDS:
+        shift = ctx.shifts.get(kind)
+        if shift is None or not rule.frames(kind):
+            continue
+        explained[kind] = shift.explained(rule.frames(kind))
+        shares[kind] = shift.shares(rule.frames(kind))
+    e = _combine(explained, ctx)
+    metrics = [judge_metric(m, ctx.good, ctx.bad) for m in rule.metrics]
+    measured = [f for f in metrics if f.holds is not None]
+    m_factor = (1 + sum(1 for f in measured if f.holds)) / (1 + len(measured))
+    requires = [judge_condition(c, ctx.bad) for c in rule.requires]
+    against = [judge_condition(c, ctx.bad) for c in rule.against]
+    a_factor = 0.5 ** sum(1 for f in against if f.holds)
+    counterfactuals = _counterfactuals(rule, ctx)
+    c_factor = 0.5 if any(c.verdict == "weakens" for c in counterfactuals) else 1.0
+    failed = [f for f in requires if f.holds is False]
+    ruled_out = failed[0].text if failed else None
+    score = 0.0 if failed else e * m_factor * a_factor * c_factor
     return Candidate(
         mechanism=rule.id,
         title=rule.title,
-        score=round(score, 3),
-        weight_held=held,
-        evidence_for=[f.text for f in findings if f.holds],
-        evidence_against=[f"not seen: {f.text}" for f in judged if not f.holds]
-        + [f.text for f in counter if f.holds],
+        short=rule.short,
+        score=score,
+        explained=e,
+        explained_off=explained.get("offcpu"),
+        explained_on=explained.get("oncpu"),
+        shares=shares,
+        metric_factor=m_factor,
+        against_factor=a_factor,
+        counterfactual_factor=c_factor,
+        metrics=metrics,
+        requires=requires,
+        against=against,
+        counterfactuals=counterfactuals,
+        ruled_out=ruled_out,
         explanation=rule.explanation,
         remedies=list(rule.remedies),
         references=list(rule.references),
     )
 
 
+def _combine(explained: Mapping[ProfileKind, float], ctx: Context) -> float:
+    """b x E_off + (1 - b) x E_on over the profile kinds measured at both points.
+
+    The weights are the same for every mechanism, so scores compare: a
+    mechanism with no frames of a kind explains none of that kind's change.
+    With only one kind measured, it carries the whole weight.
+    """
+    kinds = set(ctx.shifts)
+    if kinds == {"offcpu", "oncpu"}:
+        b = ctx.bad.blocked_fraction
+        weights = {"offcpu": b if b is not None else 0.5}
+        weights["oncpu"] = 1 - weights["offcpu"]
+    else:
+        weights = {kind: 1.0 for kind in kinds}
+    return sum(w * explained.get(kind, 0.0) for kind, w in weights.items())
+
+
+def _counterfactuals(rule: Rule, ctx: Context) -> list[Counterfactual]:
+    found = signal(ctx.bad, rule, ctx.comps)
+    if found is None:
+        return []
+    ours, of_what = found
+    out = []
+    for config, other in ctx.others:
+        their_signal = signal(other, rule, ctx.comps)
+        if their_signal is None or other.headline is None or not ctx.bad.headline:
+            continue
+        theirs = their_signal[0]
+        gain = 100.0 * (other.headline / ctx.bad.headline - 1.0)
+        if ours >= MIN_SIGNAL and theirs <= CONFIRMS * ours:
+            verdict = "confirms"
+        elif theirs >= WEAKENS * ours and ours >= MIN_SIGNAL:
+            verdict = "weakens"
+        else:
+            verdict = "neutral"
+        fmt = format_metric_value
+        text = (
+            f"{config} at {other.label}: {rule.short} {theirs:.0%} {of_what} "
+            f"({ours:.0%} here), {gain:+.0f}% {_metric_word(ctx.metric)} "
+            f"({fmt(ctx.metric, other.headline)} vs {fmt(ctx.metric, ctx.bad.headline)})"
+        )
+        out.append(Counterfactual(config, other.label, ours, theirs, gain, verdict, text))
+    return out
+
+
+def _metric_word(metric: str) -> str:
+    return "IOPS" if metric.endswith("iops") else "throughput"
+
+
+# ------------------------------------------------------------------ ceiling
+
+
+@dataclass
+class Ceiling:
+    """A configured device limit reached at every point: it caps them all."""
+
+    text: str
+    utilisation: float  # lowest measured/limit over the points
+
+    def to_dict(self) -> dict[str, Any]:
+        return dict(vars(self))
+
+
+_LIMIT_RATE = {  # limit -> (device counter, scale to the limit's unit)
+    "write_iops": ("blk.write_ios", 1.0),
+    "read_iops": ("blk.read_ios", 1.0),
+    "write_bps": ("blk.write_sectors", 512.0),
+    "read_bps": ("blk.read_sectors", 512.0),
+}
+
+
+def device_rate(evidence: PointEvidence, limit: str) -> float | None:
+    counter, scale = _LIMIT_RATE[limit]
+    count, elapsed = evidence.metrics.get(counter), evidence.metrics.get("sys.elapsed_s")
+    if count is None or not elapsed:
+        return None
+    return count * scale / elapsed
+
+
+def device_ceiling(points: list[PointEvidence]) -> Ceiling | None:
+    """The limit every point ran at (>= 90% of it), with the numbers; None if any did not."""
+    found: Ceiling | None = None
+    limits = points[0].facts.get("device_limits") if points else None
+    if not isinstance(limits, Mapping):
+        return None
+    for limit in _LIMIT_RATE:
+        value = limits.get(limit)
+        if not value:
+            continue
+        rates = [device_rate(p, limit) for p in points]
+        if any(r is None for r in rates):
+            continue
+        ratios = [r / value for r in rates if r is not None]
+        if min(ratios) < CEILING_UTILISATION:
+            continue
+        unit = "IOPS" if limit.endswith("iops") else "B/s"
+        direction = limit.split("_")[0] + "s"
+        shown = ", ".join(
+            f"{_rate(r, unit)} at {p.label}" for p, r in zip(points, rates, strict=True) if r
+        )
+        text = (
+            f"the device limits every point: {direction} {shown}, against its limit of "
+            f"{_rate(float(value), unit)} ({min(ratios):.0%} of it or more)"
+        )
+        if found is None or min(ratios) > found.utilisation:
+            found = Ceiling(text, min(ratios))
+    return found
+
+
+def _rate(value: float, unit: str) -> str:
+    if unit == "IOPS":
+        return f"{value:.0f} IOPS"
+    return f"{value / 2**20:.1f} MiB/s"
+
+
+# ------------------------------------------------------------------ one configuration
+
+
 @dataclass
 class ConfigDiagnosis:
     config: str
     fs_type: str
-    worst_point: dict[str, Any]
-    best_point: dict[str, Any]
-    candidates: list[Candidate] = field(default_factory=list)
-    rejected: list[Candidate] = field(default_factory=list)
+    falloff: Falloff | None
+    candidates: list[Candidate] = field(default_factory=list)  # ranked, score >= MIN_SCORE
+    ruled_out: list[Candidate] = field(default_factory=list)
+    judged: list[Candidate] = field(default_factory=list)  # every rule, ranked
+    ceiling: Ceiling | None = None
     fallback: list[str] = field(default_factory=list)
     note: str = ""
+    good_label: str = ""
+    bad_label: str = ""
+
+    @property
+    def margin(self) -> float | None:
+        if not self.candidates:
+            return None
+        second = self.judged[1].score if len(self.judged) > 1 else 0.0
+        return self.candidates[0].score - second
+
+    @property
+    def top(self) -> str | None:
+        """The mechanism ranked first (None: nothing to explain, or nothing explains it)."""
+        return self.candidates[0].mechanism if self.candidates else None
+
+    def candidate(self, mechanism: str) -> Candidate | None:
+        return next((c for c in self.judged if c.mechanism == mechanism), None)
 
     def to_dict(self) -> dict[str, Any]:
         return {
             "config": self.config,
             "fs_type": self.fs_type,
-            "worst_point": self.worst_point,
-            "best_point": self.best_point,
+            "falloff": self.falloff.to_dict() if self.falloff else None,
+            "good_point": self.good_label,
+            "bad_point": self.bad_label,
+            "top": self.top,
+            "margin": _round(self.margin),
             "candidates": [c.to_dict() for c in self.candidates],
-            "rejected": [{"mechanism": c.mechanism, "score": c.score} for c in self.rejected],
+            "ruled_out": [
+                {"mechanism": c.mechanism, "title": c.title, "why": ruled_out_text(c, self)}
+                for c in self.ruled_out
+            ],
+            "scores": {c.mechanism: round(c.score, 3) for c in self.judged},
+            "ceiling": self.ceiling.to_dict() if self.ceiling else None,
             "fallback": self.fallback,
             "note": self.note,
         }
 
     def describe(self, width: int = 80) -> list[str]:
         """Plain-text lines, each at most `width` columns."""
-        head = f"{self.config} ({self.fs_type})" + (f": {self.note}" if self.note else "")
-        lines = textwrap.wrap(head, width=width, subsequent_indent="  ")
-        if self.worst_point:
-            for name, point in (("worst", self.worst_point), ("best", self.best_point)):
-                text = f"{name} point {point['label']}: {point['figure']}"
-                lines += textwrap.wrap(
-                    text, width=width, initial_indent="  ", subsequent_indent="    "
-                )
-        for rank, c in enumerate(self.candidates, 1):
-            title = f"{rank}. {c.title} [{c.mechanism}] score {c.score:.2f}"
-            lines += textwrap.wrap(
-                title, width=width, initial_indent="  ", subsequent_indent="     "
-            )
-            lines += _wrap("evidence: ", c.evidence_for, width)
-            lines += _wrap("against:  ", c.evidence_against, width)
-            lines += _wrap("try:      ", c.remedies, width)
-        if not self.candidates and self.fallback:
-            lines.append("  no mechanism in the rule base matched; largest profile changes")
-            lines.append("  between best and worst point:")
-            lines += _wrap("", self.fallback, width)
-        return lines
+        return describe(self, width)
 
 
-def _wrap(prefix: str, items: list[str], width: int) -> list[str]:
-    """Each item wrapped under a hanging prefix, every line within `width`."""
-    lines: list[str] = []
-    for item in items:
-        parts = textwrap.wrap(item, width=width - 5 - len(prefix)) or [""]
-        lines.append(f"     {prefix}{parts[0]}")
-        lines += [" " * (5 + len(prefix)) + part for part in parts[1:]]
-    return lines
+def diagnose_config(
+    store: Store,
+    data: CampaignData,
+    falloffs: Mapping[str, Falloff],
+    config: str,
+    rules: list[Rule],
+) -> ConfigDiagnosis:
+    fs_type = data.fs_type(config)
+    found = falloffs.get(config)
+    if found is None:
+        return ConfigDiagnosis(config, fs_type, None, note="no successful point to diagnose")
+    diagnosis = ConfigDiagnosis(
+        config, fs_type, found, good_label=found.best.label, bad_label=found.worst.label
+    )
+    applicable = [r for r in rules if r.applies_to(fs_type)]
+    good = load_evidence(store, data, config, found.best.key, found.best.median)
+    bad = load_evidence(store, data, config, found.worst.key, found.worst.median)
+    diagnosis.ceiling = _ceiling(store, data, found, applicable)
+    if not found.has_falloff:
+        diagnosis.note = f"{found.reason}: nothing to explain"
+        if diagnosis.ceiling is not None:
+            _rank_ceiling(diagnosis, applicable, good, bad, data, store)
+        return diagnosis
+    ctx = _context(store, data, falloffs, found, good, bad, applicable)
+    judged = [evaluate(rule, ctx) for rule in applicable]
+    judged.sort(key=lambda c: (-c.score, -c.explained, c.mechanism))
+    diagnosis.judged = judged
+    _apply_ceiling(diagnosis, applicable)
+    diagnosis.candidates = [c for c in diagnosis.judged if c.score >= MIN_SCORE][:SHOWN]
+    diagnosis.ruled_out = _ruled_out(diagnosis, applicable)
+    if not diagnosis.candidates:
+        diagnosis.fallback = fallback_changes(ctx)
+    return diagnosis
+
+
+def _context(
+    store: Store,
+    data: CampaignData,
+    falloffs: Mapping[str, Falloff],
+    found: Falloff,
+    good: PointEvidence,
+    bad: PointEvidence,
+    rules: list[Rule],
+) -> Context:
+    comps = Compositions()
+    for evidence in (good, bad):
+        comps.add(evidence, rules)
+    shifts = {}
+    for kind in PROFILE_KINDS:
+        g, b = comps.of(good, kind), comps.of(bad, kind)
+        if g is not None and b is not None:
+            shifts[kind] = Shift(kind, g, b)
+    others = []
+    for config, other in falloffs.items():
+        if config == found.config:
+            continue
+        point = next((p for p in other.points if p.key == found.worst.key), None)
+        if point is None or point.median < HELD_UP * found.worst.median:
+            continue
+        evidence = load_evidence(store, data, config, point.key, point.median)
+        comps.add(evidence, rules)
+        others.append((config, evidence))
+    return Context(found.config, found, good, bad, shifts, others, comps, found.metric)
+
+
+def _ceiling(store: Store, data: CampaignData, found: Falloff, rules: list[Rule]) -> Ceiling | None:
+    if not any(r.ceiling == "device_limits" for r in rules):
+        return None
+    points = [load_evidence(store, data, found.config, p.key, p.median) for p in found.points]
+    return device_ceiling([p for p in points if p.row is not None])
+
+
+def _apply_ceiling(diagnosis: ConfigDiagnosis, rules: list[Rule]) -> None:
+    """A device at its limit at every point: the device-bound mechanism ranks by that, too."""
+    if diagnosis.ceiling is None:
+        return
+    ids = {r.id for r in rules if r.ceiling == "device_limits"}
+    for c in diagnosis.judged:
+        if c.mechanism in ids:
+            c.score = max(c.score, min(1.0, diagnosis.ceiling.utilisation))
+    diagnosis.judged.sort(key=lambda c: (-c.score, -c.explained, c.mechanism))
+
+
+def _rank_ceiling(
+    diagnosis: ConfigDiagnosis,
+    rules: list[Rule],
+    good: PointEvidence,
+    bad: PointEvidence,
+    data: CampaignData,
+    store: Store,
+) -> None:
+    """No falloff, but the device caps every point: name the device, say so."""
+    assert diagnosis.falloff is not None and diagnosis.ceiling is not None
+    ctx = _context(store, data, {}, diagnosis.falloff, good, bad, rules)
+    for rule in rules:
+        if rule.ceiling == "device_limits":
+            candidate = evaluate(rule, ctx)
+            candidate.score = min(1.0, diagnosis.ceiling.utilisation)
+            diagnosis.judged = [candidate]
+            diagnosis.candidates = [candidate]
+    diagnosis.note = f"{diagnosis.falloff.reason}; {diagnosis.ceiling.text}"
+
+
+def _ruled_out(diagnosis: ConfigDiagnosis, rules: list[Rule]) -> list[Candidate]:
+    """The strongest alternatives, with why they are not the answer."""
+    if not diagnosis.candidates:
+        return []
+    top = diagnosis.candidates[0]
+    by_id = {r.id: r for r in rules}
+    named = set(by_id[top.mechanism].alternatives) if top.mechanism in by_id else set()
+    shown = {c.mechanism for c in diagnosis.candidates}
+    pool = [c for c in diagnosis.judged if c.mechanism != top.mechanism]
+    picked = [c for c in pool if c.mechanism in named]
+    # then those whose frames held the most at the bad point (the tempting ones)
+    tempting = sorted(
+        (c for c in pool if c not in picked and c.mechanism not in shown),
+        key=lambda c: -max((b for _, b in c.shares.values()), default=0.0),
+    )
+    picked += [c for c in tempting if max((b for _, b in c.shares.values()), default=0) >= 0.1]
+    return picked[:SHOWN]
+
+
+def ruled_out_text(c: Candidate, diagnosis: ConfigDiagnosis) -> str:
+    """Why a mechanism is not the answer, with its numbers."""
+    return "; ".join(ruled_out_reasons(c, diagnosis))
+
+
+def ruled_out_reasons(c: Candidate, diagnosis: ConfigDiagnosis) -> list[str]:
+    """Each reason a mechanism is not the answer: a failed requirement, its frames' trend,
+    a counterfactual that weakens it, what explains more."""
+    good, bad = diagnosis.good_label, diagnosis.bad_label
+    top = diagnosis.candidates[0] if diagnosis.candidates else None
+    parts = [c.ruled_out] if c.ruled_out else []
+    for kind, (g, b) in c.shares.items():
+        trend = "held" if abs(b - g) < 0.05 else "fell" if b < g else "grew"
+        what = "of threads waiting" if kind == "offcpu" else "of busy CPU"
+        parts.append(f"its frames {trend}: {g:.0%} {what} at {good} -> {b:.0%} at {bad}")
+        break
+    weak = next((x for x in c.counterfactuals if x.verdict == "weakens"), None)
+    if weak is not None:
+        parts.append(
+            f"as present where throughput held ({weak.config} at {weak.label}: "
+            f"{weak.theirs:.0%}, {weak.gain_pct:+.0f}%)"
+        )
+    if top is not None and top.mechanism != c.mechanism and top.explained > c.explained:
+        parts.append(
+            f"threads wait for {top.short}, not for {c.short}: {top.explained:.0%} of the "
+            f"change against {c.explained:.0%}"
+        )
+    return parts
+
+
+def fallback_changes(ctx: Context, limit: int = 4) -> list[str]:
+    """The classes that grew most, when no mechanism of the rule base explains the change."""
+    for kind in PROFILE_KINDS:
+        shift = ctx.shifts.get(kind)
+        if shift is None:
+            continue
+        what = "threads" if kind == "offcpu" else "busy CPU"
+        return [
+            f"{what} in {class_label(k)}: {g:.0%} -> {b:.0%} ({b - g:+.0%})"
+            for k, g, b in shift.top_increases(limit)
+        ]
+    return []
 
 
 # ------------------------------------------------------------------ campaign
 
 
-def _profile(store: Store, point: PointRow, name: str) -> Profile | None:
-    text = store.artifact(point.id, PROFILES[name])
-    return Profile.from_folded(text) if text else None
-
-
-def point_evidence(
-    store: Store, data: CampaignData, point: PointRow, cliff: str | None
-) -> PointEvidence:
-    facts: dict[str, Any] = dict(point.facts)
-    facts["fs_type"] = point.fs_type
-    facts["free_bytes_start"] = data.metrics.get(point.id, {}).get("fs.free_bytes_start")
-    if cliff:
-        facts["cliff"] = cliff
-    return PointEvidence(
-        point=point,
-        metrics=data.metrics.get(point.id, {}),
-        facts=facts,
-        profiles={name: _profile(store, point, name) for name in PROFILES},
-    )
-
-
-def _cliff(data: CampaignData, config: str) -> str | None:
-    axis = data.concurrency_axis()
-    if axis is None or data.headline is None:
-        return None
-    from fslab.analyze.scaling import fit_usl
-
-    for n, reps in data.curve(config, data.headline, axis).values():
-        if len(n) < 3:
-            continue
-        try:
-            fit = fit_usl(n, reps, n_boot=0)
-        except Exception:  # a curve that cannot be fitted has no cliff to report
-            continue
-        if fit.cliff is not None:
-            return f"between {fit.cliff.n_before:g} and {fit.cliff.n_after:g} {axis}"
-    return None
-
-
-def fallback_changes(worst: PointEvidence, best: PointEvidence, limit: int = 5) -> list[str]:
-    for name in ("offcpu", "oncpu"):
-        a, b = best.profiles.get(name), worst.profiles.get(name)
-        if a is None or b is None:
-            continue
-        rows = diff(a, b, limit=limit, kinds=("chain",))
-        return [
-            f"{name} {row.share_a:.0%} -> {row.share_b:.0%} ({row.delta:+.0%}): "
-            f"{_chain_tail(row.name)}"
-            for row in rows
-        ]
-    return []
-
-
-def _chain_tail(chain: str, frames: int = 4) -> str:
-    """The comm and the last few frames of a folded chain: where the time went."""
-    parts = chain.split(";")
-    tail = parts[-frames:] if len(parts) > frames + 1 else parts[1:]
-    return f"{parts[0]}: " + (" <- ".join(reversed(tail)))
-
-
-def _point_summary(row: PointRow, evidence: PointEvidence, data: CampaignData) -> dict[str, Any]:
-    assert data.headline is not None
-    value = data.metrics[row.id][data.headline]
-    return {
-        "seq": row.seq,
-        "label": evidence.label(),
-        "headline": value,
-        "metric": data.headline,
-        "figure": f"{format_metric_value(data.headline, value)} {data.headline}",
-    }
-
-
-def diagnose_config(
-    store: Store, data: CampaignData, config: str, rules: list[Rule]
-) -> ConfigDiagnosis:
-    fs_type = data.fs_type(config)
-    pair = data.worst_and_best(config)
-    if pair is None:
-        return ConfigDiagnosis(config, fs_type, {}, {}, note="no successful point to diagnose")
-    worst_row, best_row = pair
-    cliff = _cliff(data, config)
-    # collector evidence comes from each sweep point's evidence run, when there is one
-    worst = point_evidence(store, data, _evidence_of(data, worst_row), cliff)
-    best = point_evidence(store, data, _evidence_of(data, best_row), None)
-    assert data.headline is not None
-    diagnosis = ConfigDiagnosis(
-        config,
-        fs_type,
-        worst_point=_point_summary(worst_row, worst, data),
-        best_point=_point_summary(best_row, best, data),
-    )
-    for rule in rules:
-        if rule.fs_types and fs_type not in rule.fs_types:
-            continue
-        candidate = evaluate(rule, worst, best)
-        (diagnosis.candidates if candidate.score >= MATCH_SCORE else diagnosis.rejected).append(
-            candidate
-        )
-    diagnosis.candidates.sort(key=lambda c: (-c.score, -c.weight_held))
-    diagnosis.rejected.sort(key=lambda c: (-c.score, -c.weight_held))
-    if worst_row.id == best_row.id:
-        diagnosis.note = "a single point: no best point to compare with"
-    if not diagnosis.candidates:
-        diagnosis.fallback = fallback_changes(worst, best)
-    return diagnosis
-
-
-def _evidence_of(data: CampaignData, row: PointRow) -> PointRow:
-    """The run whose collector data describes `row`'s sweep point (itself if none)."""
-    return data.evidence_row(row.config, point_key(row.sweep)) or row
-
-
 def diagnose_campaign(store: Store, campaign_id: int) -> list[ConfigDiagnosis]:
-    """One diagnosis per configuration of the campaign, candidates ranked by score."""
+    """One diagnosis per configuration of the campaign."""
     data = load_campaign(store, campaign_id)
     rules = load_rules()
-    return [diagnose_config(store, data, config, rules) for config in data.configs()]
+    falloffs = campaign_falloffs(data)
+    return [diagnose_config(store, data, falloffs, c, rules) for c in data.configs()]
+
+
+def check_mechanism(mechanism: str) -> Rule:
+    """The rule named on the command line (--hypothesis), or a UsageError listing them."""
+    rules = {r.id: r for r in load_rules()}
+    if mechanism not in rules:
+        raise UsageError(
+            f"--hypothesis {mechanism!r}: no such mechanism (known: {', '.join(sorted(rules))})"
+        )
+    return rules[mechanism]
+
+
+# ------------------------------------------------------------------ text
+
+
+def _wrap(text: str, width: int, indent: str, hang: str) -> list[str]:
+    return textwrap.wrap(text, width=width, initial_indent=indent, subsequent_indent=hang) or [
+        indent
+    ]
+
+
+def describe(d: ConfigDiagnosis, width: int = 80) -> list[str]:
+    lines = _wrap(f"{d.config} ({d.fs_type})", width, "", "  ")
+    if d.falloff is not None:
+        lines += _wrap(d.falloff.reason, width, "  ", "    ")
+        for extra in d.falloff.describe()[1:]:
+            lines += _wrap(extra, width, "  ", "    ")
+    if d.falloff is None:
+        lines += _wrap(d.note, width, "  ", "    ")
+    elif not d.falloff.has_falloff and d.ceiling is None:
+        lines.append("  no falloff: nothing to explain")
+    if d.ceiling is not None:
+        lines += _wrap(d.ceiling.text, width, "  ", "    ")
+    for rank, c in enumerate(d.candidates, 1):
+        lines += describe_candidate(c, d, rank, width)
+    if d.ruled_out:
+        lines.append("  ruled out:")
+        for c in d.ruled_out:
+            lines += _wrap(
+                f"{c.title} [{c.mechanism}]: {ruled_out_text(c, d)}", width, "   - ", "     "
+            )
+    if d.falloff is not None and d.falloff.has_falloff and not d.candidates:
+        lines.append("  no mechanism in the rule base explains the change; what grew most:")
+        lines += [line for item in d.fallback for line in _wrap(item, width, "   - ", "     ")]
+    return lines
+
+
+def candidate_head(c: Candidate, d: ConfigDiagnosis, rank: int) -> str:
+    margin = ""
+    if rank == 1 and d.margin is not None and len(d.judged) > 1:
+        margin = f", {d.margin:.2f} ahead of {d.judged[1].mechanism}"
+    return f"{rank}. {c.title} [{c.mechanism}] score {c.score:.2f}{margin}"
+
+
+def describe_candidate(c: Candidate, d: ConfigDiagnosis, rank: int, width: int = 80) -> list[str]:
+    lines = _wrap(candidate_head(c, d, rank), width, "  ", "     ")
+    if d.falloff is not None and not d.falloff.has_falloff and d.ceiling is not None:
+        lines += _wrap("no change to explain, but a ceiling at every point", width, "     ", "  ")
+        return lines + [
+            line for r in c.remedies for line in _wrap(r, width, "     try: ", "          ")
+        ]
+    parts = []
+    if c.explained_off is not None:
+        parts.append(f"off-CPU {c.explained_off:.0%}")
+    if c.explained_on is not None:
+        parts.append(f"on-CPU {c.explained_on:.0%}")
+    factors = f"metrics x{c.metric_factor:.2f}"
+    if c.against_factor < 1:
+        factors += f", against x{c.against_factor:g}"
+    if c.counterfactual_factor < 1:
+        factors += f", weakened x{c.counterfactual_factor:g}"
+    summary = (
+        f"explains {c.explained:.0%} of the change ({', '.join(parts) or 'no profile'}); {factors}"
+    )
+    lines += _wrap(summary, width, "     ", "       ")
+    for item in c.evidence_lines(d.good_label, d.bad_label):
+        lines += _wrap(item, width, "     evidence: ", "               ")
+    for cf in c.counterfactuals:
+        lines += _wrap(f"{cf.verdict}: {cf.text}", width, "     ", "       ")
+    if rank == 1:
+        for remedy in c.remedies:
+            lines += _wrap(remedy, width, "     try: ", "          ")
+    return lines
+
+
+@dataclass
+class HypothesisJudgement:
+    """One named mechanism judged for one configuration, for or against, with its numbers."""
+
+    config: str
+    mechanism: str
+    verdict: Literal["supported", "weaker", "not supported", "ruled out", "not judged"]
+    text: str  # the verdict and its numbers, in words
+    candidate: Candidate | None
+    rank: int | None  # among every judged mechanism
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "config": self.config,
+            "mechanism": self.mechanism,
+            "verdict": self.verdict,
+            "text": self.text,
+            "rank": self.rank,
+        }
+
+
+def judge_hypothesis(d: ConfigDiagnosis, mechanism: str) -> HypothesisJudgement:
+    """The verdict on one mechanism: ranked first, behind another, too weak, or ruled out."""
+    c = d.candidate(mechanism)
+    if c is None:
+        why = d.note or f"{mechanism} does not apply to {d.fs_type}"
+        return HypothesisJudgement(d.config, mechanism, "not judged", why, None, None)
+    rank = d.judged.index(c) + 1
+    if c.ruled_out:
+        verdict, text = "ruled out", c.ruled_out
+    elif rank == 1 and c.score >= MIN_SCORE:
+        verdict, text = "supported", f"ranked first, score {c.score:.2f}"
+    elif c.score >= MIN_SCORE:
+        top = d.judged[0]
+        verdict = "weaker"
+        text = f"ranked {rank} (score {c.score:.2f}; {top.mechanism} {top.score:.2f})"
+    else:
+        verdict = "not supported"
+        text = f"score {c.score:.2f}, it explains {c.explained:.0%} of the change"
+    return HypothesisJudgement(d.config, mechanism, verdict, text, c, rank)
+
+
+def describe_hypothesis(d: ConfigDiagnosis, mechanism: str, width: int = 80) -> list[str]:
+    """One mechanism judged in full, for or against (fslab diagnose --hypothesis)."""
+    lines = _wrap(f"{d.config} ({d.fs_type}): hypothesis {mechanism}", width, "", "  ")
+    if d.falloff is not None:
+        lines += _wrap(d.falloff.reason, width, "  ", "    ")
+    judged = judge_hypothesis(d, mechanism)
+    c, rank = judged.candidate, judged.rank
+    if c is None or rank is None:
+        return lines + _wrap(f"not judged: {judged.text}", width, "  ", "    ")
+    lines += _wrap(f"verdict: {judged.verdict}: {judged.text}", width, "  ", "    ")
+    head = len(_wrap(candidate_head(c, d, rank), width, "  ", "     "))
+    lines += describe_candidate(c, d, rank, width)[head:]
+    for f in c.metrics + c.requires + c.against:
+        if f.holds is None:
+            lines += _wrap(f"not measured: {f.text}", width, "     ", "       ")
+    if d.candidates and c is not d.candidates[0]:
+        lines += _wrap(f"why not: {ruled_out_text(c, d)}", width, "     ", "       ")
+    return lines

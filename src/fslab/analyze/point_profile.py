@@ -3,8 +3,9 @@
 A point's profiles are artifacts (`profile.oncpu.folded` from perf,
 `profile.offcpu.folded` from the blocked-thread sampler). Points are named
 by seq ("12") or by selector ("ext4-default:numjobs=1024", or
-"numjobs=1024" for the first configuration); by default the worst point
-(lowest headline) of the first configuration, where falloff is explained.
+"numjobs=1024" for the first configuration); by default the worst point of
+the configuration with the deepest falloff (analyze.falloff, as the report),
+where falloff is explained.
 When a point has no profile the collectors table says why (off, not
 available on this host, failed), and that reason is the error message: a
 missing profile is a fact about the run, not a bug.
@@ -18,6 +19,7 @@ from typing import Any, Literal
 
 from fslab.analyze import profile as prof
 from fslab.analyze.dataset import CampaignData, key_label, point_key
+from fslab.analyze.falloff import campaign_falloffs, config_falloff, focus_config
 from fslab.analyze.profile import DiffRow, FuncShare, HotChain, Profile
 from fslab.errors import FslabError, UsageError
 from fslab.store.db import PointRow, Store
@@ -98,19 +100,24 @@ def _by_seq(data: CampaignData, seq: int) -> PointRow:
     raise UsageError(f"campaign {data.id} has no point #{seq} (seq {span})")
 
 
+def worst_evidence_row(data: CampaignData, config: str) -> PointRow | None:
+    """The run that stands for the configuration's worst point (analyze.falloff)."""
+    falloff = config_falloff(data, config)
+    return data.evidence_row(config, falloff.worst.key) if falloff else None
+
+
 def _worst_key_points(data: CampaignData) -> list[PointRow]:
-    """The worst point of the first config (its evidence run first), then its other runs."""
+    """The worst point of the focus configuration (the report's), then its other runs."""
     configs = data.configs()
     if not configs:
         raise UsageError(f"campaign {data.id} has no points")
-    pair = data.worst_and_best(configs[0])
-    if pair is None:
-        return [p for p in data.points if p.config == configs[0]]
-    worst = pair[0]
-    evidence = data.evidence_row(worst.config, point_key(worst.sweep))
-    first = [evidence, worst] if evidence is not None and evidence.id != worst.id else [worst]
+    focus = focus_config(campaign_falloffs(data))
+    config = focus.config if focus else configs[0]
+    worst = worst_evidence_row(data, config)
+    if worst is None:
+        return [p for p in data.points if p.config == config]
     same = [p for p in data.points if p.config == worst.config and p.sweep == worst.sweep]
-    return [*first, *(p for p in same if p not in first)]
+    return [worst, *(p for p in same if p.id != worst.id)]
 
 
 def _matching(data: CampaignData, selector: Selector) -> list[PointRow]:
@@ -133,9 +140,9 @@ def _matching(data: CampaignData, selector: Selector) -> list[PointRow]:
             f"(it has: {'; '.join(have)})"
         )
     if not wanted:  # a config alone: its worst point
-        pair = data.worst_and_best(config)
-        if pair is not None:
-            found.sort(key=lambda p: (p.id != pair[0].id, p.seq))
+        worst = worst_evidence_row(data, config)
+        if worst is not None:
+            found.sort(key=lambda p: (p.id != worst.id, p.seq))
     return found
 
 

@@ -26,17 +26,10 @@ How the fit is made, and why:
   kappa N (N-1). Below that the data cannot tell it from zero over the range
   measured; in particular N* is reported "unbounded" unless kappa matters.
 
-Knee and cliff are read from the measured medians, not from the model:
-
-- knee: the last N before the first step whose gain, scaled to a doubling of
-  N, is below 10%: gain = (X_i / X_{i-1}) ** (1 / log2(N_i / N_{i-1})) - 1.
-  Beyond the knee, doubling concurrency buys less than 10% throughput.
-- cliff: a step between adjacent points where throughput falls by more than
-  40%, every repetition after it is below every repetition before it, and
-  the fall is more than twice as steep (in ratio) as the smooth fit over all
-  points predicts for that step. That is a threshold effect, not
-  contention; it is reported as a bracket and the USL is refitted to the
-  points before it (when at least 4 remain).
+Knee and cliff are read from the measured medians by `analyze.falloff`, the
+one rule the whole tool uses for them. When there is a cliff, the USL is
+refitted to the points before it (when at least 4 remain). Whether a fit is
+shown at all (it must be identified) is decided in `campaign_scaling`.
 """
 
 from __future__ import annotations
@@ -51,13 +44,11 @@ import numpy as np
 from scipy.optimize import least_squares
 
 from fslab.analyze import stats
+from fslab.analyze.falloff import KNEE_GAIN, Cliff, find_cliff, knee
 from fslab.errors import FslabError
 
 CONFIDENCE = 0.95
 EFFECT = 0.05  # a coefficient matters if its low bound adds >= 5% at the largest N
-KNEE_GAIN = 0.10  # per doubling of N
-CLIFF_DROP = 0.40  # measured fall between adjacent points
-CLIFF_EXCESS = 2.0  # measured step ratio vs the smooth curve's
 MIN_POINTS_ADVISED = 6
 MIN_POINTS_FIT = 4  # fewer leave no residual degree of freedom worth a CI
 POOR_R2 = 0.9
@@ -85,27 +76,6 @@ class Estimate:
 
     def describe(self) -> list[str]:
         return [_est(self)]
-
-
-@dataclass(frozen=True)
-class Cliff:
-    """A threshold effect between two adjacent sweep points."""
-
-    n_before: float
-    n_after: float
-    x_before: float  # median throughput at n_before
-    x_after: float
-    drop_pct: float  # measured fall, percent
-    predicted_drop_pct: float  # what the smooth fit over all points predicts for the step
-
-    def to_dict(self) -> dict[str, float]:
-        return dict(vars(self))
-
-    def describe(self) -> list[str]:
-        return [
-            f"cliff between N={_num(self.n_before)} and N={_num(self.n_after)}: "
-            f"-{self.drop_pct:.0f}% in one step (smooth curve: -{self.predicted_drop_pct:.0f}%)"
-        ]
 
 
 @dataclass
@@ -217,7 +187,7 @@ def fit_usl(
     generator = stats.make_rng(rng)
 
     theta_all = _point_fit(ns, medians)
-    cliff = _find_cliff(ns, reps, medians, _unscale(theta_all, float(ns[-1])))
+    cliff = find_cliff(list(ns), reps, list(medians))
     n_fitted, r2_all = len(ns), None
     if cliff is not None:
         before = int(np.searchsorted(ns, cliff.n_after))
@@ -387,40 +357,6 @@ def _interval(value: float, samples: np.ndarray) -> Estimate:
     tail = (1.0 - CONFIDENCE) / 2.0
     low, high = np.quantile(samples, [tail, 1.0 - tail], method="inverted_cdf")
     return Estimate(float(value), float(low), float(high))
-
-
-# --- reading the curve -------------------------------------------------------------------
-
-
-def knee(ns: Sequence[float], medians: Sequence[float]) -> float | None:
-    """The last N before the first step gaining < KNEE_GAIN per doubling (None: none)."""
-    for i in range(1, len(ns)):
-        doublings = math.log2(ns[i] / ns[i - 1])
-        gain = (medians[i] / medians[i - 1]) ** (1.0 / doublings) - 1.0
-        if gain < KNEE_GAIN:
-            return float(ns[i - 1])
-    return None
-
-
-def _find_cliff(
-    ns: np.ndarray, reps: list[np.ndarray], medians: np.ndarray, params: tuple[float, ...]
-) -> Cliff | None:
-    """The first adjacent step that falls far more than the smooth curve allows."""
-    fitted = usl(ns, *params)
-    for i in range(1, len(ns)):
-        observed = medians[i] / medians[i - 1]
-        predicted = fitted[i] / fitted[i - 1]
-        separated = np.max(reps[i]) < np.min(reps[i - 1])
-        if observed < 1.0 - CLIFF_DROP and separated and observed * CLIFF_EXCESS < predicted:
-            return Cliff(
-                n_before=float(ns[i - 1]),
-                n_after=float(ns[i]),
-                x_before=float(medians[i - 1]),
-                x_after=float(medians[i]),
-                drop_pct=100.0 * (1.0 - observed),
-                predicted_drop_pct=100.0 * max(0.0, 1.0 - predicted),
-            )
-    return None
 
 
 def _matters(estimate: Estimate, term_at_max: float) -> bool:

@@ -106,13 +106,20 @@ def _paranoid_hint() -> str:
 
 
 def _kernel_symbols_hidden() -> bool:
-    """True when /proc/kallsyms shows zero addresses to us (kptr_restrict)."""
+    """True when /proc/kallsyms shows zero addresses to us (kptr_restrict).
+
+    Judged by the kernel text symbol, not the first line: per-CPU symbols
+    (fixed_percpu_data on 6.1 and 5.10) are listed first at address 0.
+    """
     try:
         with open("/proc/kallsyms") as fh:
-            first = fh.readline().split()
-    except OSError:
+            for line in fh:
+                fields = line.split()
+                if len(fields) >= 3 and fields[2] in ("_text", "_stext"):
+                    return int(fields[0], 16) == 0
+    except (OSError, ValueError):
         return True
-    return not first or int(first[0], 16) == 0
+    return True
 
 
 @functools.lru_cache(maxsize=8)

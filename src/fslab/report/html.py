@@ -20,8 +20,10 @@ from html import escape
 
 from fslab.report import text as tx
 from fslab.report.flamegraph import diff_flamegraph_svg, flamegraph_svg
+from fslab.report.html_diagnosis import entry_html
 from fslab.report.model import Report, metric_label
 from fslab.report.plots import all_plots
+from fslab.report.series_text import series_lines
 from fslab.report.terminal import format_value
 
 CSS = """
@@ -56,9 +58,10 @@ span.w { white-space: nowrap; }
 .verdict-better { color: #1e7b34; font-weight: 600; }
 .verdict-worse { color: #b3261e; font-weight: 600; }
 .verdict-changed { color: #8a6100; }
-.grid2 { display: grid; grid-template-columns: repeat(auto-fit, minmax(560px, 1fr));
-         gap: 0 1rem; }
-.grid2 pre { margin: 0.3rem 0; font-size: 0.72rem; padding: 0.5rem 0.6rem; }
+.diagnosis { margin-bottom: 1.2rem; }
+.diagnosis h4 { font-size: 0.95rem; margin: 0.8rem 0 0.3rem; }
+p.mechanism { font-size: 1.05rem; margin: 0.6rem 0 0.2rem; }
+table.evidence td:first-child { max-width: 26rem; }
 """
 
 # The answer and the curves first; the setup and the recipe, reference material, last
@@ -69,6 +72,7 @@ SECTIONS = (
     ("scaling", "Scaling"),
     ("latency", "Latency"),
     ("comparisons", "Comparisons"),
+    ("series", "Series"),
     ("profiles", "Profiles"),
     ("contention", "Contention"),
     ("setup", "Setup"),
@@ -92,6 +96,7 @@ def render_html(report: Report) -> str:
         _scaling(report, plots["throughput"]),
         _latency(report, plots["latency"], plots["cdf"]),
         _comparisons(report, plots["bars"]),
+        _series(report, plots["series"]),
         _profiles(report),
         _contention(report),
         _setup(report),
@@ -188,8 +193,7 @@ def inline_svg(svg: str, prefix: str) -> str:
 
 def _diagnosis(report: Report) -> str:
     d = report.diagnosis
-    blocks = "".join(_pre(entry.lines) for entry in d.entries)
-    parts = [f"<div class='grid2'>{blocks}</div>"] if blocks else []
+    parts = [entry_html(entry) for entry in sorted(d.entries, key=lambda e: not e.focus)]
     return _section("diagnosis", "Diagnosis", parts + _notes(d.notes))
 
 
@@ -256,8 +260,8 @@ def _scaling(report: Report, svg: str | None) -> str:
         _figure(
             svg,
             "Each point is one run; the solid line joins the medians; dashed lines are "
-            "the USL fits; a ring marks the knee (beyond it, doubling concurrency gains "
-            "under 10%); a shaded band marks a cliff.",
+            "the USL fits, where identified; a ring marks the knee (beyond it, doubling "
+            "concurrency gains under 10%); a shaded band marks a cliff.",
         )
     ]
     describe = [line for curve in s.curves for line in [*curve.describe(), ""]]
@@ -308,6 +312,16 @@ def _comparisons(report: Report, svg: str | None) -> str:
     return _section("comparisons", title, parts + _notes(c.notes))
 
 
+def _series(report: Report, svg: str | None) -> str:
+    """The campaigns of this name over time, with change points."""
+    if report.series is None:
+        note = f"campaign {report.campaign.id} is the only stored campaign of its name"
+        return _section("series", "Series", _notes([note]))
+    parts = [_figure(svg, "median headline per campaign and point")] if svg else []
+    parts.append(_pre(series_lines(report.series)))
+    return _section("series", f"Series: {report.series.selector}", parts)
+
+
 def _profiles(report: Report) -> str:
     p = report.profiles
     if p.worst is None:
@@ -317,14 +331,14 @@ def _profiles(report: Report) -> str:
     parts += _p_lines(tx.evidence_sentences(p.worst_evidence, p.best_evidence), "muted")
     on = p.oncpu
     if on.profile is not None:
-        parts.append("<h3>Flame graph of the worst point (on-CPU)</h3>")
+        parts.append("<h3 id='flame-graph'>Flame graph of the worst point (on-CPU)</h3>")
         svg = flamegraph_svg(on.profile, title=f"on-CPU: {p.worst.label}")
         parts.append(f"<div class='flame'>{inline_svg(svg, 'flame-worst')}</div>")
         parts += _p_lines(["Hover a frame for its name, samples and share."], "muted")
         if on.best_profile is not None and p.best is not None:
             parts.append(
-                f"<h3>Differential flame graph: best ({escape(p.best.sweep_label)}) "
-                f"to worst ({escape(p.worst.sweep_label)})</h3>"
+                "<h3 id='flame-diff'>Differential flame graph: "
+                f"best ({escape(p.best.sweep_label)}) to worst ({escape(p.worst.sweep_label)})</h3>"
             )
             diff_svg = diff_flamegraph_svg(
                 on.best_profile.busy(),
@@ -361,7 +375,7 @@ def _contention(report: Report) -> str:
     wq = tx.workqueue_table(c)
     if wq is not None:
         parts += [
-            "<h3>Workqueues</h3>",
+            "<h3 id='contention-workqueues'>Workqueues</h3>",
             *_p_lines(
                 [
                     "Most items waiting at the worst point first; p99 of queue->activate "
@@ -374,10 +388,13 @@ def _contention(report: Report) -> str:
         ]
     jbd2 = tx.jbd2_table(c)
     if jbd2 is not None:
-        parts += ["<h3>jbd2 journal</h3>", _table(jbd2)]
+        parts += ["<h3 id='contention-jbd2'>jbd2 journal</h3>", _table(jbd2)]
     wchan = tx.wchan_table(c)
     if wchan is not None:
-        parts += ["<h3>Where the workload's threads wait (off-CPU, wchan)</h3>", _table(wchan)]
+        parts += [
+            "<h3 id='contention-wchan'>Where the workload's threads wait (off-CPU, wchan)</h3>",
+            _table(wchan),
+        ]
         if c.blocked_threads_worst is not None:
             parts += _p_lines(
                 [

@@ -7,12 +7,11 @@ Each section carries `notes`: what it could not show and why (failed
 points, no sweep, collectors off, dd without latency histograms), so a
 report never crashes on a thin campaign and never stays silent about a gap.
 
-The focus points: the worst point is the successful point with the lowest
-headline in the campaign (where the falloff is); the best point is the
-highest-headline point of the same configuration, so "best vs worst"
-contrasts one configuration across its sweep (what changed as it fell off),
-not two filesystems. A configuration with a single point falls back to the
-campaign's best point.
+The focus points come from analyze.falloff, the one rule for best and worst
+point: the configuration with the deepest falloff, its worst point and its
+best point, so "best vs worst" contrasts one configuration across its sweep
+(what changed as it fell off), not two filesystems, and names the same
+points as the diagnosis.
 
 Headline figures come from the headline repetitions (clean or inline); the
 collector evidence shown for a focus point (profiles, contention) comes from
@@ -31,14 +30,18 @@ from typing import Any
 from fslab.analyze import stats
 from fslab.analyze.campaign_scaling import CurveFit, ScaleReport, fit_campaign
 from fslab.analyze.compare import MIN_REPS
-from fslab.analyze.comparisons import Comparison, config_comparisons
+from fslab.analyze.comparisons import Comparison, config_comparisons, with_profile_shares
 from fslab.analyze.dataset import CampaignData, key_label, load_campaign, point_key
+from fslab.analyze.diagnose import ConfigDiagnosis, diagnose_campaign
+from fslab.analyze.falloff import campaign_falloffs, focus_config
 from fslab.analyze.point_profile import NoProfile, ProfileKind, load_profile
 from fslab.analyze.profile import DiffRow, HotChain, Profile, diff
+from fslab.analyze.series import Series, build_series, select_campaigns
 from fslab.analyze.summary import SummaryRow, summarize
 from fslab.errors import FslabError
 from fslab.roles import mode_of_roles
 from fslab.store.db import PointRow, Store
+from fslab.target.limits import DeviceLimits
 from fslab.timing import CampaignTiming, PointTiming
 from fslab.units import format_bytes
 from fslab.workload.fio_json import merge_bins
@@ -389,6 +392,8 @@ class DiagnosisEntry:
     config: str
     lines: list[str]
     data: dict[str, Any]
+    focus: bool  # the configuration the Profiles and Contention sections show
+    diagnosis: ConfigDiagnosis | None = field(default=None, metadata={"json": False})
 
 
 @dataclass
@@ -410,6 +415,7 @@ class Report:
     profiles: Profiles
     contention: Contention
     diagnosis: Diagnosis
+    series: Series | None = None  # the campaigns of this name over time (None: only this one)
 
 
 # ------------------------------------------------------------------ building
@@ -430,8 +436,17 @@ def build_report(store: Store, campaign_id: int) -> Report:
         comparisons=_comparisons(data),
         profiles=_profiles(store, data, worst, best, evidence),
         contention=_contention(store, data, worst, best, evidence),
-        diagnosis=_diagnosis(store, campaign_id),
+        diagnosis=_diagnosis(store, data, worst),
+        series=_series(store, data),
     )
+
+
+def _series(store: Store, data: CampaignData) -> Series | None:
+    """Every stored campaign of this one's name, with change points; None if it is alone."""
+    campaigns = select_campaigns(store, name=data.campaign.name)
+    if len(campaigns) < 2:
+        return None
+    return build_series(store, campaigns, data.campaign.name)
 
 
 def _ref(data: CampaignData, point: PointRow) -> PointRef:
@@ -478,22 +493,20 @@ def evidence_run(data: CampaignData, ref: PointRef | None) -> EvidenceRun | None
 
 
 def focus_points(data: CampaignData) -> tuple[PointRef | None, PointRef | None]:
-    """(worst, best): see the module docstring for why best is in the worst's config."""
-    if data.headline is None:
+    """(worst, best) of the focus configuration, as analyze.falloff decides them.
+
+    The focus configuration is the one with the deepest falloff (else the
+    first); its worst and best sweep points are the falloff model's, each
+    shown through the headline repetition that stands for it
+    (CampaignData.typical_row), so every section names the same points as the
+    diagnosis; their collector evidence is their sweep point's evidence run.
+    """
+    focus = focus_config(campaign_falloffs(data))
+    if focus is None:
         return None, None
-    scored = [
-        (data.metrics[p.id][data.headline], p.seq, p)
-        for p in data.ok_points()
-        if data.headline in data.metrics.get(p.id, {})
-    ]
-    if not scored:
-        return None, None
-    worst = min(scored, key=lambda s: (s[0], s[1]))[2]
-    same = [s for s in scored if s[2].config == worst.config and s[2].id != worst.id]
-    others = [s for s in scored if s[2].id != worst.id]
-    pool = same or others
-    best = max(pool, key=lambda s: (s[0], -s[1]))[2] if pool else None
-    return _ref(data, worst), (_ref(data, best) if best else None)
+    worst = data.typical_row(focus.config, focus.worst.key)
+    best = data.typical_row(focus.config, focus.best.key) if focus.best != focus.worst else None
+    return (_ref(data, worst) if worst else None), (_ref(data, best) if best else None)
 
 
 def _campaign_info(data: CampaignData) -> CampaignInfo:
@@ -547,7 +560,7 @@ def _setup(store: Store, data: CampaignData) -> Setup:
     return Setup(
         host=host,
         device=data.campaign.device,
-        device_text=_device_text(data.campaign.device),
+        device_text=_device_text(data.campaign.device, _device_limits(data)),
         filesystems=filesystems,
         workload=workload,
         workload_text=_workload_text(workload),
@@ -557,7 +570,25 @@ def _setup(store: Store, data: CampaignData) -> Setup:
     )
 
 
-def _device_text(device: dict[str, Any] | None) -> str:
+def _device_limits(data: CampaignData) -> str:
+    """target.limits as applied (the point facts), in words; empty without limits."""
+    applied = next(
+        (p.facts["device_limits"] for p in data.points if p.facts.get("device_limits")), None
+    )
+    if not applied:
+        return ""
+    limits = DeviceLimits(
+        **{k: applied.get(k) for k in ("read_iops", "write_iops", "read_bps", "write_bps")}
+    )
+    return f"limited to {limits.describe()} ({applied.get('how', 'blkio throttle')})"
+
+
+def _device_text(device: dict[str, Any] | None, limits: str = "") -> str:
+    text = _device_base_text(device)
+    return f"{text}; {limits}" if limits else text
+
+
+def _device_base_text(device: dict[str, Any] | None) -> str:
     if not device:
         return "not recorded"
     size = device.get("size_bytes")
@@ -919,7 +950,7 @@ def _comparisons(data: CampaignData) -> Comparisons:
     try:
         items = [
             c
-            for c in config_comparisons(data, baseline)
+            for c in with_profile_shares(data, config_comparisons(data, baseline), baseline)
             if c.candidate in with_results or c.table.rows
         ]
     except FslabError as exc:
@@ -976,13 +1007,11 @@ def _profiles(
         empty = [_empty_profile(kind) for kind in PROFILE_KINDS]
         return Profiles(None, best, "", empty[0], empty[1], notes=notes)
     why = (
-        f"worst: lowest {metric_label(data.headline)} of the campaign; best: highest of "
-        f"{worst.config}"
-        if best is not None and best.config == worst.config
-        else "worst: lowest of the campaign; best: highest of the campaign"
+        f"{worst.config}, the configuration with the deepest falloff: its worst point "
+        f"(lowest median {metric_label(data.headline)} at or past its peak) and its best"
     )
     if best is None:
-        notes.append("a single successful point: no best-vs-worst difference")
+        notes.append("a single sweep point: no best-vs-worst difference")
     worst_ev, best_ev = evidence
     sections = [
         _profile_section(store, data, kind, worst_ev, best_ev if best else None)
@@ -1151,19 +1180,34 @@ def _wchans(worst: dict[str, float], best: dict[str, float]) -> tuple[list[Wchan
 # --- diagnosis --------------------------------------------------------------------
 
 
-def _diagnosis(store: Store, campaign_id: int) -> Diagnosis:
-    """The lead's rule-based diagnosis, imported lazily: a report never fails for it."""
+def _diagnosis(store: Store, data: CampaignData, worst: PointRef | None) -> Diagnosis:
+    """The diagnosis per configuration; a report never fails for it."""
     try:
-        from fslab.analyze.diagnose import diagnose_campaign
-    except ImportError as exc:
-        return Diagnosis(False, [], [f"diagnosis unavailable: {exc}"])
-    try:
-        found = diagnose_campaign(store, campaign_id)
+        found = diagnose_campaign(store, data.id)
     except Exception as exc:  # the rest of the report stands without it
         return Diagnosis(False, [], [f"diagnosis unavailable: {type(exc).__name__}: {exc}"])
-    entries = [DiagnosisEntry(d.config, list(d.describe()), d.to_dict()) for d in found]
+    focus = worst.config if worst is not None else None
+    entries = [
+        DiagnosisEntry(d.config, list(d.describe()), d.to_dict(), d.config == focus, d)
+        for d in found
+    ]
     notes = [] if entries else ["diagnosis found no configuration to diagnose"]
     return Diagnosis(True, entries, notes)
+
+
+def rerun_argv(overrides: dict[str, Any], report_source: str = "") -> list[str]:
+    """The fslab command that runs the campaign's experiment again, from its stored
+    overrides: `fslab reproduce REPORT --run` when it reproduces a report, else
+    `fslab run SPEC`, with its --quick and --set."""
+    if report_source and report_source != "-":
+        argv = ["fslab", "reproduce", report_source, "--run"]
+    else:
+        argv = ["fslab", "run", str(overrides.get("source") or "SPEC")]
+    if overrides.get("quick"):
+        argv.append("--quick")
+    for item in overrides.get("set", []):
+        argv += ["--set", str(item)]
+    return argv
 
 
 def finite(value: float | None) -> float | None:

@@ -25,6 +25,7 @@ from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 from matplotlib.ticker import FuncFormatter, NullLocator
 
+from fslab.analyze.compare import point_label
 from fslab.report.model import Comparisons, Latency, Report, Scaling
 from fslab.report.terminal import format_value
 
@@ -106,24 +107,27 @@ def throughput_plot(report: Report) -> str | None:
             medians = [float(np.median(r)) for r in curve.reps]
             ax.plot(curve.n, medians, "o-", color=colour, label=curve.label, ms=4, lw=1.4)
             fit = curve.fit
-            if fit is None:
-                continue
-            grid = np.geomspace(min(fit.n[: fit.n_fitted]), max(fit.n), 200)
-            ax.plot(grid, fit.predict(grid), "--", color=colour, lw=1, alpha=0.8)
-            if fit.knee_n is not None and fit.knee_n in curve.n:
-                y = medians[curve.n.index(fit.knee_n)]
-                ax.plot([fit.knee_n], [y], "o", ms=11, mfc="none", mec=colour, mew=1.5)
+            if fit is not None:
+                grid = np.geomspace(min(fit.n[: fit.n_fitted]), max(fit.n), 200)
+                ax.plot(grid, fit.predict(grid), "--", color=colour, lw=1, alpha=0.8)
+            measured = curve.measured  # knee and cliff: analyze.falloff, fit or no fit
+            knee_n = measured.knee_n if measured else None
+            if knee_n is not None and knee_n in curve.n:
+                y = medians[curve.n.index(knee_n)]
+                ax.plot([knee_n], [y], "o", ms=11, mfc="none", mec=colour, mew=1.5)
                 ax.annotate(
-                    f"knee N={fit.knee_n:g}",
-                    (fit.knee_n, y),
+                    f"knee N={knee_n:g}",
+                    (knee_n, y),
                     textcoords="offset points",
                     xytext=(10, -14 - 11 * index),
                     color=colour,
                     fontsize=8,
                     bbox={"boxstyle": "round,pad=0.15", "fc": "white", "ec": "none", "alpha": 0.8},
                 )
-            if fit.cliff is not None:
-                ax.axvspan(fit.cliff.n_before, fit.cliff.n_after, color=colour, alpha=0.08)
+            if measured is not None and measured.cliff is not None:
+                ax.axvspan(
+                    measured.cliff.n_before, measured.cliff.n_after, color=colour, alpha=0.08
+                )
         _log2_x(ax, all_n)
         ax.set_ylim(bottom=0)
         _value_axis(ax, metric)
@@ -131,7 +135,7 @@ def throughput_plot(report: Report) -> str | None:
         ax.set_ylabel(report.results.headline_label)
         ax.set_title(
             f"{report.results.headline_label} vs {scaling.axis}: points = runs, "
-            "line = median, dashed = USL fit, ring = knee",
+            "line = median, dashed = USL fit (where identified), ring = knee, band = cliff",
             fontsize=9,
         )
         ax.legend(loc="best")
@@ -281,11 +285,43 @@ def _group_label(point: dict[str, object]) -> str:
     return "\n".join(f"{k}={v if v != '' else '-'}" for k, v in point.items()) or "(no sweep)"
 
 
+def series_plot(report: Report) -> str | None:
+    """Median headline of each campaign of this name, per point, change points dashed."""
+    series = report.series
+    if series is None or series.metric is None:
+        return None
+    with rc_context(_RC):
+        fig, (ax,) = _figure()
+        for index, point in enumerate(series.points):
+            xs, ys = series.values(point)
+            colour = f"C{index % 10}"
+            ax.plot(xs, ys, "o-", color=colour, ms=4, lw=1.2, label=point_label(point))
+            for cp in series.changes.get(point, []):
+                ax.axvline(cp.index - 0.5, color=colour, ls="--", lw=1)
+        here = [i for i, e in enumerate(series.entries) if e.campaign_id == report.campaign.id]
+        for i in here:
+            ax.axvspan(i - 0.4, i + 0.4, color="0.85", zorder=0)
+        ax.set_xticks(range(len(series.entries)))
+        ax.set_xticklabels([str(e.campaign_id) for e in series.entries])
+        ax.set_ylim(bottom=0)
+        _value_axis(ax, series.metric)
+        ax.set_xlabel("campaign (oldest first; shaded: this one)")
+        ax.set_ylabel(report.results.headline_label)
+        ax.set_title(
+            f"{report.results.headline_label} per campaign of {series.selector}: "
+            "dashed = change point (E-Divisive means + t test)",
+            fontsize=9,
+        )
+        ax.legend(loc="best")
+    return svg_text(fig, "series")
+
+
 PLOTS: dict[str, Callable[[Report], str | None]] = {
     "throughput": throughput_plot,
     "latency": latency_plot,
     "cdf": cdf_plot,
     "bars": bars_plot,
+    "series": series_plot,
 }
 
 

@@ -16,6 +16,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
 from fslab.analyze.compare import ComparisonRow, point_label
+from fslab.analyze.metrics_catalog import metric_def
 from fslab.analyze.profile import format_diff
 from fslab.report.model import (
     Comparisons,
@@ -26,7 +27,9 @@ from fslab.report.model import (
     Results,
     Step,
     metric_label,
+    rerun_argv,
 )
+from fslab.report.series_text import series_lines
 from fslab.report.terminal import EVIDENCE_CAPTION, format_evidence, format_value
 from fslab.units import format_bytes
 
@@ -57,6 +60,7 @@ class Table:
     rows: list[list[str]]
     align: str  # one "l" or "r" per column
     notes: list[str] = field(default_factory=list)
+    cut: int = 0  # the column shortened when the table is wider than the page
 
     def is_group(self, row: Sequence[str]) -> bool:
         """A row with only its first cell set: a heading for the rows below it."""
@@ -69,7 +73,7 @@ class Table:
         widths = [max(len(r[i]) for r in [self.headers, *body]) for i in range(cols)]
         overflow = len(indent) + sum(widths) + 2 * (cols - 1) - width
         if overflow > 0:
-            widths[0] = max(4, widths[0] - overflow)
+            widths[self.cut] = max(4, widths[self.cut] - overflow)
         out = []
         for row in [self.headers, *self.rows]:
             if self.is_group(row):
@@ -241,15 +245,9 @@ def filesystem_rows(fs: FilesystemSetup) -> list[tuple[str, str]]:
 def invocation(report: Report) -> str | None:
     """The `fslab run` command line that made the campaign, from its stored overrides."""
     overrides = report.campaign.overrides
-    source = overrides.get("source")
-    if not source:
+    if not overrides.get("source"):
         return None
-    argv = ["fslab", "run", str(source)]
-    if overrides.get("quick"):
-        argv.append("--quick")
-    for item in overrides.get("set", []):
-        argv += ["--set", str(item)]
-    return shlex.join(argv)
+    return shlex.join(rerun_argv(overrides))
 
 
 def results_table(results: Results) -> Table:
@@ -338,7 +336,15 @@ def latency_table(results: Results) -> Table | None:
 
 
 def comparison_table(rows: Sequence[ComparisonRow]) -> Table:
-    """One baseline-vs-candidate table; the point label heads each group of rows."""
+    """Baseline vs candidate in the kernel test robot's form, one metric per line.
+
+    base mean ± %stddev, %change, new mean ± %stddev, then the metric; the
+    sweep point heads each group of rows. Profile shares (perf-profile call
+    chains: the share of samples with a function on the stack) are shown in
+    percent and their change in percentage points, as the robot does. The
+    verdict mark comes from the statistics (analyze.compare), not from the
+    size of the change.
+    """
     out = []
     previous = None
     for row in rows:
@@ -346,25 +352,46 @@ def comparison_table(rows: Sequence[ComparisonRow]) -> Table:
         if label != previous:
             out.append([label, "", "", "", "", "", ""])
             previous = label
-        ci = (
-            f"[{_change(row.ci_low)}, {_change(row.ci_high)}]"
-            if math.isfinite(row.ci_low) and math.isfinite(row.ci_high)
-            else "-"
-        )
-        p = f"{row.p_adjusted:.3f}" if math.isfinite(row.p_adjusted) else "-"
+        share = is_share(row.metric)
         out.append(
             [
-                f"  {metric_label(row.metric)}",
-                format_value(row.metric, row.median_baseline),
-                format_value(row.metric, row.median_candidate),
-                f"{row.change_pct:+.1f}%" if math.isfinite(row.change_pct) else "-",
-                ci,
-                p,
-                f"{MARKS.get(row.verdict, '?')} {row.verdict}",
+                _mean(row.metric, row.mean_baseline, share),
+                _sd(row.sd_pct_baseline),
+                _robot_change(row, share),
+                _mean(row.metric, row.mean_candidate, share),
+                _sd(row.sd_pct_candidate),
+                MARKS.get(row.verdict, "?"),
+                row.metric.split(".", 2)[-1] if share else metric_label(row.metric),
             ]
         )
-    headers = ["metric", "base", "cand", "change", "95% CI", "p adj", "verdict"]
-    return Table(headers, out, "lrrrrrl")
+    headers = ["base", "%stddev", "%change", "new", "%stddev", "", "metric"]
+    return Table(headers, out, "rrrrrll", cut=6)
+
+
+def is_share(metric: str) -> bool:
+    """A profile share (a fraction of samples), shown in percent."""
+    return metric.startswith("profile.") and metric_def(metric).unit == "share"
+
+
+def _mean(metric: str, value: float, share: bool) -> str:
+    if not math.isfinite(value):
+        return "-"
+    return f"{100 * value:.2f}%" if share else format_value(metric, value)
+
+
+def _sd(pct: float) -> str:
+    """The robot leaves out a spread below 2%; so does fslab."""
+    return f"± {pct:2.0f}%" if math.isfinite(pct) and pct >= 2 else ""
+
+
+def _robot_change(row: ComparisonRow, share: bool) -> str:
+    if share:
+        if math.isfinite(row.mean_baseline) and math.isfinite(row.mean_candidate):
+            return f"{100 * (row.mean_candidate - row.mean_baseline):+.1f}"
+        return "-"
+    if math.isfinite(row.mean_candidate) and math.isfinite(row.mean_baseline) and row.mean_baseline:
+        return f"{100 * (row.mean_candidate / row.mean_baseline - 1):+.1f}%"
+    return "-"
 
 
 def _change(ratio: float) -> str:
@@ -435,6 +462,7 @@ def render_text(report: Report) -> str:
         _results,
         _scaling,
         _comparisons,
+        _series,
         _profiles,
         _contention,
         _diagnosis,
@@ -567,9 +595,21 @@ def _comparisons(report: Report) -> list[str]:
         lines += rewrap(item.table.describe()[-1:], indent="  ")
         lines.append("")
     if c.items:
-        lines += wrap("base, cand: medians; change and 95% CI: candidate vs baseline.")
+        lines += wrap(
+            "base, new: means over repetitions, +- sample SD in % of the mean (left out "
+            "below 2%); %change: new vs base. Rows in % are perf-profile call-chain "
+            "shares (samples with the function on the stack), their change in percentage "
+            "points."
+        )
         lines += wrap(MARK_LEGEND)
     return lines + _notes(c.notes)
+
+
+def _series(report: Report) -> list[str]:
+    """The campaigns of this name over time (nothing when this is the only one)."""
+    if report.series is None:
+        return []
+    return heading(f"Series: {report.series.selector}") + series_lines(report.series)
 
 
 def _profiles(report: Report) -> list[str]:

@@ -40,9 +40,10 @@ _OUTPUT_TAKEOVER = {
 # Options that would make the result meaningless or unsafe: refused, never dropped.
 _CONFLICTS = {
     "filename": "it names files fio writes to directly, possibly outside the scratch "
-    "filesystem; fslab points fio at the scratch filesystem with --directory",
+    "filesystem; fslab points fio at the scratch filesystem with --directory "
+    "(a plain relative name such as --filename=testfile is kept: fio creates it there)",
     "filename_format": "it can place files outside the scratch filesystem; fslab points fio "
-    "at the scratch filesystem with --directory",
+    "at the scratch filesystem with --directory (a relative format without '/' is kept)",
     "opendir": "it adds every file under another directory, outside the scratch filesystem",
     "client": "it runs the job on another machine; fslab measures the local kernel",
     "server": "it starts a fio server instead of running a job",
@@ -255,11 +256,17 @@ def parse_fio_job_file(text: str) -> FioImport:
     return _finish_import(pairs, notes, source="job file", duplicates_are_notes=False)
 
 
+def strip_job_file_comment(line: str) -> str:
+    """A job file line without its comment: fio cuts each line at the first '#' or ';'."""
+    cut = min((i for i in (line.find("#"), line.find(";")) if i >= 0), default=len(line))
+    return line[:cut]
+
+
 def _job_file_sections(text: str) -> list[_Section]:
     sections: list[_Section] = []
     for number, raw in enumerate(text.splitlines(), start=1):
-        line = raw.strip()
-        if not line or line.startswith((";", "#")):
+        line = strip_job_file_comment(raw).strip()
+        if not line:
             continue
         if line.startswith("[") and line.endswith("]"):
             sections.append(_Section(line[1:-1].strip()))
@@ -315,7 +322,7 @@ def _finish_import(
         )
     options: FioOptions = {}
     for name, value in pairs:
-        _refuse_conflicts(name)
+        _refuse_conflicts(name, value)
         taken_over = _takeover_note(name, value)
         if taken_over:
             notes.append(taken_over)
@@ -329,8 +336,24 @@ def _finish_import(
     return FioImport(options=_name_first(options, notes, source), notes=notes)
 
 
-def _refuse_conflicts(name: str) -> None:
+_RELATIVE_FILE_RE = re.compile(r"^[A-Za-z0-9_$+][A-Za-z0-9_.$+-]*$")
+_RELATIVE_FILE_OPTIONS = ("filename", "filename_format")
+
+
+def is_relative_file_name(value: str | None) -> bool:
+    """A file name fio creates inside --directory: one path component, no ':' list.
+
+    fio prefixes --directory to a relative filename (and filename_format), so
+    such a name stays on the scratch filesystem; a path, '..' or a ':' list
+    may not.
+    """
+    return value is not None and value not in (".", "..") and bool(_RELATIVE_FILE_RE.match(value))
+
+
+def _refuse_conflicts(name: str, value: str | None = None) -> None:
     key = canonical_name(name)
+    if key in _RELATIVE_FILE_OPTIONS and is_relative_file_name(value):
+        return
     if key in _CONFLICTS:
         raise UsageError(f"fio option --{name} cannot be used with fslab: {_CONFLICTS[key]}")
     if key in _NO_RUN:
@@ -376,7 +399,7 @@ def apply_overrides(
     merged: FioOptions = dict(options)
     for name, value in overrides.items():
         _check_option_name(name)
-        _refuse_conflicts(name)
+        _refuse_conflicts(name, None if value is None else str(value))
         if _is_owned(name):
             raise UsageError(f"cannot override fio option {name!r}: fslab sets it itself")
         merged[name] = None if value is None else str(value)
@@ -391,8 +414,8 @@ def build_fio_argv(
 ) -> list[str]:
     """The fio argv for one point: fslab's own options first, then the job's, in order."""
     merged = apply_overrides(options, overrides)
-    for name in merged:
-        _refuse_conflicts(name)
+    for name, value in merged.items():
+        _refuse_conflicts(name, value)
         if _is_owned(name):
             raise UsageError(f"fio option {name!r} is set by fslab; remove it from the options")
     name = merged.pop("name", None) or DEFAULT_JOB_NAME

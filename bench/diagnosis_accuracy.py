@@ -1,0 +1,108 @@
+#!/usr/bin/env python3
+"""How often does `fslab diagnose` name the true mechanism? The recorded corpus, scored.
+
+Every case of tests/data/corpus/manifest.json (one configuration of a real
+recorded campaign, with the mechanism that truly explains its falloff, or
+"none" when nothing falls off) is diagnosed from its export. Prints the
+confusion table (true mechanism by row, the one ranked first by column) and,
+per case, the first-to-second margin: how far ahead the first candidate is.
+
+    .venv/bin/python bench/diagnosis_accuracy.py
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+
+from fslab.analyze.diagnose import ConfigDiagnosis, diagnose_campaign
+from fslab.store.db import Store
+from fslab.store.exchange import import_campaign
+
+CORPUS = Path(__file__).resolve().parents[1] / "tests" / "data" / "corpus"
+NONE = "none"
+
+
+@dataclass
+class CaseResult:
+    file: str
+    config: str
+    truth: str
+    diagnosis: ConfigDiagnosis
+
+    @property
+    def predicted(self) -> str:
+        return self.diagnosis.top or NONE
+
+    @property
+    def correct(self) -> bool:
+        return self.predicted == self.truth
+
+
+def manifest(corpus: Path = CORPUS) -> list[dict[str, str]]:
+    return json.loads((corpus / "manifest.json").read_text())["cases"]
+
+
+def diagnose_file(path: Path, workdir: Path) -> dict[str, ConfigDiagnosis]:
+    """Import one export into a fresh store and diagnose every configuration."""
+    store = Store(workdir / f"{path.stem}.db")
+    campaign_id = import_campaign(store, json.loads(path.read_text()))
+    return {d.config: d for d in diagnose_campaign(store, campaign_id)}
+
+
+def run_corpus(corpus: Path = CORPUS) -> list[CaseResult]:
+    results = []
+    with tempfile.TemporaryDirectory(prefix="fslab-corpus-") as tmp:
+        cache: dict[str, dict[str, ConfigDiagnosis]] = {}
+        for case in manifest(corpus):
+            if case["file"] not in cache:
+                cache[case["file"]] = diagnose_file(corpus / case["file"], Path(tmp))
+            diagnosis = cache[case["file"]][case["config"]]
+            results.append(CaseResult(case["file"], case["config"], case["truth"], diagnosis))
+    return results
+
+
+def confusion_table(results: list[CaseResult]) -> list[str]:
+    labels = sorted({r.truth for r in results} | {r.predicted for r in results})
+    short = {label: label[:12] for label in labels}
+    width = max(len(label) for label in labels) + 2
+    head = "true \\ ranked first".ljust(width) + " ".join(f"{short[c]:>12}" for c in labels)
+    lines = [head]
+    for truth in labels:
+        if not any(r.truth == truth for r in results):
+            continue
+        counts = [sum(1 for r in results if r.truth == truth and r.predicted == c) for c in labels]
+        lines.append(truth.ljust(width) + " ".join(f"{n:>12}" for n in counts))
+    return lines
+
+
+def margin_lines(results: list[CaseResult]) -> list[str]:
+    """Per case: the first and second candidates with their scores, and the margin."""
+    lines = [f"{'case':<30} {'true':<22} {'first':<28} {'second':<28} {'margin':>6}"]
+    for r in results:
+        d = r.diagnosis
+        ranked = d.judged if d.top else []
+        first = f"{ranked[0].mechanism} {ranked[0].score:.2f}" if ranked else "none"
+        second = f"{ranked[1].mechanism} {ranked[1].score:.2f}" if len(ranked) > 1 else "-"
+        margin = f"{d.margin:.2f}" if d.margin is not None else "-"
+        case = f"{r.file.removesuffix('.json')}:{r.config}"
+        lines.append(f"{case:<30} {r.truth:<22} {first:<28} {second:<28} {margin:>6}")
+    return lines
+
+
+def main() -> int:
+    results = run_corpus()
+    right = sum(r.correct for r in results)
+    print(f"diagnosis accuracy on the recorded corpus: {right}/{len(results)} ranked first right")
+    print()
+    print("\n".join(confusion_table(results)))
+    print()
+    print("\n".join(margin_lines(results)))
+    return 0 if right == len(results) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

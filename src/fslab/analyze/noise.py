@@ -1,0 +1,278 @@
+"""Between-campaign noise: how far campaigns of one spec spread from one another.
+
+Repetitions inside one campaign are interleaved, so their spread misses the
+drift of the machine between campaigns (page cache, thermal state, other
+tenants, the hour of the day). Two campaigns of the same spec run twenty
+minutes apart differ by more than their repetitions say, and a test that
+treats repetitions as independent samples of one condition flags that drift
+as a change.
+
+The model, per host, spec and metric (and sweep point), is one-way random
+effects on the log scale with the campaign as a block:
+
+    log(value_ij) = mu + c_j + e_ij,   c_j ~ N(0, between_var),  e_ij ~ N(0, within_var)
+
+fitted by REML with statsmodels' MixedLM on every stored campaign that
+repeats the spec (analyze.baselines finds them; A among them, B left out).
+Campaign B is then compared with the spec's level, the mean of the K
+baseline campaigns' mean logs: the difference has variance
+
+    between_var x (1 + 1/K) + within_var x (1/n_B + mean(1/n_j) / K)
+
+with Satterthwaite's degrees of freedom (the between part is known from K
+campaigns, K - 1 degrees of freedom; the within part from the runs), and a
+t test and interval on it. Rows are judged by analyze.compare's rules
+(judge()): the same Benjamini-Hochberg family, the same magnitude gate, with
+the campaign mean's total spread in place of the run-to-run CV.
+
+Nothing is stored besides the campaigns: the model is derived from them when
+a comparison asks, which takes milliseconds, so it always reflects every
+campaign in the database (docs/statistics.md).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import warnings
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+from scipy import stats as sps
+
+from fslab.analyze.compare import CONFIDENCE, ComparisonRow, PointKey, unjudged_row
+
+MIN_CAMPAIGNS = 3  # baselines below which no between-campaign variance is estimated
+MIN_RUNS_PER_CAMPAIGN = 2  # a campaign with fewer runs at a point says nothing about within
+TEST_NAME = "mixed model (campaign block)"
+
+#: Spec fields that do not change what is measured: dropped from the fingerprint.
+#: sweep and run.repeat go too: the model is per point, and a campaign of more
+#: repetitions (or fewer sweep points) measures the same condition at each point.
+_IGNORED_TOP = ("name", "description", "reported", "quick", "sweep")
+_IGNORED_RUN = ("repeat", "timeout_factor", "setup_timeout")
+
+
+def spec_fingerprint(spec: Mapping[str, Any]) -> str:
+    """A short hash of the validated spec, minus what names it or does not change a point."""
+    kept = {k: v for k, v in spec.items() if k not in _IGNORED_TOP}
+    if isinstance(kept.get("run"), Mapping):
+        kept["run"] = {k: v for k, v in kept["run"].items() if k not in _IGNORED_RUN}
+    if isinstance(kept.get("filesystems"), list):
+        kept["filesystems"] = [
+            {k: v for k, v in fs.items() if k != "description"} if isinstance(fs, Mapping) else fs
+            for fs in kept["filesystems"]
+        ]
+    text = json.dumps(kept, sort_keys=True, default=str)
+    return hashlib.sha256(text.encode()).hexdigest()[:12]
+
+
+def host_key(host: Mapping[str, Any]) -> str:
+    """The machine as booted: hostname and kernel (a different kernel is a different host)."""
+    return f"{host.get('hostname', '?')} {host.get('kernel_release', '?')}"
+
+
+@dataclass(frozen=True)
+class PointNoise:
+    """Variance components of log(metric) at one point, from `campaigns` campaigns."""
+
+    campaigns: int
+    runs: int
+    between_var: float  # of a campaign's level, log scale
+    within_var: float  # of one run around its campaign's level, log scale
+    level: float = 0.0  # mean over the campaigns of their mean log value
+    inv_runs: float = 1.0  # mean over the campaigns of 1 / runs
+
+    @property
+    def between_cv_pct(self) -> float:
+        return 100.0 * math.sqrt(self.between_var)
+
+    @property
+    def within_cv_pct(self) -> float:
+        return 100.0 * math.sqrt(self.within_var)
+
+    def mean_var(self, runs: int) -> float:
+        """Variance of one campaign's mean log value over `runs` runs."""
+        return self.between_var + self.within_var / max(runs, 1)
+
+    def df(self, *runs: int) -> float:
+        """Satterthwaite degrees of freedom of a difference of campaign means."""
+        between = len(runs) * self.between_var
+        within = self.within_var * sum(1.0 / max(n, 1) for n in runs)
+        df_between = max(self.campaigns - 1, 1)
+        df_within = max(self.runs - self.campaigns, 1)
+        denominator = between**2 / df_between + within**2 / df_within
+        return (between + within) ** 2 / denominator if denominator > 0 else float(df_within)
+
+    def level_var(self) -> float:
+        """Variance of the level: the mean of the baseline campaigns' mean logs."""
+        return (self.between_var + self.within_var * self.inv_runs) / self.campaigns
+
+    def versus_level(self, runs: int) -> tuple[float, float]:
+        """(variance, Satterthwaite df) of one campaign's mean log minus the level."""
+        between = self.between_var * (1.0 + 1.0 / self.campaigns)
+        within = self.within_var * (1.0 / max(runs, 1) + self.inv_runs / self.campaigns)
+        df_between = max(self.campaigns - 1, 1)
+        df_within = max(self.runs - self.campaigns, 1)
+        denominator = between**2 / df_between + within**2 / df_within
+        df = (between + within) ** 2 / denominator if denominator > 0 else float(df_within)
+        return between + within, df
+
+    def runs_to_find(
+        self, change: float, *, alpha: float = 0.05, power: float = 0.8, most: int = 64
+    ) -> int | None:
+        """Runs per candidate campaign for a t test against the level to find a change
+        of `change` (0.10: 10%) with the given power; None when the drift between
+        campaigns alone hides it at `most` runs (more campaigns are needed, not runs).
+        Normal approximation, the baselines as they are."""
+        effect = abs(math.log1p(-change)) if change < 1 else abs(math.log(change))
+        z = float(sps.norm.ppf(1 - alpha / 2) + sps.norm.ppf(power))
+        for runs in range(2, most + 1):
+            if effect / math.sqrt(self.versus_level(runs)[0]) >= z:
+                return runs
+        return None
+
+    def to_dict(self) -> dict[str, float | int]:
+        return {
+            "campaigns": self.campaigns,
+            "runs": self.runs,
+            "between_cv_pct": self.between_cv_pct,
+            "within_cv_pct": self.within_cv_pct,
+        }
+
+
+@dataclass
+class NoiseModel:
+    """The fitted components of one (host, spec), per (point, metric), and what backs them."""
+
+    host: str
+    fingerprint: str
+    baseline_ids: list[int]  # the campaigns the fit used
+    points: dict[tuple[PointKey, str], PointNoise] = field(default_factory=dict)
+
+    def get(self, point: PointKey, metric: str) -> PointNoise | None:
+        return self.points.get((point, metric))
+
+    @property
+    def calibrated(self) -> bool:
+        return bool(self.points)
+
+    def describe(self) -> str:
+        """One line: which model, and how many baselines back it."""
+        if not self.calibrated:
+            return (
+                f"no between-campaign noise model: {len(self.baseline_ids)} earlier "
+                f"campaign(s) of this spec on {self.host} (needs {MIN_CAMPAIGNS})"
+            )
+        counts = sorted({noise.campaigns for noise in self.points.values()})
+        backing = f"{counts[0]}" if len(counts) == 1 else f"{counts[0]}-{counts[-1]}"
+        return (
+            f"noise model: mixed model with the campaign as a block (statsmodels MixedLM, "
+            f"REML), {backing} baseline campaigns of spec {self.fingerprint} on {self.host}"
+        )
+
+
+def fit_point_noise(values_by_campaign: Mapping[int, Sequence[float]]) -> PointNoise | None:
+    """REML variance components of log(values), the campaign as a block; None if too few.
+
+    Campaigns with fewer than MIN_RUNS_PER_CAMPAIGN runs are left out; so are
+    non-positive values (no logarithm). A fit that does not converge leaves
+    the between-campaign variance at the method-of-moments estimate, which
+    is what REML gives for balanced data anyway.
+    """
+    groups = {
+        cid: np.log(np.asarray([v for v in values if v > 0 and math.isfinite(v)], dtype=float))
+        for cid, values in values_by_campaign.items()
+    }
+    groups = {cid: logs for cid, logs in groups.items() if len(logs) >= MIN_RUNS_PER_CAMPAIGN}
+    if len(groups) < MIN_CAMPAIGNS:
+        return None
+    endog = np.concatenate(list(groups.values()))
+    labels = np.concatenate([np.full(len(logs), cid) for cid, logs in groups.items()])
+    between, within = _mixedlm(endog, labels)
+    if not (math.isfinite(between) and math.isfinite(within)):
+        between, within = _moments(list(groups.values()))
+    return PointNoise(
+        campaigns=len(groups),
+        runs=len(endog),
+        between_var=max(between, 0.0),
+        within_var=max(within, 0.0),
+        level=float(np.mean([logs.mean() for logs in groups.values()])),
+        inv_runs=float(np.mean([1.0 / len(logs) for logs in groups.values()])),
+    )
+
+
+def _mixedlm(endog: np.ndarray, groups: np.ndarray) -> tuple[float, float]:
+    import statsmodels.api as sm  # slow to import: only when a model is fitted
+
+    if float(np.var(endog)) == 0.0:
+        return 0.0, 0.0
+    model = sm.MixedLM(endog, np.ones((len(endog), 1)), groups=groups)
+    with warnings.catch_warnings():
+        # boundary fits (no between-campaign variance) warn but are valid estimates
+        warnings.simplefilter("ignore")
+        try:
+            fit = model.fit(reml=True, method=["lbfgs", "powell"])
+        except (np.linalg.LinAlgError, ValueError):
+            return math.nan, math.nan
+    return float(np.asarray(fit.cov_re)[0, 0]), float(fit.scale)
+
+
+def _moments(groups: Sequence[np.ndarray]) -> tuple[float, float]:
+    """One-way ANOVA estimates (between, within) of the variance components."""
+    sizes = np.array([len(g) for g in groups], dtype=float)
+    within = float(sum(((g - g.mean()) ** 2).sum() for g in groups) / (sizes.sum() - len(groups)))
+    means = np.array([g.mean() for g in groups])
+    n0 = (sizes.sum() - (sizes**2).sum() / sizes.sum()) / (len(groups) - 1)
+    grand = float((sizes * means).sum() / sizes.sum())
+    msb = float((sizes * (means - grand) ** 2).sum() / (len(groups) - 1))
+    return (msb - within) / n0, within
+
+
+def model_row(
+    point: PointKey,
+    metric: str,
+    cand_values: Sequence[float],
+    noise: PointNoise,
+) -> ComparisonRow | None:
+    """The candidate campaign against the level of the baseline campaigns (verdict: judge()).
+
+    The baseline is the spec's level on the host, the mean of its K baseline
+    campaigns' mean logs, known to (between + within/n)/K; the candidate is
+    one campaign, off that level by between + within/n_B. So a comparison
+    has the between-campaign drift once, not twice, and more baselines make
+    it sharper. The base columns describe the baselines: the level as the
+    geometric mean, their runs, and the total spread of one run. None when a
+    value is not positive (no logarithm: the caller falls back to the test
+    on runs).
+    """
+    b = np.asarray([v for v in cand_values if math.isfinite(v)], dtype=float)
+    if len(b) == 0 or (b <= 0).any():
+        return None
+    diff = float(np.log(b).mean() - noise.level)
+    var, df = noise.versus_level(len(b))
+    se = math.sqrt(var)
+    if se > 0:
+        p = float(2.0 * sps.t.sf(abs(diff) / se, df))
+        half = float(sps.t.ppf(0.5 + CONFIDENCE / 2.0, df)) * se
+    else:
+        p, half = (1.0 if diff == 0 else 0.0), 0.0
+    level = math.exp(noise.level)
+    row = unjudged_row(
+        point,
+        metric,
+        np.asarray([level]),
+        b,
+        ratio=math.exp(diff),
+        ci=(math.exp(diff - half), math.exp(diff + half)),
+        p_raw=p,
+        test=TEST_NAME,
+        # the spread of a campaign's mean, between-campaign drift included: the gate's CV
+        baseline_cv=math.sqrt(noise.mean_var(len(b))),
+    )
+    row.n_baseline = noise.runs
+    row.sd_pct_baseline = 100.0 * math.sqrt(noise.between_var + noise.within_var)
+    return row

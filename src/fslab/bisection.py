@@ -1,0 +1,133 @@
+"""Running candidates for bisection: `fslab bisect-run` and `fslab bisect`.
+
+The statistics live in analyze.bisect (decide, bisect_list); this module
+runs what they ask for. A CandidateRunner runs a spec on one candidate and
+adds repetitions to the campaign it made:
+
+- LocalRunner runs on what is booted now. That is what `git bisect run`
+  needs: git checks out each commit (of a spec file, of a tool, or of a
+  kernel the user builds and boots), and `fslab bisect-run` measures it.
+- A guest runner (a kernel image booted under qemu) implements the same two
+  methods once `fslab run` has guests; `fslab bisect --kernels` takes it
+  through `kernel_runner`, which says what is missing until then.
+
+judge_candidate() repeats until the decision is clear or the limit of runs
+per point is reached, and logs every decision with its numbers.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from fslab.adaptive import plan_round
+from fslab.analyze.baselines import noise_model
+from fslab.analyze.bisect import Verdict, decide
+from fslab.analyze.dataset import CampaignData, load_campaign
+from fslab.analyze.drift import host_drift
+from fslab.errors import UsageError
+from fslab.runner import ProgressSink, RunOptions, run_campaign, start_campaign
+from fslab.spec import Spec
+from fslab.store.db import Store
+
+DEFAULT_MAX_REPEAT = 16  # runs per point before an undecided candidate is skipped
+Log = Callable[[str], None]
+
+
+class CandidateRunner(Protocol):
+    """Runs a spec on one candidate (a kernel, a commit) and returns the campaign id."""
+
+    def start(self, candidate: str, spec: Spec, spec_toml: str, overrides: dict[str, Any]) -> int:
+        """Run the spec's planned points on the candidate; returns the stored campaign's id."""
+        ...
+
+    def more(self, campaign_id: int, max_repeat: int) -> bool:
+        """Add one run to every point below max_repeat runs; False when none was added."""
+        ...
+
+
+@dataclass
+class LocalRunner:
+    """Runs on the booted kernel, into the given store (the candidate is only a label)."""
+
+    store: Store
+    options: RunOptions
+    progress: ProgressSink | None = None
+
+    def start(self, candidate: str, spec: Spec, spec_toml: str, overrides: dict[str, Any]) -> int:
+        campaign_id = start_campaign(
+            self.store,
+            spec,
+            spec_toml,
+            overrides={**overrides, "candidate": candidate},
+            options=self.options,
+        )
+        run_campaign(self.store, campaign_id, options=self.options, progress=self.progress)
+        return campaign_id
+
+    def more(self, campaign_id: int, max_repeat: int) -> bool:
+        # a CI half-width of 0 is never reached, so pct=0 asks one more run of every
+        # point still below the cap: the round --until-ci would add
+        planned = plan_round(load_campaign(self.store, campaign_id), 0.0, max_repeat)
+        if not planned:
+            return False
+        self.store.add_points(campaign_id, planned)
+        run_campaign(self.store, campaign_id, options=self.options, progress=self.progress)
+        return True
+
+
+def kernel_runner(store: Store, options: RunOptions) -> CandidateRunner:
+    """The runner that boots each candidate kernel image in a guest.
+
+    Guests are not wired into `fslab run` yet; when they are, this returns a
+    CandidateRunner whose start() boots `candidate` (a kernel image) and runs
+    the spec inside, and `fslab bisect --kernels` works unchanged.
+    """
+    raise UsageError(
+        "fslab bisect --kernels boots each kernel image in a guest, and this fslab cannot "
+        "run guests yet; bisect the booted kernel with "
+        "`git bisect run fslab bisect-run --good ID --bad ID SPEC` instead"
+    )
+
+
+def judge_candidate(
+    store: Store,
+    runner: CandidateRunner,
+    candidate: str,
+    spec: Spec,
+    spec_toml: str,
+    overrides: dict[str, Any],
+    *,
+    good: CampaignData,
+    bad: CampaignData,
+    max_repeat: int = DEFAULT_MAX_REPEAT,
+    log: Log = print,
+) -> tuple[int, Verdict]:
+    """Run the candidate, then add runs until good/bad is clear or max_repeat is reached.
+
+    Returns (candidate campaign id, verdict). Raises analyze.bisect's
+    ReferencesTooClose when the references do not differ beyond the noise.
+    """
+    campaign_id = runner.start(candidate, spec, spec_toml, overrides)
+    for drift in host_drift(good.campaign.host, load_campaign(store, campaign_id).campaign.host):
+        log(f"campaign {campaign_id}: {drift.describe()} (good reference vs candidate)")
+    while True:
+        data = load_campaign(store, campaign_id)
+        if data.headline is None:
+            verdict = Verdict(
+                "undecided", float("nan"), float("nan"), float("nan"), reason="no successful run"
+            )
+            log(f"campaign {campaign_id}: {verdict.describe()}")
+            return campaign_id, verdict
+        noise = noise_model(store, good.campaign, [data.headline], exclude=[bad.id, campaign_id])
+        verdict = decide(good, bad, data, noise)
+        runs = min((p.runs for p in verdict.points), default=0)
+        log(f"campaign {campaign_id} ({runs} runs/point): {verdict.describe()}")
+        for position in verdict.points:
+            log(f"  {position.describe()}")
+        if verdict.decision != "undecided":
+            return campaign_id, verdict
+        if not runner.more(campaign_id, max_repeat):
+            log(f"campaign {campaign_id}: still undecided at {max_repeat} runs per point: skip")
+            return campaign_id, verdict

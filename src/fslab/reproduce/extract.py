@@ -1,0 +1,159 @@
+"""Read a report: every extractor, then the links between their facts.
+
+The links are what a reader does without noticing: the dd after `mkfs.xfs`
+ran on XFS, "IOPS" in a randwrite report are write IOPS, the figure after
+"v6.2:" ran on 6.2. Where the link is a guess, it becomes a question.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import replace
+
+from fslab.reproduce import figures as figures_mod
+from fslab.reproduce import filesystems as filesystems_mod
+from fslab.reproduce import hypothesis as hypothesis_mod
+from fslab.reproduce import machine as machine_mod
+from fslab.reproduce import workload as workload_mod
+from fslab.reproduce.facts import (
+    DdFact,
+    FigureFact,
+    FilesystemFact,
+    KernelFact,
+    QuestionFact,
+    ReportFacts,
+)
+from fslab.reproduce.text import ReportText
+
+
+def extract_facts(text: str) -> ReportFacts:
+    """All facts of a report, each with the line it came from."""
+    report = ReportText.parse(text)
+    facts = ReportFacts()
+    title = next(((n, line) for n, line in report.numbered() if line.strip()), None)
+    if title:
+        facts.title = re.sub(r"^(Subject|Re|Fwd):\s*", "", title[1].strip(), flags=re.I)
+        facts.title_line = report.line(title[0])
+    facts.fio, dd, facts.other_tools, questions = workload_mod.find_workloads(report)
+    facts.filesystems, fs_questions = filesystems_mod.find_filesystems(report)
+    facts.kernels = machine_mod.find_kernels(report)
+    facts.cpus = machine_mod.find_cpus(report)
+    facts.memory = machine_mod.find_memory(report)
+    facts.devices, device_questions = machine_mod.find_devices(report)
+    facts.hypotheses = hypothesis_mod.find_hypotheses(report)
+    facts.levers = hypothesis_mod.find_levers(report)
+    facts.patches = hypothesis_mod.find_patches(report)
+    facts.dd = [_dd_on_filesystem(run, facts.filesystems) for run in dd]
+    facts.questions = [*questions, *fs_questions, *device_questions]
+    dd_output_lines = {run.output_line.number for run in facts.dd if run.output_line}
+    found = [f for f in figures_mod.find_figures(report) if f.source.number not in dd_output_lines]
+    found += [_dd_figure(run) for run in facts.dd if run.seconds]
+    facts.figures = _resolved(found, facts, report)
+    facts.questions += _device_path_questions(facts.filesystems)
+    facts.questions = list({(q.item, q.question): q for q in reversed(facts.questions)}.values())[
+        ::-1
+    ]
+    return facts
+
+
+def _dd_on_filesystem(run: DdFact, filesystems: list[FilesystemFact]) -> DdFact:
+    """The filesystem mounted where dd wrote, else the one last made before it."""
+    before = [fs for fs in filesystems if fs.source.number < run.source.number and fs.type]
+    target = run.operand("of")
+    mounted = [
+        fs for fs in before if fs.mountpoint and target.startswith(fs.mountpoint.rstrip("/") + "/")
+    ]
+    made = [fs for fs in before if fs.how in ("mkfs", "mount")]
+    chosen = (mounted or made or before or [None])[-1]
+    return replace(run, filesystem=chosen.type) if chosen else run
+
+
+def _dd_figure(run: DdFact) -> FigureFact:
+    assert run.bytes_copied is not None and run.seconds
+    line = run.output_line or run.source
+    return FigureFact(
+        "dd.bw_bytes_s",
+        run.bytes_copied / run.seconds,
+        "B/s",
+        run.rate_text or f"{run.bytes_copied} bytes in {run.seconds} s",
+        line,
+        context=run.filesystem or "dd",
+        filesystem=run.filesystem,
+    )
+
+
+def _resolved(found: list[FigureFact], facts: ReportFacts, report: ReportText) -> list[FigureFact]:
+    """Metric directions from the workload, the filesystem and kernel each figure ran on."""
+    direction = _fio_direction(facts)
+    resolved: list[FigureFact] = []
+    for figure in found:
+        metric = figure.metric
+        if metric == "fio.?.iops":
+            metric = f"fio.{direction}.iops" if facts.fio else ""
+        elif metric == "?.bw_bytes_s":
+            metric = (
+                f"fio.{direction}.bw_bytes_s" if facts.fio else "dd.bw_bytes_s" if facts.dd else ""
+            )
+        line = report.lines[figure.source.number - 1]
+        filesystem = figure.filesystem or (filesystems_mod._fs_named(line) or "")
+        kernel = _kernel_in(figure.context, facts.kernels)
+        resolved.append(replace(figure, metric=metric, filesystem=filesystem, kernel=kernel))
+    return _kernels_of_before_after(resolved, facts)
+
+
+def _fio_direction(facts: ReportFacts) -> str:
+    rw = (
+        str(facts.fio[0].options.get("rw") or facts.fio[0].options.get("readwrite") or "")
+        if facts.fio
+        else ""
+    )
+    if rw in ("rw", "randrw", "readwrite", "trimwrite"):
+        return "total"
+    return "read" if "read" in rw else "write"
+
+
+def _kernel_in(context: str, kernels: list[KernelFact]) -> str:
+    for kernel in kernels:
+        if re.search(r"(?<![\d.])v?" + re.escape(kernel.version) + r"(?![\d])", context):
+            return kernel.version
+    return ""
+
+
+def _kernels_of_before_after(figures: list[FigureFact], facts: ReportFacts) -> list[FigureFact]:
+    """'dropped from 22K to less than 1K' between two kernels: the older ran 'before'."""
+    pairs = [f for f in figures if f.context in ("before", "after")]
+    if len(facts.kernels) != 2 or len(pairs) != 2 or any(f.kernel for f in pairs):
+        return figures
+    older, newer = sorted(facts.kernels, key=lambda k: _version_key(k.version))
+    facts.questions.append(
+        QuestionFact(
+            item="kernels of the figures",
+            question=f"the report gives {pairs[0].text} and {pairs[1].text} without saying "
+            f"which kernel ran which",
+            assumed=f"{pairs[0].text} on {older.version} (the older kernel) and "
+            f"{pairs[1].text} on {newer.version}",
+            source=pairs[0].source,
+        )
+    )
+    kernel_of = {"before": older.version, "after": newer.version}
+    return [replace(f, kernel=kernel_of[f.context]) if f in pairs else f for f in figures]
+
+
+def _version_key(version: str) -> tuple[int, ...]:
+    return tuple(int(part) for part in re.findall(r"\d+", version))
+
+
+def _device_path_questions(filesystems: list[FilesystemFact]) -> list[QuestionFact]:
+    devices = sorted({fs.device for fs in filesystems if fs.device.startswith("/dev/")})
+    if not devices:
+        return []
+    first = next(fs for fs in filesystems if fs.device == devices[0])
+    return [
+        QuestionFact(
+            item="device",
+            question=f"the report ran on {', '.join(devices)}, a disk of the reporter's machine",
+            assumed="a fresh sparse RAM-backed loop image per point (never a named device "
+            "unless --target device:PATH --allow-device PATH says so)",
+            source=first.source,
+        )
+    ]

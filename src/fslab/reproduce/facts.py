@@ -1,0 +1,195 @@
+"""What a performance report says, as typed facts, each with the line it came from.
+
+Extraction (one module per kind of fact) produces these; the spec writer reads
+them. Nothing here runs anything or knows about the host.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Literal
+
+from fslab.spec_reported import NameKind, Qualifier
+from fslab.workload.fio import FioOptions
+
+FioForm = Literal["command line", "braces", "job file", "lkp parameters"]
+
+
+@dataclass(frozen=True)
+class Line:
+    """Where a fact came from: a 1-based line number and that line's text."""
+
+    number: int
+    text: str
+
+
+@dataclass(frozen=True)
+class FioFact:
+    """A fio job the report gives, imported by fslab's own fio parser."""
+
+    options: FioOptions
+    form: FioForm
+    text: str  # the workload as written, wrappers and continuations included
+    source: Line
+    notes: tuple[str, ...] = ()  # what the import changed, said to the user
+    sweeps: tuple[tuple[str, tuple[str, ...]], ...] = ()  # values the report ran one by one
+
+
+@dataclass(frozen=True)
+class DdFact:
+    """A dd the report ran, with what dd printed when the transcript shows it."""
+
+    operands: tuple[tuple[str, str], ...]  # as given: (("if", "/dev/zero"), ("bs", "1M"), ...)
+    source: Line
+    bytes_copied: int | None = None
+    seconds: float | None = None
+    rate_text: str = ""  # dd's own rounded rate, "602 kB/s"
+    output_line: Line | None = None
+    filesystem: str = ""  # the filesystem type the report had made where dd wrote
+
+    def operand(self, name: str, default: str = "") -> str:
+        return dict(self.operands).get(name, default)
+
+
+@dataclass(frozen=True)
+class OtherToolFact:
+    """A workload fslab recognises but cannot run (fs_mark, a job file not pasted)."""
+
+    tool: str
+    why: str
+    source: Line
+
+
+@dataclass(frozen=True)
+class FilesystemFact:
+    """A filesystem the report made, mounted or compared."""
+
+    type: str  # ext4, xfs, btrfs
+    source: Line
+    how: Literal["mkfs", "mount", "prose", "parameters"]
+    device: str = ""
+    mkfs_options: tuple[str, ...] = ()
+    mount_options: tuple[str, ...] = ()
+    mountpoint: str = ""
+
+
+@dataclass(frozen=True)
+class KernelFact:
+    version: str
+    source: Line
+
+
+@dataclass(frozen=True)
+class CpuFact:
+    count: int
+    text: str
+    source: Line
+
+
+@dataclass(frozen=True)
+class MemoryFact:
+    size_bytes: int
+    text: str
+    source: Line
+
+
+@dataclass(frozen=True)
+class DeviceFact:
+    """The device the report ran on: its size, or a limit it was provisioned with."""
+
+    text: str
+    source: Line
+    size_bytes: int | None = None
+    iops_limit: float | None = None
+    bw_limit_bytes_s: float | None = None
+
+
+@dataclass(frozen=True)
+class FigureFact:
+    """A figure the reporter measured."""
+
+    metric: str  # fslab metric name where one matches, else ""
+    value: float  # in the metric's unit
+    unit: str  # "IO/s", "B/s", "share", "%"
+    text: str
+    source: Line
+    qualifier: Qualifier = ""
+    context: str = ""  # what it was measured on, as the report says ("v6.2", "lock")
+    filesystem: str = ""
+    kernel: str = ""
+
+
+@dataclass(frozen=True)
+class NameFact:
+    kind: NameKind
+    name: str
+
+
+@dataclass(frozen=True)
+class HypothesisFact:
+    """The reporter's explanation and the names it blames."""
+
+    statement: str
+    source: Line
+    names: tuple[NameFact, ...] = ()
+
+
+@dataclass(frozen=True)
+class LeverFact:
+    """Something the report names that fslab can vary to test it (a remedy, a knob)."""
+
+    lever: Literal["bigger-journal", "free-space", "cpu-count"]
+    text: str
+    source: Line
+
+
+@dataclass(frozen=True)
+class PatchFact:
+    """A kernel patch the report carries (fslab cannot apply it on the host)."""
+
+    files: tuple[str, ...]
+    subject: str
+    source: Line
+
+
+@dataclass(frozen=True)
+class QuestionFact:
+    """Something unknown or ambiguous, and what fslab assumed instead of guessing silently."""
+
+    item: str
+    question: str
+    assumed: str
+    source: Line | None = None
+
+
+@dataclass
+class ReportFacts:
+    """Everything read from one report."""
+
+    title: str = ""
+    title_line: Line | None = None
+    fio: list[FioFact] = field(default_factory=list)
+    dd: list[DdFact] = field(default_factory=list)
+    other_tools: list[OtherToolFact] = field(default_factory=list)
+    filesystems: list[FilesystemFact] = field(default_factory=list)
+    kernels: list[KernelFact] = field(default_factory=list)
+    cpus: list[CpuFact] = field(default_factory=list)
+    memory: list[MemoryFact] = field(default_factory=list)
+    devices: list[DeviceFact] = field(default_factory=list)
+    figures: list[FigureFact] = field(default_factory=list)
+    hypotheses: list[HypothesisFact] = field(default_factory=list)
+    levers: list[LeverFact] = field(default_factory=list)
+    patches: list[PatchFact] = field(default_factory=list)
+    questions: list[QuestionFact] = field(default_factory=list)
+
+    @property
+    def has_workload(self) -> bool:
+        return bool(self.fio or self.dd)
+
+    def filesystem_types(self) -> list[str]:
+        """The filesystems the report names, in order of first mention."""
+        seen: list[str] = []
+        for fs in self.filesystems:
+            if fs.type not in seen:
+                seen.append(fs.type)
+        return seen

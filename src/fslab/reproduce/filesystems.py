@@ -1,0 +1,163 @@
+"""Filesystems in a report: mkfs and mount commands, quoted mount options, names in prose."""
+
+from __future__ import annotations
+
+import re
+import shlex
+from collections.abc import Iterator
+
+from fslab.reproduce.facts import FilesystemFact, QuestionFact
+from fslab.reproduce.text import ReportText, without_prompt
+from fslab.spec import FS_TYPES
+
+_MKFS_RE = re.compile(r"^(?:sudo\s+)?(mkfs\.(?:ext4|xfs|btrfs)|mkfs|mke2fs)\s+(.*)$")
+_MOUNT_RE = re.compile(r"^(?:sudo\s+)?mount\s+(.*)$")
+_QUOTED_OPTIONS_RE = re.compile(r"""["'“]\s*-o\s+([A-Za-z0-9_=,.:-]+)\s*["'”]""")
+_PROSE_FS_RE = re.compile(r"(?<![\w/.-])(ext4|xfs|btrfs)(?![\w/-]|\.\w)", re.IGNORECASE)
+_PARAMETER_FS_RE = re.compile(r"^\s*fs:\s*(ext4|xfs|btrfs)\s*$")
+# mkfs flags fslab passes itself (force, quiet), so a pasted one is not kept twice.
+_FORCE_FLAGS = {"-f", "-F", "-q"}
+
+
+def find_filesystems(report: ReportText) -> tuple[list[FilesystemFact], list[QuestionFact]]:
+    """mkfs/mount commands first (they carry options), then names the prose compares."""
+    facts: list[FilesystemFact] = []
+    questions: list[QuestionFact] = []
+    for number, line in report.numbered():
+        command = without_prompt(line)
+        mkfs = _MKFS_RE.search(command)
+        if mkfs:
+            fact = _mkfs_fact(mkfs.group(1), mkfs.group(2), report, number)
+            if fact is not None:
+                facts.append(fact)
+            continue
+        mount = _MOUNT_RE.search(command)
+        if mount and (fact := _mount_fact(mount.group(1), report, number)) is not None:
+            facts.append(fact)
+            continue
+        quoted = _QUOTED_OPTIONS_RE.search(line)
+        if quoted and re.search(r"mount", line, re.IGNORECASE):
+            facts.append(
+                FilesystemFact(
+                    type=_fs_named(line) or "",
+                    source=report.line(number),
+                    how="mount",
+                    mount_options=tuple(quoted.group(1).split(",")),
+                )
+            )
+    facts.extend(_prose_mentions(report))
+    return _typed(facts, questions), questions
+
+
+def _mkfs_fact(program: str, rest: str, report: ReportText, number: int) -> FilesystemFact | None:
+    words = _words(rest)
+    fs_type = program.removeprefix("mkfs.") if program.startswith("mkfs.") else ""
+    options: list[str] = []
+    device = ""
+    index = 0
+    while index < len(words):
+        word = words[index]
+        if word == "-t" and index + 1 < len(words):
+            fs_type = words[index + 1]
+            index += 2
+            continue
+        if word.startswith("/dev/") or (word.startswith("/") and index == len(words) - 1):
+            device = word
+        elif word not in _FORCE_FLAGS:
+            options.append(word)
+        index += 1
+    if fs_type not in FS_TYPES:
+        return None
+    return FilesystemFact(
+        type=fs_type,
+        source=report.line(number),
+        how="mkfs",
+        device=device,
+        mkfs_options=tuple(options),
+    )
+
+
+def _mount_fact(rest: str, report: ReportText, number: int) -> FilesystemFact | None:
+    words = _words(rest)
+    fs_type, options, positional = "", [], []
+    index = 0
+    while index < len(words):
+        word = words[index]
+        if word in ("-t", "-o") and index + 1 < len(words):
+            if word == "-t":
+                fs_type = words[index + 1]
+            else:
+                options.extend(o for o in words[index + 1].split(",") if o)
+            index += 2
+            continue
+        if not word.startswith("-"):
+            positional.append(word)
+        index += 1
+    if len(positional) != 2 or not positional[0].startswith("/"):
+        return None
+    return FilesystemFact(
+        type=fs_type if fs_type in FS_TYPES else "",
+        source=report.line(number),
+        how="mount",
+        device=positional[0],
+        mountpoint=positional[1],
+        mount_options=tuple(options),
+    )
+
+
+def _words(text: str) -> list[str]:
+    try:
+        return shlex.split(text, comments=False)
+    except ValueError:
+        return text.split()
+
+
+def _fs_named(text: str) -> str | None:
+    match = _PROSE_FS_RE.search(text)
+    return match.group(1).lower() if match else None
+
+
+def _prose_mentions(report: ReportText) -> Iterator[FilesystemFact]:
+    """The first mention of each filesystem the report names ("on XFS, performance is...")."""
+    seen: set[str] = set()
+    for number, line in report.numbered():
+        parameter = _PARAMETER_FS_RE.match(line)
+        found = (
+            [parameter.group(1)] if parameter else [m.lower() for m in _PROSE_FS_RE.findall(line)]
+        )
+        for fs_type in found:
+            if fs_type not in seen:
+                seen.add(fs_type)
+                how = "parameters" if parameter else "prose"
+                yield FilesystemFact(type=fs_type, source=report.line(number), how=how)
+
+
+def _typed(facts: list[FilesystemFact], questions: list[QuestionFact]) -> list[FilesystemFact]:
+    """Give a mount without -t the type of the filesystem last made on its device."""
+    typed: list[FilesystemFact] = []
+    made: dict[str, str] = {}
+    for fact in sorted(facts, key=lambda f: f.source.number):
+        if fact.how == "mkfs":
+            made[fact.device] = fact.type
+        if not fact.type and fact.how == "mount":
+            inferred = made.get(fact.device) or _nearest_prose_type(facts, fact)
+            if not inferred:
+                questions.append(
+                    QuestionFact(
+                        item="mount",
+                        question="the mount names no filesystem type and no mkfs precedes it",
+                        assumed="the filesystem the report names first",
+                        source=fact.source,
+                    )
+                )
+            fact = FilesystemFact(**{**fact.__dict__, "type": inferred or ""})
+        typed.append(fact)
+    return typed
+
+
+def _nearest_prose_type(facts: list[FilesystemFact], mount: FilesystemFact) -> str:
+    same_line = [f.type for f in facts if f.source.number == mount.source.number and f.type]
+    if same_line:
+        return same_line[0]
+    earlier = [f for f in facts if f.type and f.source.number <= mount.source.number]
+    return earlier[-1].type if earlier else ""

@@ -1,0 +1,166 @@
+"""The reporter's machine: kernel versions, CPU count, memory, the device and its limits.
+
+Numbers in prose are only read with the words around them ("64 virtual CPUs",
+"256 GiB of RAM", "16GiB volume", "max IOPS 64000K"); a bare "4.14" is a
+kernel only next to "kernel", "Linux", a "v" or in a sentence about kernels.
+"""
+
+from __future__ import annotations
+
+import re
+
+from fslab.reproduce.facts import CpuFact, DeviceFact, KernelFact, MemoryFact, QuestionFact
+from fslab.reproduce.text import NUMBER, ReportText, scaled_number
+from fslab.units import parse_size_bytes
+
+_VERSION = r"(\d\.\d{1,2}(?:\.\d{1,3})?(?:-rc\d+)?)"
+_KERNEL_RES = (
+    re.compile(
+        r"(?:\bv|\blinux[- ]|\bkernel[- ]?(?:version\s*)?)" + _VERSION + r"(?![\d.]*\w)", re.I
+    ),
+    re.compile(_VERSION + r"\s+kernel", re.I),
+    re.compile(r"(?<![\w.])(\d\.\d{1,2}\.\d{1,3})(?![\w.%/]|\s?(?:[kKMGT]i?B|s\b|ms\b))"),
+)
+_BARE_VERSION_RE = re.compile(
+    r"(?<![\w.])(\d\.\d{1,2})(?![\w%/]|\.\d|\s?(?:[kKMGT]i?B|s\b|ms\b|x\b))"
+)
+_KERNEL_WORDS_RE = re.compile(r"\b(kernels?|linux|regression|bisect\w*)\b", re.I)
+_CPU_RE = re.compile(
+    r"(?<![\w.])(\d{1,5})\s?(?:x\s?)?(?:-?\s?(?:virtual|logical|online|hardware)\s+)?"
+    r"(v?cpus?|cores?|processors|xcpu|hw threads|threads)\b",
+    re.I,
+)
+_SIZE = r"(\d+(?:\.\d+)?)\s?([KMGTP](?:i?B)?|[kmgtp]b?)\b"
+_MEMORY_RES = (
+    re.compile(_SIZE + r"\s+(?:of\s+)?(?:RAM|memory|mem)\b", re.I),
+    re.compile(r"\b(?:RAM|memory|mem)(?:\s+size)?(?:\s+of|:)?\s+" + _SIZE, re.I),
+)
+_DEVICE_WORDS = r"(?:volume|disk|partition|device|drive|ssd|nvme|lun|filesystem|file system)"
+_DEVICE_SIZE_RES = (
+    re.compile(_SIZE + r"\s+(?:\w+\s+)?" + _DEVICE_WORDS + r"\b", re.I),
+    re.compile(r"\b" + _DEVICE_WORDS + r"\b[^.]*?\b(?:are|is|of)\s+" + _SIZE + r"(?!/)", re.I),
+    re.compile(r"\bpartition:\s*" + _SIZE, re.I),
+)
+_IOPS_LIMIT_RE = re.compile(
+    r"\b(?:max(?:imum)?|provisioned|limit(?:ed)?(?: to)?)\s+(?:of\s+)?IOPS\s+(?:of\s+)?"
+    + NUMBER
+    + r"|\b"
+    + NUMBER
+    + r"\s+(?:provisioned\s+)?IOPS\s+(?:limit|provisioned|max)",
+    re.I,
+)
+_DISK_PARAMETER_RE = re.compile(r"^\s*disk:\s*(\S+)\s*$")
+
+
+def find_kernels(report: ReportText) -> list[KernelFact]:
+    """Kernel versions in order of first mention, each once."""
+    seen: dict[str, KernelFact] = {}
+    for number, line in report.numbered():
+        if _looks_like_code_or_output(line):
+            continue
+        found = [m.group(1) for regex in _KERNEL_RES for m in regex.finditer(line)]
+        if _KERNEL_WORDS_RE.search(line):
+            found += [m.group(1) for m in _BARE_VERSION_RE.finditer(line)]
+        for version in sorted(set(found), key=line.find):
+            if _plausible_kernel(version):
+                seen.setdefault(version, KernelFact(version, report.line(number)))
+    return list(seen.values())
+
+
+def _plausible_kernel(version: str) -> bool:
+    major = int(version.split(".")[0])
+    return 2 <= major <= 9
+
+
+def _looks_like_code_or_output(line: str) -> bool:
+    """perf, diff and fio output lines carry dotted numbers that are not kernels."""
+    stripped = line.strip()
+    return stripped.startswith(("|", "--", "+", "@@", "diff ", "index ")) or "%" in stripped[:12]
+
+
+def find_cpus(report: ReportText) -> list[CpuFact]:
+    facts: list[CpuFact] = []
+    for number, line in report.numbered():
+        for match in _CPU_RE.finditer(line):
+            word = match.group(2).lower()
+            if word.endswith("threads") and not re.search(
+                r"socket|cpu|xeon|epyc|machine", line, re.I
+            ):
+                continue
+            if _in_fio_option(line, match.start()) or line[match.end() :].lstrip().startswith("@"):
+                continue  # fio's own jobs, or a CPU model number ("Gold 6346 CPU @ 3.10GHz")
+            facts.append(CpuFact(int(match.group(1)), match.group(0), report.line(number)))
+    return facts
+
+
+def _in_fio_option(line: str, at: int) -> bool:
+    """'--numjobs=2048 threads' is fio's, not the machine's."""
+    before = line[:at].rstrip()
+    return before.endswith(("=", "fio")) or bool(re.search(r"\bfio\s+\w+\s*$", before))
+
+
+def find_memory(report: ReportText) -> list[MemoryFact]:
+    facts: list[MemoryFact] = []
+    for number, line, own in report.wrapped():
+        for regex in _MEMORY_RES:
+            for match in regex.finditer(line):
+                size = _size(match.group(1), match.group(2))
+                if size and match.start() < own:
+                    text = f"{match.group(1)}{match.group(2)}"
+                    facts.append(MemoryFact(size, text, report.line(number)))
+    return _first_per_line(facts)
+
+
+def find_devices(report: ReportText) -> tuple[list[DeviceFact], list[QuestionFact]]:
+    facts: list[DeviceFact] = []
+    questions: list[QuestionFact] = []
+    for number, text, own in report.wrapped():
+        line = report.lines[number - 1]
+        if _looks_like_code_or_output(line):
+            continue
+        for regex in _DEVICE_SIZE_RES:
+            match = regex.search(text)
+            if not match or match.start() >= own:
+                continue
+            if re.search(r"\b(RAM|memory|mem)\b", text[: match.end()][-40:], re.I):
+                continue  # "Mem: 2GB SSD ..." is the memory, not the SSD
+            if size := _size(match.group(1), match.group(2)):
+                said = f"{match.group(1)}{match.group(2)}"
+                facts.append(DeviceFact(said, report.line(number), size_bytes=size))
+                break
+        limit = _IOPS_LIMIT_RE.search(line)
+        if limit:
+            digits, multiplier = limit.group(1) or limit.group(3), limit.group(2) or limit.group(4)
+            value = scaled_number(digits, multiplier)
+            if multiplier and value > 10_000_000:
+                questions.append(
+                    QuestionFact(
+                        item="device IOPS limit",
+                        question=f"'{limit.group(0).strip()}' reads as {value:,.0f} IOPS, more "
+                        f"than any volume is provisioned with",
+                        assumed=f"{scaled_number(digits, None):,.0f} IOPS (the '{multiplier}' "
+                        f"taken for a slip)",
+                        source=report.line(number),
+                    )
+                )
+                value = scaled_number(digits, None)
+            facts.append(DeviceFact(limit.group(0).strip(), report.line(number), iops_limit=value))
+        disk = _DISK_PARAMETER_RE.match(line)
+        if disk:
+            facts.append(DeviceFact(f"disk: {disk.group(1)}", report.line(number)))
+    return facts, questions
+
+
+def _size(digits: str, unit: str) -> int | None:
+    text = unit if unit[-1:].lower() == "b" or unit[-2:].lower() == "ib" else unit + "iB"
+    try:
+        return parse_size_bytes(f"{digits}{text}")
+    except ValueError:
+        return None
+
+
+def _first_per_line(facts: list[MemoryFact]) -> list[MemoryFact]:
+    kept: dict[int, MemoryFact] = {}
+    for fact in facts:
+        kept.setdefault(fact.source.number, fact)
+    return list(kept.values())

@@ -1,0 +1,62 @@
+"""A report as numbered lines, and the few text rules every extractor shares."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+from fslab.reproduce.facts import Line
+
+# A shell prompt before a command: "# ", "$ ", "root@host:~# ", "[root@h ~]# ".
+_PROMPT_RE = re.compile(r"^\s*(?:\[?[\w.-]+@[\w.-]+[: ][^#$\]]*\]?\s*)?[#$]\s+")
+_QUOTE_RE = re.compile(r"^(?:\s*>)+ ?")
+
+# A number with an optional SI multiplier as people write figures: 22K, 1.5M, 801k, 4328.
+NUMBER = r"(\d+(?:[.,]\d+)?)\s?([kKmMgG])?"
+_MULTIPLIER = {"": 1.0, "k": 1e3, "m": 1e6, "g": 1e9}
+
+
+@dataclass(frozen=True)
+class ReportText:
+    """The report's lines, 1-based, with quoting ('> ') removed."""
+
+    lines: tuple[str, ...]
+
+    @classmethod
+    def parse(cls, text: str) -> ReportText:
+        raw = text.replace("\r\n", "\n").replace("\r", "\n").split("\n")
+        return cls(tuple(_QUOTE_RE.sub("", line).rstrip() for line in raw))
+
+    def line(self, number: int) -> Line:
+        return Line(number, self.lines[number - 1])
+
+    def numbered(self) -> Iterator[tuple[int, str]]:
+        yield from enumerate(self.lines, start=1)
+
+    def wrapped(self) -> Iterator[tuple[int, str, int]]:
+        """Each line joined with the next (mail wraps sentences): (number, text, own length).
+
+        A match that starts within the first `own length` characters belongs to the line.
+        """
+        for number, line in self.numbered():
+            following = self.lines[number] if number < len(self.lines) else ""
+            yield number, f"{line} {following.strip()}", len(line)
+
+    def offset_to_line(self, offset: int) -> int:
+        """The line number holding a character offset of `joined`."""
+        return self.joined.count("\n", 0, offset) + 1
+
+    @property
+    def joined(self) -> str:
+        return "\n".join(self.lines)
+
+
+def without_prompt(line: str) -> str:
+    """A transcript line without its shell prompt ('# mkfs.ext4 /dev/sda5' -> 'mkfs.ext4 ...')."""
+    return _PROMPT_RE.sub("", line, count=1).strip()
+
+
+def scaled_number(digits: str, multiplier: str | None) -> float:
+    """'22', 'K' -> 22000.0; a decimal comma is read as a point."""
+    return float(digits.replace(",", ".")) * _MULTIPLIER[(multiplier or "").lower()]

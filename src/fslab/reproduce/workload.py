@@ -1,0 +1,428 @@
+"""The workload of a report: fio in every form people paste, dd transcripts, other tools.
+
+fio options are imported by fslab's own parser (fslab.workload.fio); this module
+only finds them in prose and undoes what mail does to them (braces, backticks,
+wrapped lines, prompts, absolute paths of the reporter's machine). Every such
+change becomes a note or a question, never a silent rewrite.
+"""
+
+from __future__ import annotations
+
+import re
+import shlex
+from collections.abc import Iterator
+
+from fslab.errors import FslabError, UsageError
+from fslab.reproduce.facts import (
+    DdFact,
+    FioFact,
+    FioForm,
+    Line,
+    OtherToolFact,
+    QuestionFact,
+)
+from fslab.reproduce.scale import fio_size_text
+from fslab.reproduce.text import ReportText, without_prompt
+from fslab.units import parse_size_bytes
+from fslab.workload import dd as dd_mod
+from fslab.workload import fio as fio_mod
+
+_FIO_START_RE = re.compile(
+    r"(?:^|(?<=[\s`'\"(:>{]))(?:sudo\s+)?(?:[\w./-]*/)?fio\s+(?=--|\S+\.fio\b)"
+)
+_BRACES_RE = re.compile(r"\{\s*(--[^{}]*?)\s*\}")
+_SECTION_RE = re.compile(r"^\s*\[([A-Za-z0-9_.+-]+)\]\s*$")
+_JOB_LINE_RE = re.compile(r"^\s*([A-Za-z][A-Za-z0-9_.-]*)\s*(?:=\s*(.*))?$")
+_SWEEP_COMMENT_RE = re.compile(r"^\s*(?:[0-9A-Za-z_.]+\s*){1,8}$")
+_DD_RE = re.compile(r"(?:^|(?<=[\s`'\"(]))dd\s+((?:[a-z]+=\S+\s*)+)")
+_OTHER_TOOLS = {
+    "fs_mark": "fs_mark is not a workload fslab runs (it runs fio and dd)",
+    "sysbench": "sysbench is not a workload fslab runs (it runs fio and dd)",
+    "dbench": "dbench is not a workload fslab runs (it runs fio and dd)",
+    "iozone": "iozone is not a workload fslab runs (it runs fio and dd)",
+    "filebench": "filebench is not a workload fslab runs (it runs fio and dd)",
+}
+_OTHER_TOOL_RE = re.compile(r"(?:^|(?<=[\s`'\"(./]))(" + "|".join(_OTHER_TOOLS) + r")\s+-")
+# fio options that only make sense on the reporter's machine.
+_DROPPED = {
+    "allow_file_create": "on a fresh filesystem the file does not exist yet; fio must create it",
+    "max_jobs": "fslab sets --max-jobs to each point's numjobs itself",
+    "new_group": "fslab runs one job per point; a group boundary changes nothing",
+    "eta_newline": "it only changes fio's progress output",
+    "eta": "it only changes fio's progress output",
+    "latency_log": "fslab reads fio's json+ report, not its log files",
+    "bandwidth_log": "fslab reads fio's json+ report, not its log files",
+}
+_LKP_KEYS = ("runtime", "rw", "bs", "ioengine", "nr_task", "test_size", "fs", "disk", "direct")
+
+
+def find_workloads(
+    report: ReportText,
+) -> tuple[list[FioFact], list[DdFact], list[OtherToolFact], list[QuestionFact]]:
+    """Every fio job, dd run and unsupported tool the report shows, in report order."""
+    questions: list[QuestionFact] = []
+    fio: list[FioFact] = []
+    other: list[OtherToolFact] = []
+    for form, text, source, sweeps in _fio_candidates(report):
+        fact = _import_fio(form, text, source, sweeps, questions, other)
+        if fact is not None:
+            fio.append(fact)
+    fio.extend(_lkp_parameters(report, questions))
+    other.extend(_other_tools(report))
+    fio.sort(key=lambda f: f.source.number)
+    return fio, list(_dd_runs(report, other)), other, questions
+
+
+# --- fio: command lines, braces, job files -------------------------------------------------
+
+
+def _fio_candidates(
+    report: ReportText,
+) -> Iterator[tuple[FioForm, str, Line, dict[str, list[str]]]]:
+    joined = report.joined
+    brace_spans: list[tuple[int, int]] = []
+    for match in _BRACES_RE.finditer(joined):
+        brace_spans.append(match.span())
+        number = report.offset_to_line(match.start())
+        yield "braces", match.group(0), report.line(number), {}
+    for number, line in report.numbered():
+        for match in _FIO_START_RE.finditer(line):
+            offset = sum(len(x) + 1 for x in report.lines[: number - 1]) + match.start()
+            if any(start <= offset < end for start, end in brace_spans):
+                continue
+            text = _command_text(report, number, match.start())
+            yield "command line", text, report.line(number), {}
+    yield from _job_files(report)
+
+
+def _command_text(report: ReportText, number: int, start: int) -> str:
+    """A command from `start` on its line, through backslash and indented continuations."""
+    parts = [report.lines[number - 1][start:]]
+    index = number
+    while index < len(report.lines):
+        current = parts[-1].rstrip()
+        following = report.lines[index]
+        if current.endswith("\\"):
+            parts[-1] = current[:-1]
+        elif not re.match(r"^\s*--\w", following) or "`" in parts[0][1:]:
+            break
+        parts.append(following)
+        index += 1
+    text = " ".join(part.strip() for part in parts)
+    return _cut_at_shell_end(text)
+
+
+def _cut_at_shell_end(text: str) -> str:
+    """The command alone: up to a closing backtick or parenthesis, a redirect, a pipe."""
+    cut = len(text)
+    for marker in ("`", " > ", " >> ", " | ", " && ", " ; "):
+        at = text.find(marker)
+        if at >= 0:
+            cut = min(cut, at)
+    if text.count(")") > text.count("("):
+        cut = min(cut, text.rfind(")"))
+    return text[:cut].strip()
+
+
+def _job_files(report: ReportText) -> Iterator[tuple[FioForm, str, Line, dict[str, list[str]]]]:
+    """ini-style job files: [section] headers followed by option lines."""
+    lines = report.lines
+    number = 1
+    while number <= len(lines):
+        if not _SECTION_RE.match(lines[number - 1]):
+            number += 1
+            continue
+        start, end = number, number
+        probe = number + 1
+        while probe <= len(lines):
+            text = lines[probe - 1]
+            if not text.strip():
+                following = next((x for x in lines[probe:] if x.strip()), "")
+                if not (_SECTION_RE.match(following) or "=" in following):
+                    break
+            elif not (_SECTION_RE.match(text) or _is_job_option_line(text)):
+                break
+            end = probe
+            probe += 1
+        block = lines[start - 1 : end]
+        if any("=" in fio_mod.strip_job_file_comment(x) for x in block):
+            yield "job file", "\n".join(block), report.line(start), _comment_sweeps(block)
+        number = end + 1
+
+
+def _is_job_option_line(text: str) -> bool:
+    stripped = text.strip()
+    if stripped.startswith(("#", ";")):
+        return True
+    match = _JOB_LINE_RE.match(fio_mod.strip_job_file_comment(text))
+    return match is not None and (
+        match.group(2) is not None
+        or "_" in match.group(1)
+        or match.group(1) in ("thread", "direct", "buffered")
+    )
+
+
+def _comment_sweeps(block: list[str]) -> dict[str, list[str]]:
+    """`numjobs=1 # 2 4`: the reporter ran the other values one by one; a sweep."""
+    sweeps: dict[str, list[str]] = {}
+    for text in block:
+        value_part = fio_mod.strip_job_file_comment(text)
+        comment = text[len(value_part) + 1 :]
+        match = _JOB_LINE_RE.match(value_part)
+        if not comment or match is None or match.group(2) is None:
+            continue
+        if _SWEEP_COMMENT_RE.match(comment):
+            values = [match.group(2).strip(), *comment.split()]
+            sweeps[match.group(1)] = list(dict.fromkeys(values))
+    return sweeps
+
+
+def _import_fio(
+    form: FioForm,
+    text: str,
+    source: Line,
+    sweeps: dict[str, list[str]],
+    questions: list[QuestionFact],
+    other: list[OtherToolFact],
+) -> FioFact | None:
+    notes: list[str] = []
+    try:
+        if form == "job file":
+            cleaned = "\n".join(
+                _rewrite_job_line(x, source, questions, notes) for x in text.split("\n")
+            )
+            imported = fio_mod.parse_fio_job_file(cleaned)
+        else:
+            words = _rewrite_words(_command_words(text), source, questions, notes, other)
+            if words is None:
+                return None
+            imported = fio_mod.parse_fio_command_line(shlex.join(words))
+    except UsageError as exc:
+        questions.append(
+            QuestionFact(
+                item="fio workload",
+                question=f"the fio {form} at this line cannot be used: {exc}",
+                assumed="it is left out of the experiment",
+                source=source,
+            )
+        )
+        return None
+    return FioFact(
+        options=imported.options,
+        form=form,
+        text=text,
+        source=source,
+        notes=tuple(notes + imported.notes),
+        sweeps=tuple((k, tuple(v)) for k, v in sweeps.items()),
+    )
+
+
+def _command_words(text: str) -> list[str]:
+    joined = re.sub(r"\\[ \t]*(\n|$)", " ", text)
+    try:
+        words = shlex.split(joined)
+    except ValueError:
+        words = joined.split()
+    if words and words[0].startswith("{"):
+        words[0] = words[0][1:]
+        words[-1] = (
+            words[-1].rstrip(".,;")[:-1] if words[-1].rstrip(".,;").endswith("}") else words[-1]
+        )
+        words = [w for w in words if w]
+    return words
+
+
+def _rewrite_words(
+    words: list[str],
+    source: Line,
+    questions: list[QuestionFact],
+    notes: list[str],
+    other: list[OtherToolFact],
+) -> list[str] | None:
+    """Options as fslab can run them; None when the command names a job file not shown."""
+    program = next((i for i, w in enumerate(words) if w.rsplit("/", 1)[-1] == "fio"), None)
+    options = words[program + 1 :] if program is not None else words
+    named = [w for w in options if not w.startswith("-")]
+    if named and named[0].endswith((".fio", ".job", ".ini")):
+        other.append(
+            OtherToolFact(
+                tool=f"fio {named[0]}",
+                why=f"the job file {named[0]} is named but its contents are not in the report",
+                source=source,
+            )
+        )
+        return None
+    kept: list[str] = ["fio"]
+    for word in options:
+        name, sep, value = word.removeprefix("--").partition("=")
+        rewritten = _rewrite_option(name, value if sep else None, source, questions, notes)
+        if rewritten is not None:
+            kept.append(rewritten)
+    return kept
+
+
+def _rewrite_job_line(
+    text: str, source: Line, questions: list[QuestionFact], notes: list[str]
+) -> str:
+    match = _JOB_LINE_RE.match(fio_mod.strip_job_file_comment(text))
+    if _SECTION_RE.match(text) or match is None:
+        return text
+    value = match.group(2).strip() if match.group(2) is not None else None
+    rewritten = _rewrite_option(match.group(1), value, source, questions, notes)
+    return "" if rewritten is None else rewritten.removeprefix("--")
+
+
+def _rewrite_option(
+    name: str, value: str | None, source: Line, questions: list[QuestionFact], notes: list[str]
+) -> str | None:
+    """One option as fslab runs it (None: dropped), saying why when it changes."""
+    key = fio_mod.canonical_name(name)
+    if key in _DROPPED:
+        notes.append(f"dropped {_show(name, value)}: {_DROPPED[key]}")
+        return None
+    if (
+        key in ("filename", "filename_format")
+        and value
+        and not fio_mod.is_relative_file_name(value)
+    ):
+        base = value.rstrip("/").rsplit("/", 1)[-1]
+        if fio_mod.is_relative_file_name(base) and not base.startswith("/dev"):
+            questions.append(
+                QuestionFact(
+                    item=f"fio --{name}",
+                    question=f"the report writes to {value}, a path on the reporter's machine",
+                    assumed=f"--{name}={base} on the scratch filesystem (fio creates it there; "
+                    f"jobs share it as they shared {value})",
+                    source=source,
+                )
+            )
+            return f"--{name}={base}"
+        questions.append(
+            QuestionFact(
+                item=f"fio --{name}",
+                question=f"the report writes to {value}, a device or path fslab will not write to",
+                assumed="fio names its own files on the scratch filesystem",
+                source=source,
+            )
+        )
+        return None
+    return _show(name, value)
+
+
+def _show(name: str, value: str | None) -> str:
+    return f"--{name}" if value is None else f"--{name}={value}"
+
+
+# --- fio: lkp-tests parameter lists ---------------------------------------------------------
+
+
+def _lkp_parameters(report: ReportText, questions: list[QuestionFact]) -> Iterator[FioFact]:
+    """A kernel test robot's `testcase: fio-basic` with `key: value` parameters."""
+    testcase = next(
+        (n for n, line in report.numbered() if re.match(r"^\s*testcase:\s*fio", line)), None
+    )
+    if testcase is None:
+        return
+    params: dict[str, tuple[str, int]] = {}
+    for number, line in report.numbered():
+        match = re.match(r"^\s*([a-z_]+):\s*(\S+)\s*$", line)
+        if match and match.group(1) in _LKP_KEYS and match.group(1) not in params:
+            params[match.group(1)] = (match.group(2), number)
+    if not {"rw", "bs"} <= params.keys():
+        return
+    first = min(number for _, number in params.values())
+    options: dict[str, str | None] = {"name": "fio-basic"}
+    notes = [
+        "lkp-tests fio-basic parameters read as fio options (nr_task -> numjobs, "
+        "test_size split over the tasks -> size, runtime -> runtime with time_based)"
+    ]
+    options["rw"] = params["rw"][0]
+    options["bs"] = params["bs"][0]
+    if "ioengine" in params:
+        options["ioengine"] = params["ioengine"][0]
+    if params.get("direct", ("",))[0] == "direct":
+        options["direct"] = "1"
+    tasks = int(params["nr_task"][0]) if params.get("nr_task", ("",))[0].isdigit() else 1
+    options["numjobs"] = str(tasks)
+    if "test_size" in params:
+        try:
+            total = parse_size_bytes(params["test_size"][0])
+            options["size"] = fio_size_text(total // tasks)
+        except ValueError:
+            questions.append(
+                QuestionFact(
+                    item="test_size",
+                    question=f"test_size {params['test_size'][0]} is not a size",
+                    assumed="fio's default size",
+                    source=report.line(params["test_size"][1]),
+                )
+            )
+    if "runtime" in params:
+        options["runtime"] = params["runtime"][0].removesuffix("s")
+        options["time_based"] = None
+    text = "\n".join(f"{key}: {value}" for key, (value, _) in params.items())
+    yield FioFact(
+        options=options,
+        form="lkp parameters",
+        text=text,
+        source=report.line(first),
+        notes=tuple(notes),
+    )
+
+
+# --- other tools ----------------------------------------------------------------------------
+
+
+def _other_tools(report: ReportText) -> Iterator[OtherToolFact]:
+    for number, line in report.numbered():
+        match = _OTHER_TOOL_RE.search(line)
+        if match:
+            yield OtherToolFact(match.group(1), _OTHER_TOOLS[match.group(1)], report.line(number))
+
+
+# --- dd transcripts -------------------------------------------------------------------------
+
+
+def _dd_runs(report: ReportText, other: list[OtherToolFact]) -> Iterator[DdFact]:
+    for number, line in report.numbered():
+        match = _DD_RE.search(without_prompt(line))
+        if not match:
+            continue
+        operands = tuple(
+            tuple(word.split("=", 1)) for word in match.group(1).split() if "=" in word
+        )
+        values = dict(operands)
+        target = values.get("of", "")
+        if not target or target.startswith("/dev/"):
+            other.append(
+                OtherToolFact(
+                    tool="dd",
+                    why=f"dd of={target or '(stdout)'} writes no file on a filesystem",
+                    source=report.line(number),
+                )
+            )
+            continue
+        yield _with_output(report, number, operands)
+
+
+def _with_output(report: ReportText, number: int, operands: tuple) -> DdFact:
+    """The dd run, with its summary when the next lines of the transcript show it."""
+    following = report.lines[number : number + 6]
+    block: list[str] = []
+    for offset, text in enumerate(following):
+        block.append(text)
+        if re.search(r"\bcopied, ", text):
+            try:
+                result = dd_mod.parse_dd_output("\n".join(block))
+            except FslabError:
+                break
+            rate = text.rsplit(",", 1)[-1].strip()
+            return DdFact(
+                operands=operands,
+                source=report.line(number),
+                bytes_copied=result.bytes_copied,
+                seconds=result.seconds,
+                rate_text=rate,
+                output_line=report.line(number + offset + 1),
+            )
+    return DdFact(operands=operands, source=report.line(number))

@@ -1,0 +1,201 @@
+"""Real guests: qemu under virtme-ng, booting a cached Debian kernel (TCG here).
+
+Each test boots at most two guests; a TCG boot takes about half a minute on
+two host cores. Select them with `pytest -m guest`, leave them out with
+`-m 'not guest'`.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import signal
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import tomllib
+from pathlib import Path
+
+import pytest
+from tests.conftest import requires_root
+from tests.guest_support import GUEST_SERIES, fslab_guests, guest_kernel, require_qemu
+
+from fslab.errors import UsageError
+from fslab.guest import probe
+from fslab.guest.config import GuestConfig
+from fslab.guest.session import GuestError, GuestSession
+from fslab.hostfacts import ext4_free_clusters_watermark
+from fslab.spec import expand_points, load_spec, validate_spec
+
+pytestmark = [requires_root, pytest.mark.root, pytest.mark.guest]
+
+
+def _seed_point(runtime: str = "3s"):
+    """The first report's workload (ext4 default journal) at 2 jobs, on a small image."""
+    spec, _ = load_spec(
+        "ext4-fsync-storm",
+        overrides=[
+            "sweep.numjobs=[2]",
+            f'run.runtime="{runtime}"',
+            'run.ramp="0s"',
+            'target.size="512MiB"',
+        ],
+    )
+    return spec, next(p for p in expand_points(spec) if p.filesystem.label == "ext4-default")
+
+
+# The second seed report on a 2-core host: 2 GiB ext4, dd bs=1M count=100 into
+# an empty filesystem and one left with 400 MiB free. At nr_cpu_ids 1728 ext4's
+# free-cluster watermark is 4 x 32 x 1728 clusters = 864 MiB: the near-full
+# filesystem starts below it and every allocation sums the per-CPU counters.
+WATERMARK_SPEC = """
+name = "guest-watermark"
+[target]
+size = "2GiB"
+[[filesystems]]
+label = "ext4"
+type = "ext4"
+mkfs_options = ["-E", "lazy_itable_init=0,lazy_journal_init=0"]
+[workload]
+kind = "dd"
+bs = "1M"
+count = 100
+[sweep]
+fill_leave_free = ["", "400MiB"]
+[run]
+repeat = 2
+"""
+
+
+def _spec(text: str):
+    return validate_spec(tomllib.loads(text))
+
+
+def _boot(config: GuestConfig) -> None:
+    with GuestSession(config):
+        pass
+
+
+def _workdirs(pid: int) -> list[Path]:
+    return list(Path(tempfile.gettempdir()).glob(f"fslab-guest-{pid}-*"))
+
+
+@pytest.fixture
+def no_guest_left(no_leaks):
+    require_qemu()
+    guest_kernel()
+    yield
+    assert not fslab_guests(os.getpid()), "a qemu fslab started is still running"
+    assert not _workdirs(os.getpid()), "a guest's shared directory was left behind"
+
+
+def test_a_fio_point_in_a_2_vcpu_guest_and_a_guest_that_dies_is_booted_afresh(no_guest_left):
+    spec, point = _seed_point()
+    kernel = guest_kernel()
+    config = GuestConfig(kernel=GUEST_SERIES, cpus=2, accel="tcg")
+    with GuestSession(config, target_bytes=spec.target.size_bytes) as guest:
+        outcome = guest.run_point(spec, point)
+        assert outcome.status == "ok", f"{outcome.error}\n{outcome.stderr[-3000:]}"
+        assert outcome.metrics["fio.write.iops"] > 0
+        facts = outcome.facts["guest"]
+        assert facts["kernel_release"] == kernel.release
+        assert (facts["nr_cpu_ids"], facts["online_cpus"], facts["accel"]) == (2, 2, "tcg")
+        assert "virtme" in facts["kernel_cmdline"]
+        assert facts["kernel_config"]["CONFIG_NR_CPUS"] == str(kernel.max_possible_cpus())
+        assert outcome.facts["filesystem"]["block_size_bytes"] == 4096
+        # every collector ran in the guest as on the host, or says why it could not
+        assert set(outcome.collectors) == set(spec.collect.enabled())
+        for name, (status, reason) in outcome.collectors.items():
+            assert status == "ok" or reason, name
+        for name in ("offcpu", "jbd2", "sysstat"):
+            assert outcome.collectors[name][0] == "ok", (name, outcome.collectors[name])
+        assert outcome.metrics["jbd2.transactions"] > 0
+        # the guest dies between points: the next point boots a fresh one
+        assert guest._guest is not None
+        os.killpg(guest._guest.proc.pid, signal.SIGKILL)
+        guest._guest.proc.wait(timeout=30)
+        again = guest.run_point(spec, point, collect=False)
+        assert again.status == "ok", f"{again.error}\n{again.stderr[-3000:]}"
+        assert guest.boots == 2 and again.facts["guest"]["boot"] == 2
+
+
+def test_possible_cpus_1728_puts_near_full_ext4_below_the_watermark_and_slows_dd(no_guest_left):
+    spec = _spec(WATERMARK_SPEC)
+    points = expand_points(spec)
+    config = GuestConfig(kernel=GUEST_SERIES, cpus=2, possible_cpus=1728, accel="tcg")
+    with GuestSession(config, target_bytes=spec.target.size_bytes) as guest:
+        outcomes = [(p, guest.run_point(spec, p, collect=False)) for p in points]
+    bandwidth: dict[bool, list[float]] = {True: [], False: []}
+    for point, outcome in outcomes:
+        assert outcome.status == "ok", f"{outcome.error}\n{outcome.stderr[-3000:]}"
+        guest_facts = outcome.facts["guest"]
+        assert (guest_facts["nr_cpu_ids"], guest_facts["online_cpus"]) == (1728, 2)
+        cluster = outcome.facts["filesystem"]["block_size_bytes"]
+        assert outcome.facts["ext4_watermark_bytes"] == (
+            ext4_free_clusters_watermark(2, 1728) * cluster
+        )
+        near_full = point.sweep_dict["fill_leave_free"] != ""
+        assert outcome.facts["below_ext4_watermark"] is near_full
+        bandwidth[near_full].append(outcome.metrics["dd.bw_bytes_s"])
+    full, empty = statistics.median(bandwidth[True]), statistics.median(bandwidth[False])
+    print(f"ext4 at nr_cpu_ids 1728: near-full {full / 1e6:.1f} MB/s, empty {empty / 1e6:.1f} MB/s")
+    assert full < 0.7 * empty
+
+
+def test_a_guest_that_does_not_boot_in_time_is_a_clear_error(no_guest_left):
+    config = GuestConfig(kernel=GUEST_SERIES, accel="tcg", boot_timeout="4s")
+    with pytest.raises(GuestError) as caught, GuestSession(config):
+        pass
+    assert caught.value.exit_code == 2
+    message = str(caught.value)
+    assert "did not boot within 4 s" in message
+    assert re.search(r"\[\s*\d+\.\d+\] ", message)  # the console's tail came with it
+
+
+def test_bad_input_is_refused_before_anything_boots(no_guest_left):
+    with pytest.raises(UsageError, match="not in fslab's kernel cache"):
+        _boot(GuestConfig(kernel="4.14.0-99-amd64", accel="tcg"))
+    too_many = probe.max_vcpus("tcg") + 1
+    with pytest.raises(UsageError, match=f"cpus = {too_many}: TCG") as caught:
+        _boot(GuestConfig(kernel=GUEST_SERIES, cpus=too_many, accel="tcg"))
+    assert caught.value.exit_code == 2
+    with pytest.raises(GuestError, match="does not fit this host"):
+        _boot(GuestConfig(kernel=GUEST_SERIES, memory="64TiB", accel="tcg"))
+
+
+CHILD = """
+import sys
+from fslab.guest.config import GuestConfig
+from fslab.guest.session import GuestSession
+with GuestSession(GuestConfig(kernel=sys.argv[1], accel="tcg")):
+    print("booted", flush=True)
+"""
+
+
+@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM])
+def test_a_signal_during_the_boot_stops_the_guest_and_leaves_nothing(no_guest_left, signum):
+    child = subprocess.Popen(
+        [sys.executable, "-c", CHILD, GUEST_SERIES],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        deadline = time.monotonic() + 60
+        while not fslab_guests(child.pid):
+            assert time.monotonic() < deadline, "no guest started"
+            assert child.poll() is None, child.communicate()
+            time.sleep(0.2)
+        time.sleep(2.0)  # qemu is booting the kernel now
+        child.send_signal(signum)
+        stdout, stderr = child.communicate(timeout=60)
+    finally:
+        if child.poll() is None:
+            child.kill()
+    assert "booted" not in stdout
+    assert child.returncode != 0
+    assert "KeyboardInterrupt" in stderr
+    assert not fslab_guests(child.pid)
+    assert not _workdirs(child.pid)

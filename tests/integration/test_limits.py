@@ -1,0 +1,146 @@
+"""Device limits on a real loop device: the blkio throttle is set, it bites, it is cleared.
+
+The throttle is written at the root blkio cgroup of this host, for a loop
+device this test creates on /dev/shm, and the test checks the kernel's own
+files afterwards: no limit may outlive the block, whatever ended it.
+"""
+
+from __future__ import annotations
+
+import mmap
+import os
+import subprocess
+import sys
+import tempfile
+import time
+
+import pytest
+from tests.conftest import requires_root
+
+from fslab.errors import FslabError
+from fslab.store.db import Store
+from fslab.target.limits import (
+    BLKIO_ROOT,
+    DeviceLimits,
+    current_limits,
+    device_limits,
+    unavailable_reason,
+)
+from fslab.target.loop import LoopImage
+
+pytestmark = [
+    requires_root,
+    pytest.mark.root,
+    pytest.mark.skipif(
+        unavailable_reason(DeviceLimits(write_iops=1)) is not None, reason="no blkio throttle"
+    ),
+]
+
+
+@pytest.fixture
+def loop_device(no_leaks):
+    with (
+        tempfile.TemporaryDirectory(prefix="fslablim-", dir="/dev/shm") as directory,
+        LoopImage(64 << 20, directory=directory) as image,
+    ):
+        yield image.device
+
+
+def _direct_writes_per_s(device: str, count: int) -> float:
+    """O_DIRECT 4 KiB writes to the raw device, one at a time: the IOPS it allows."""
+    aligned = mmap.mmap(-1, 4096)  # page-aligned, as O_DIRECT wants
+    fd = os.open(device, os.O_WRONLY | os.O_DIRECT)
+    try:
+        start = time.monotonic()
+        for i in range(count):
+            os.pwrite(fd, aligned, i * 4096)
+        return count / (time.monotonic() - start)
+    finally:
+        os.close(fd)
+        aligned.close()
+
+
+def test_limit_is_applied_bites_and_is_cleared(loop_device):
+    limits = DeviceLimits(write_iops=200, write_bps=8 << 20)
+    with device_limits(limits, loop_device) as facts:
+        assert current_limits(loop_device) == {"write_iops": 200, "write_bps": 8 << 20}
+        assert facts["write_iops"] == 200 and facts["devno"]
+        throttled = _direct_writes_per_s(loop_device, 100)
+    assert current_limits(loop_device) == {}
+    free = _direct_writes_per_s(loop_device, 100)
+    assert throttled < 300, f"{throttled:.0f} writes/s under a 200 IOPS limit"
+    assert free > 2 * throttled
+
+
+def test_limit_is_cleared_when_the_block_fails(loop_device):
+    with pytest.raises(RuntimeError), device_limits(DeviceLimits(read_iops=50), loop_device):
+        assert current_limits(loop_device) == {"read_iops": 50}
+        raise RuntimeError("the point failed")
+    assert current_limits(loop_device) == {}
+
+
+def test_limit_is_cleared_on_ctrl_c(loop_device):
+    with pytest.raises(KeyboardInterrupt), device_limits(DeviceLimits(write_iops=9), loop_device):
+        raise KeyboardInterrupt
+    assert current_limits(loop_device) == {}
+
+
+def test_no_limits_touch_nothing(loop_device):
+    with device_limits(None, loop_device) as facts:
+        assert facts == {}
+    with device_limits(DeviceLimits(), loop_device) as facts:
+        assert facts == {}
+
+
+def test_missing_throttle_files_are_a_clear_error(loop_device, tmp_path):
+    reason = unavailable_reason(DeviceLimits(write_iops=5), root=tmp_path)
+    assert reason and "blkio" in reason
+    with (
+        pytest.raises(FslabError, match="blkio"),
+        device_limits(DeviceLimits(write_iops=5), loop_device, root=tmp_path),
+    ):
+        pass
+    assert BLKIO_ROOT.exists()
+
+
+LIMITED_SPEC = """
+name = "limited"
+
+[target]
+kind = "ram"
+size = "1GiB"
+limits = { write_iops = 300 }
+
+[[filesystems]]
+label = "ext4"
+type = "ext4"
+
+[workload]
+kind = "fio"
+options = { name = "w", rw = "randwrite", direct = 1, bs = "4k", filesize = "8m" }
+
+[run]
+runtime = "2s"
+"""
+
+
+def test_a_campaign_point_runs_at_its_limit_and_records_it(tmp_path, no_leaks):
+    """fslab run with target.limits: fio sees the cap, the facts say so, nothing stays set."""
+    spec = tmp_path / "limited.toml"
+    spec.write_text(LIMITED_SPEC)
+    db = tmp_path / "r.db"
+    done = subprocess.run(
+        [sys.executable, "-m", "fslab", "run", str(spec), "--db", str(db), "--no-collect"],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    with Store(db) as store:
+        (point,) = store.points(store.latest_campaign_id())
+        iops = store.metrics(point.campaign_id)[point.id]["fio.write.iops"]
+    limits = point.facts["device_limits"]
+    assert limits["write_iops"] == 300 and "blkio" in limits["how"]
+    assert 200 < iops < 330, iops
+    for kind in ("write_iops", "write_bps", "read_iops", "read_bps"):
+        assert ":" not in (BLKIO_ROOT / f"blkio.throttle.{kind}_device").read_text()

@@ -1,0 +1,126 @@
+"""Campaigns over time: spec fingerprints, drift checks, list bisection, the robot table.
+
+The statistics on real spaced campaigns (noise model, A/A and power, change
+points, bisect decisions) are in test_noise.py; these are the parts that do
+not need them.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from fslab.analyze.bisect import bisect_list
+from fslab.analyze.drift import host_drift
+from fslab.analyze.noise import fit_point_noise, spec_fingerprint
+from fslab.report.model import build_report
+from fslab.report.text import render_text
+from fslab.spec import load_spec
+from fslab.store.db import Store
+from fslab.store.exchange import import_campaign
+
+DATA = Path(__file__).parent / "data"
+SPACED = Path(__file__).parent.parent / "bench" / "spaced"
+
+
+def _spec(path: Path, *overrides: str) -> dict:
+    spec, _ = load_spec(str(path), overrides=list(overrides))
+    return spec.model_dump(mode="json")
+
+
+def test_fingerprint_ignores_names_and_repetitions_but_not_what_is_measured() -> None:
+    base = spec_fingerprint(_spec(SPACED / "base.toml"))
+    assert base == spec_fingerprint(_spec(SPACED / "base.toml", 'name="other"', "run.repeat=9"))
+    assert base == spec_fingerprint(_spec(SPACED / "base.toml", 'description="reworded"'))
+    assert base == spec_fingerprint(_spec(SPACED / "base.toml", "sweep.numjobs=[8]"))
+    # a mount option, a block size, a runtime change what is measured
+    assert base != spec_fingerprint(
+        _spec(SPACED / "base.toml", 'filesystems.0.mount_options=["noatime","data=journal"]')
+    )
+    assert base != spec_fingerprint(_spec(SPACED / "cost.toml"))
+    assert base != spec_fingerprint(_spec(SPACED / "base.toml", "run.runtime=5s"))
+
+
+def _host(name: str) -> dict:
+    return json.loads((DATA / name).read_text())["campaign"]["host"]
+
+
+def test_drift_names_each_differing_fact_and_only_those() -> None:
+    recorded = _host("campaign_fsync_quick.json")
+    assert host_drift(recorded, _host("campaign_fsync_dioread.json")) == []
+    other = {
+        **recorded,
+        "kernel_cmdline": recorded["kernel_cmdline"] + " mitigations=off",
+        "perf_version": "perf version 6.1.187",
+        "cpu_governor": "performance",
+    }
+    found = host_drift(recorded, other)
+    assert [d.fact for d in found] == ["kernel_cmdline", "perf_version"]  # governor: one side
+    assert "candidate only 'mitigations=off'" in found[0].describe()
+    assert "'perf version 6.1.192' (baseline) vs 'perf version 6.1.187'" in found[1].describe()
+
+
+@pytest.mark.parametrize("first_bad", range(1, 8))
+def test_bisect_list_finds_the_first_bad_candidate(first_bad: int) -> None:
+    asked: list[int] = []
+
+    def judge(i: int) -> str:
+        asked.append(i)
+        return "bad" if i >= first_bad else "good"
+
+    result = bisect_list(8, judge)
+    assert result.first_bad == first_bad
+    assert len(asked) <= 3  # log2 of the 6 candidates between the known ends, rounded up
+
+
+def test_bisect_list_skips_around_undecided_candidates_and_says_when_they_hide_it() -> None:
+    verdicts = {1: "good", 2: "good", 3: "undecided", 4: "good", 5: "bad", 6: "bad"}
+    result = bisect_list(8, lambda i: verdicts[i])
+    assert result.first_bad == 5 and result.tested[3] == "undecided"
+    verdicts[4] = "undecided"  # as git bisect says: the first bad is one of the skipped or 5
+    result = bisect_list(8, lambda i: verdicts[i])
+    assert result.first_bad is None and result.candidates == [3, 4, 5]
+
+
+def test_point_noise_needs_three_campaigns_of_two_runs() -> None:
+    assert fit_point_noise({1: [10.0, 11.0], 2: [10.5, 10.7]}) is None
+    assert fit_point_noise({1: [10.0, 11.0], 2: [10.5], 3: [9.0, 9.5]}) is None
+    noise = fit_point_noise({1: [10.0, 10.2], 2: [12.0, 12.1], 3: [9.0, 9.1], 4: [11.0, 11.3]})
+    assert noise is not None and noise.campaigns == 4 and noise.runs == 8
+    # the levels differ by ~10%, runs inside a campaign by ~1%
+    assert noise.between_cv_pct > 5 * noise.within_cv_pct
+
+
+def test_text_report_compares_in_the_kernel_test_robot_form(tmp_path: Path) -> None:
+    with Store(tmp_path / "r.db") as store:
+        cid = import_campaign(store, json.loads((DATA / "diagnose_fsync_quick.json").read_text()))
+        text = render_text(build_report(store, cid))
+    table = text[text.index("Comparisons") : text.index("base, new: means")]
+    header = next(line for line in table.splitlines() if "%change" in line)
+    assert header.split() == ["base", "%stddev", "%change", "new", "%stddev", "metric"]
+    lines = table.splitlines()
+    iops = next(line for line in lines if line.endswith("write IOPS"))
+    assert "%" in iops.split()[1]  # %change of the means
+    # call-chain shares: in percent of samples, change in percentage points
+    share = next(line for line in lines if line.rstrip().endswith("ext4_do_writepages"))
+    words = share.split()
+    assert words[0].endswith("%") and not words[1].endswith("%") and words[2].endswith("%")
+    assert all(len(line) <= 80 for line in text.splitlines())
+
+
+def test_bisect_over_kernels_says_it_needs_guests(tmp_path: Path) -> None:
+    from typer.testing import CliRunner
+
+    from fslab.cli import app
+
+    args = ["bisect", str(SPACED / "base.toml"), "--db", str(tmp_path / "k.db")]
+    kernels = ["--kernels", "vmlinuz-6.1", "--kernels", "vmlinuz-6.6", "--kernels", "vmlinuz-6.12"]
+    result = CliRunner().invoke(app, [*args, *kernels, "--good", "vmlinuz-6.1", "--bad", "x"])
+    assert result.exit_code == 2 and "--bad 'x' is not one of --kernels" in result.output
+    result = CliRunner().invoke(
+        app, [*args, *kernels, "--good", "vmlinuz-6.1", "--bad", "vmlinuz-6.12"]
+    )
+    assert result.exit_code == 2
+    assert "cannot run guests yet" in result.output and "git bisect run" in result.output
