@@ -98,7 +98,7 @@ def run_request(path: Path, host: HostFacts) -> PointOutcome:
             outcome = run_point(
                 spec,
                 point,
-                options=RunOptions(collect=request.collect),
+                options=RunOptions(),
                 host=host,
                 formatted_before=False,
             )

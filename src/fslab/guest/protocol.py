@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from fslab.guest.config import GUEST_AXES
+from fslab.roles import PointRole
 from fslab.spec import Point, Spec, validate_spec
 from fslab.store.db import PointOutcome
 
@@ -33,17 +34,17 @@ class PointRequest:
     config: str  # the filesystem configuration's label
     sweep: dict[str, Any]
     repeat: int
-    collect: bool = True
+    role: PointRole = "clean"  # its role says whether the collectors run (fslab.roles)
 
     @classmethod
-    def for_point(cls, spec: Spec, point: Point, *, collect: bool = True) -> PointRequest:
+    def for_point(cls, spec: Spec, point: Point) -> PointRequest:
         return cls(
             spec=spec.model_dump(mode="json"),
             seq=point.seq,
             config=point.filesystem.label,
             sweep=point.sweep_dict,
             repeat=point.repeat,
-            collect=collect,
+            role=point.role,
         )
 
     def spec_and_point(self) -> tuple[Spec, Point]:
@@ -59,7 +60,7 @@ class PointRequest:
         spec = validate_spec(data, "guest request")
         by_label = {fs.label: fs for fs in spec.filesystems}
         sweep = tuple((k, v) for k, v in self.sweep.items() if k not in GUEST_AXES)
-        return spec, Point(self.seq, by_label[self.config], sweep, self.repeat)
+        return spec, Point(self.seq, by_label[self.config], sweep, self.repeat, self.role)
 
 
 @dataclass(frozen=True)

@@ -423,8 +423,10 @@ class GuestSession:
 
     # ------------------------------------------------------------ points
 
-    def run_point(self, spec: Spec, point: Point, *, collect: bool = True) -> PointOutcome:
-        """Run one point in the guest; a guest that fails it is rebooted for the next."""
+    def run_point(self, spec: Spec, point: Point) -> PointOutcome:
+        """Run one point in the guest; a guest that fails it is rebooted for the next.
+
+        The point's role decides whether the collectors run (fslab.roles)."""
         started = utc_now()
         problem = guest_target_problem(spec)
         if problem is not None:
@@ -442,7 +444,7 @@ class GuestSession:
         name = f"req-{self._requests:06d}.json"
         write_json_atomic(
             self._rwdir / name,
-            request_to_json(PointRequest.for_point(spec, point, collect=collect)),
+            request_to_json(PointRequest.for_point(spec, point)),
         )
         wait_s = workload_plan.point_timeout_s(spec, point.sweep_dict) + POINT_MARGIN_S
         start = time.monotonic()
