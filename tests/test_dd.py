@@ -10,7 +10,7 @@ import pytest
 from fslab.errors import FslabError, ToolError, UsageError
 from fslab.workload.dd import DdResult, build_dd_argv, dd_metrics, parse_dd_output
 
-# Verbatim from shared/seeds/ext4-cached-write-falloff-1728-cores.txt (coreutils of 2014).
+# Verbatim from the report in docs/cases/ext4-cached-write-falloff.md (coreutils of 2014).
 SEED_DD_STDERR = """\
 10+0 records in
 10+0 records out

@@ -1,6 +1,6 @@
 """One campaign's stored results, shaped for analysis.
 
-Analysis reads only the store (DESIGN: one direction); this module is the one
+Analysis reads only the store (one direction: docs/architecture.md); this module is the one
 place that turns rows into the shapes the statistics want: per-repetition
 values keyed by sweep point, and curves over a concurrency axis.
 
