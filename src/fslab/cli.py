@@ -35,6 +35,7 @@ from fslab.runner import (
 )
 from fslab.spec import Spec, load_spec, preset_names, preset_path, target_overrides
 from fslab.store.db import PointOutcome, PointRow, Store, default_db_path
+from fslab.vocab import format_value, headline_metric, point_label
 
 app = typer.Typer(
     help=(
@@ -121,24 +122,17 @@ class RichProgress:
         )
 
     def point_started(self, point: PointRow) -> None:
-        sweep = " ".join(f"{k}={v}" for k, v in point.sweep.items())
+        sweep = point_label(point.sweep, empty="")
         run = "evidence" if point.role == "evidence" else f"#{point.repeat}"
         self.progress.update(self.task_id, description=f"{point.config} {sweep} {run}")
 
     def point_finished(self, point: PointRow, outcome: PointOutcome) -> None:
-        sweep = " ".join(f"{k}={v}" for k, v in point.sweep.items())
+        sweep = point_label(point.sweep, empty="")
         if point.role == "evidence":
             sweep += " (evidence run)"
         if outcome.status == "ok":
-            headline = next(
-                (
-                    (name, outcome.metrics[name])
-                    for name in ("fio.write.iops", "fio.read.iops", "dd.bw_bytes_s")
-                    if name in outcome.metrics
-                ),
-                None,
-            )
-            figure = terminal.format_value(*headline) if headline else ""
+            headline = headline_metric([outcome.metrics])
+            figure = format_value(headline, outcome.metrics[headline]) if headline else ""
             self.progress.console.print(f"  ok     {point.config} {sweep}: {figure}")
         else:
             self.progress.console.print(f"  FAILED {point.config} {sweep}: {outcome.error}")

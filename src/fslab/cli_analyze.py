@@ -22,7 +22,7 @@ from rich.table import Table
 from fslab.analyze import point_profile as pp
 from fslab.analyze.baselines import compare_with_noise
 from fslab.analyze.campaign_scaling import CurveFit, ScaleReport, fit_campaign
-from fslab.analyze.compare import RECOMMENDED_REPETITIONS, ComparisonRow, point_label
+from fslab.analyze.compare import RECOMMENDED_REPETITIONS, ComparisonRow
 from fslab.analyze.comparisons import (
     Comparison,
     config_comparisons,
@@ -33,13 +33,14 @@ from fslab.analyze.falloff import Curve
 from fslab.analyze.noise import TEST_NAME as NOISE_TEST
 from fslab.analyze.profile import Profile, folded_diff_text, format_chains, format_diff
 from fslab.analyze.scaling import UslFit
+from fslab.analyze.stats import MIN_REPS
 from fslab.cli import DbOption, JsonOption, _guarded, _print_json, _store, app, err, out
 from fslab.collect.perf_fold import folded_to_text
 from fslab.errors import UsageError
 from fslab.report.flamegraph import diff_flamegraph_svg, flamegraph_svg
 from fslab.report.speedscope import speedscope_json
 from fslab.store.db import Store
-from fslab.units import format_metric_value as format_value
+from fslab.vocab import format_value, metric_label, point_label
 
 CampaignArg = Annotated[int, typer.Argument(help="Campaign id (see `fslab list`).")]
 
@@ -51,20 +52,6 @@ _VERDICT_STYLE = {
     "no change shown": "",
 }
 METRIC_COLUMN_MAX = 12  # longer metric names get a table each
-_SHORT_LABELS = {
-    "fio.write.iops": "write IOPS",
-    "fio.read.iops": "read IOPS",
-    "fio.total.iops": "IOPS",
-    "dd.bw_bytes_s": "dd rate",
-    "fio.sync.lat_ns_p99": "fsync p99",
-    "fio.write.clat_ns_p99": "write p99",
-    "fio.read.clat_ns_p99": "read p99",
-}
-
-
-def metric_label(metric: str) -> str:
-    """Short names for the headline and latency metrics; others as stored."""
-    return _SHORT_LABELS.get(metric, metric)
 
 
 def _say(text: str = "", *, end: str = "\n") -> None:
@@ -197,9 +184,9 @@ def _print_comparisons(comparisons: Sequence[Comparison]) -> None:
         _say("ratio: candidate/baseline medians, CI: its 95% bootstrap interval,")
         _say("p: test on per-run values, Benjamini-Hochberg adjusted over the table")
     reps = min_repetitions(comparisons)
-    if 0 < reps < 3:
+    if 0 < reps < MIN_REPS:
         _say(
-            f"only {reps} run(s) per point on a side: a verdict needs 3 or more\n"
+            f"only {reps} run(s) per point on a side: a verdict needs {MIN_REPS} or more\n"
             f"({RECOMMENDED_REPETITIONS} to catch a 5% shift at 3% noise): rerun with "
             "--set run.repeat=N\nor `fslab run --until-ci PCT`"
         )
@@ -487,7 +474,7 @@ def _profile_one(
     row = pp.select_point(store, data, selector, kind)
     prof = pp.load_profile(store, data, row, kind)
     view = pp.profile_view(prof, row, kind, top=top)
-    title = f"campaign {data.id} {pp.point_label(row)} ({_kind_label(kind)})"
+    title = f"campaign {data.id} {pp.row_label(row)} ({_kind_label(kind)})"
     written = _export_one(
         prof, title, exports, pp.sample_period_s(data, row, kind), offcpu=kind == "offcpu"
     )
@@ -542,7 +529,7 @@ def _profile_diff(
     result = pp.profile_diff(a, b, rows[0], rows[1], kind, top=top)
     title = (
         f"campaign {data.id} {_kind_label(kind)} diff: "
-        f"A {pp.point_label(rows[0])}, B {pp.point_label(rows[1])}"
+        f"A {pp.row_label(rows[0])}, B {pp.row_label(rows[1])}"
     )
     written = _export_diff(a, b, title, exports)
     if as_json:
@@ -553,8 +540,8 @@ def _profile_diff(
 
 def print_profile_diff(result: pp.ProfileDiff) -> None:
     _title(f"{_kind_label(result.kind)} profile diff")
-    _say(f"A {pp.point_label(result.a)} ({result.total_a} samples)")
-    _say(f"B {pp.point_label(result.b)} ({result.total_b} samples)")
+    _say(f"A {pp.row_label(result.a)} ({result.total_a} samples)")
+    _say(f"B {pp.row_label(result.b)} ({result.total_b} samples)")
     _say("change = B - A in inclusive share (points of the total)")
     for heading, rows in (
         ("functions", result.functions),

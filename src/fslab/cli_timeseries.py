@@ -19,19 +19,18 @@ from typer.exceptions import TyperException
 
 from fslab.analyze.baselines import noise_model
 from fslab.analyze.bisect import EXIT_CODES, ReferencesTooClose, Verdict, bisect_list
-from fslab.analyze.compare import point_label
 from fslab.analyze.dataset import load_campaign
 from fslab.analyze.noise import MIN_CAMPAIGNS, spec_fingerprint
 from fslab.analyze.series import P_VALUE, build_series, select_campaigns
 from fslab.bisection import DEFAULT_MAX_REPEAT, LocalRunner, judge_candidate, kernel_runner
 from fslab.cli import DbOption, JsonOption, RichProgress, _guarded, _print_json, _store, app, err
 from fslab.errors import FslabError, SpecError, UsageError
-from fslab.report.model import metric_label
 from fslab.report.series_text import series_lines
 from fslab.runner import RunOptions, run_campaign, start_campaign
 from fslab.spec import Spec, load_spec, read_spec_source
 from fslab.store.db import CampaignRow, Store
 from fslab.units import parse_duration_s
+from fslab.vocab import metric_label, point_label
 
 SetOption = Annotated[
     list[str] | None, typer.Option("--set", help="Override a spec field, as for `fslab run`.")

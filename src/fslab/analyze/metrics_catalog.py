@@ -1,60 +1,16 @@
-"""What each metric means: which way is better, and its unit.
+"""The whole metric catalog: the workload's entries (fslab.vocab) and the collectors'.
 
-The direction of a metric is part of its definition, declared here as data,
-never inferred from the value or guessed from words in the name: a comparison
-calls a change "better" or "worse" only for metrics declared "higher" or
-"lower". Evidence metrics (profiles, queueing delays, CPU shares, counters)
-describe *why* something happened, not whether it is good, so they are
-declared "none" and a comparison only says whether they changed. A name that
-matches no declared pattern is "none" too.
-
-Patterns are matched against the whole name, first match wins:
-``*`` matches any run of characters within one dot-separated segment
-(``clat_ns_p*``), ``**`` matches any run of characters including dots
-(``profile.inclusive.**``, since kernel symbols such as ``foo.isra.0``
-contain dots).
+fslab.vocab explains the patterns and why directions are declared, never guessed.
 """
 
 from __future__ import annotations
 
-import re
-from dataclasses import dataclass
-from functools import lru_cache
-from typing import Literal
+from fslab.vocab import UNKNOWN, WORKLOAD_CATALOG, Catalog, CatalogEntry, Direction, MetricDef
 
-Direction = Literal["higher", "lower", "none"]
-
-
-@dataclass(frozen=True)
-class MetricDef:
-    """A metric family's declared meaning."""
-
-    direction: Direction  # which way is better; "none": evidence, not good or bad
-    unit: str  # as in the metric name: "IO/s", "B/s", "ns", "%", ...
-    description: str
-
-
-UNKNOWN = MetricDef("none", "", "not in the catalog: direction unknown, so none")
+__all__ = ["CATALOG", "UNKNOWN", "Direction", "MetricDef", "metric_def"]
 
 # (pattern, definition); order matters: the first matching pattern wins.
-CATALOG: tuple[tuple[str, MetricDef], ...] = (
-    # --- fio: per direction (read, write, trim, total) and fsync ------------------------
-    ("fio.*.iops", MetricDef("higher", "IO/s", "I/O operations per second, summed over jobs")),
-    ("fio.*.bw_bytes_s", MetricDef("higher", "B/s", "bytes per second, summed over jobs")),
-    ("fio.*.clat_ns_*", MetricDef("lower", "ns", "completion latency (merged histogram)")),
-    ("fio.*.slat_ns_*", MetricDef("lower", "ns", "submission latency")),
-    ("fio.*.lat_ns_*", MetricDef("lower", "ns", "total latency (fsync: time per fsync call)")),
-    ("fio.*.io_bytes", MetricDef("none", "B", "bytes moved; set by runtime, not a score")),
-    ("fio.sync.count", MetricDef("none", "calls", "fsync/fdatasync calls issued")),
-    ("fio.cpu.*_pct", MetricDef("none", "%", "fio's CPU time share (user or system)")),
-    ("fio.cpu.ctx", MetricDef("none", "switches", "context switches of fio jobs")),
-    ("fio.runtime_s", MetricDef("none", "s", "measured run time")),
-    ("fio.jobs", MetricDef("none", "jobs", "worker count fio reports")),
-    # --- dd -----------------------------------------------------------------------------
-    ("dd.bw_bytes_s", MetricDef("higher", "B/s", "bytes copied per second")),
-    ("dd.seconds", MetricDef("lower", "s", "time to copy a fixed amount")),
-    ("dd.bytes", MetricDef("none", "B", "bytes copied")),
-    ("dd.iterations", MetricDef("none", "runs", "dd invocations in the point")),
+COLLECTOR_CATALOG: tuple[CatalogEntry, ...] = (
     # --- workqueues (evidence of queueing, not a score) ---------------------------------
     ("wq.*.*_ns_*", MetricDef("none", "ns", "workqueue delay or execution time")),
     ("wq.*.items_per_s", MetricDef("none", "1/s", "work items executed per second")),
@@ -79,7 +35,10 @@ CATALOG: tuple[tuple[str, MetricDef], ...] = (
     ("sys.*_per_s", MetricDef("none", "1/s", "system-wide event rate (/proc/stat, vmstat)")),
     ("sys.elapsed_s", MetricDef("none", "s", "time the system statistics cover")),
     ("sys.**", MetricDef("none", "", "system-wide statistics")),
-    ("fs.**", MetricDef("none", "B", "filesystem state around the point (free space, fill)")),
+    ("vm.*_per_s", MetricDef("none", "pages/s", "pages dirtied or written back per second")),
+    ("vm.*_delta", MetricDef("none", "events", "/proc/vmstat counter change during the run")),
+    ("vm.*_pages_*", MetricDef("none", "pages", "dirty or writeback pages during the run")),
+    ("vm.**", MetricDef("none", "", "virtual memory statistics (/proc/vmstat)")),
     # --- profiles -----------------------------------------------------------------------
     (
         "profile.inclusive.**",
@@ -102,21 +61,9 @@ CATALOG: tuple[tuple[str, MetricDef], ...] = (
 )
 
 
-def _compile(pattern: str) -> re.Pattern[str]:
-    parts = re.split(r"(\*\*|\*)", pattern)
-    regex = "".join(
-        ".*" if part == "**" else "[^.]*" if part == "*" else re.escape(part) for part in parts
-    )
-    return re.compile(regex + r"\Z")
+CATALOG = Catalog(WORKLOAD_CATALOG + COLLECTOR_CATALOG)
 
 
-_COMPILED = tuple((_compile(pattern), mdef) for pattern, mdef in CATALOG)
-
-
-@lru_cache(maxsize=4096)
 def metric_def(name: str) -> MetricDef:
     """The declared definition of a metric; unknown names get direction "none"."""
-    for regex, mdef in _COMPILED:
-        if regex.match(name):
-            return mdef
-    return UNKNOWN
+    return CATALOG.lookup(name)

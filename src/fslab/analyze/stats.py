@@ -25,6 +25,10 @@ RngLike = np.random.Generator | int | None
 #: interval (a report must not change when it is re-rendered).
 DEFAULT_SEED = 20240917
 
+#: Repetitions a point (a side of a comparison) needs before anything is concluded:
+#: below it there is no interval, no verdict and no adaptive stop.
+MIN_REPS = 3
+
 #: Both sides need at least this many repetitions before Mann-Whitney is used.
 MANN_WHITNEY_MIN_REPS = 5
 

@@ -17,29 +17,7 @@ from typing import Any
 
 from fslab.roles import counts_for_headline
 from fslab.store.db import PointRow
-from fslab.units import format_metric_value
-
-HEADLINE_CANDIDATES = (
-    "fio.total.iops",
-    "fio.write.iops",
-    "fio.read.iops",
-    "dd.bw_bytes_s",
-)
-LATENCY_CANDIDATES = (
-    "fio.sync.lat_ns_p99",
-    "fio.write.clat_ns_p99",
-    "fio.read.clat_ns_p99",
-)
-
-
-def pick_metric(
-    candidates: Sequence[str], metric_sets: Sequence[Mapping[str, float]]
-) -> str | None:
-    """The first candidate present in any point (so one campaign uses one headline)."""
-    for name in candidates:
-        if any(name in metrics for metrics in metric_sets):
-            return name
-    return None
+from fslab.vocab import PointKey, format_value, headline_metric, latency_metric, point_key
 
 
 @dataclass(frozen=True)
@@ -65,8 +43,8 @@ class Perturbation:
         perturbation -19%"."""
         unit = " IOPS" if self.metric.endswith("iops") else ""
         return (
-            f"evidence run: {format_metric_value(self.metric, self.evidence)}{unit} vs "
-            f"{format_metric_value(self.metric, self.clean_median)} clean, "
+            f"evidence run: {format_value(self.metric, self.evidence)}{unit} vs "
+            f"{format_value(self.metric, self.clean_median)} clean, "
             f"perturbation {round(self.pct):+d}%"
         )
 
@@ -118,10 +96,6 @@ class SummaryRow:
         return asdict(self)
 
 
-def _sweep_key(sweep: Mapping[str, Any]) -> tuple[tuple[str, str], ...]:
-    return tuple((k, str(v)) for k, v in sweep.items())
-
-
 def summarize(
     points: Sequence[PointRow], metrics: Mapping[int, Mapping[str, float]]
 ) -> list[SummaryRow]:
@@ -129,11 +103,11 @@ def summarize(
     ok_metrics = [
         metrics.get(p.id, {}) for p in points if p.status == "ok" and counts_for_headline(p.role)
     ]
-    headline = pick_metric(HEADLINE_CANDIDATES, ok_metrics)
-    latency = pick_metric(LATENCY_CANDIDATES, ok_metrics)
-    groups: dict[tuple[str, tuple[tuple[str, str], ...]], list[PointRow]] = {}
+    headline = headline_metric(ok_metrics)
+    latency = latency_metric(ok_metrics)
+    groups: dict[tuple[str, PointKey], list[PointRow]] = {}
     for point in sorted(points, key=lambda p: p.seq):
-        groups.setdefault((point.config, _sweep_key(point.sweep)), []).append(point)
+        groups.setdefault((point.config, point_key(point.sweep)), []).append(point)
     config_order = list(dict.fromkeys(p.config for p in sorted(points, key=lambda p: p.seq)))
     rows: list[SummaryRow] = []
     for (config, _), members in sorted(
@@ -192,3 +166,10 @@ def _row(
         perturbation_pct=perturbation.pct if perturbation else None,
         evidence_failed=any(p.role == "evidence" and p.status == "failed" for p in members),
     )
+
+
+def watermark_relevant(rows: Sequence[SummaryRow]) -> bool:
+    """ext4's free-cluster watermark matters for dd-style writes or pre-filled filesystems."""
+    has_ext4 = any("ext4_watermark_bytes" in r.facts for r in rows)
+    relevant = any(r.facts.get("filled") or r.headline == "dd.bw_bytes_s" for r in rows)
+    return has_ext4 and relevant

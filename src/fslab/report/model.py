@@ -29,24 +29,24 @@ from typing import Any
 
 from fslab.analyze import stats
 from fslab.analyze.campaign_scaling import CurveFit, ScaleReport, fit_campaign
-from fslab.analyze.compare import MIN_REPS
 from fslab.analyze.comparisons import Comparison, config_comparisons, with_profile_shares
-from fslab.analyze.dataset import CampaignData, key_label, load_campaign, point_key
+from fslab.analyze.dataset import CampaignData, load_campaign
 from fslab.analyze.diagnose import ConfigDiagnosis, diagnose_campaign
 from fslab.analyze.falloff import campaign_falloffs, focus_config
 from fslab.analyze.point_profile import NoProfile, ProfileKind, load_profile
 from fslab.analyze.profile import DiffRow, HotChain, Profile, diff
 from fslab.analyze.series import Series, build_series, select_campaigns
-from fslab.analyze.summary import SummaryRow, summarize
+from fslab.analyze.stats import MIN_REPS
+from fslab.analyze.summary import SummaryRow, summarize, watermark_relevant
 from fslab.errors import FslabError
 from fslab.roles import mode_of_roles
 from fslab.store.db import PointRow, Store
 from fslab.target.limits import DeviceLimits
 from fslab.timing import CampaignTiming, PointTiming
 from fslab.units import format_bytes
+from fslab.vocab import PERCENTILES, metric_label, point_key, point_label
 from fslab.workload.fio_json import merge_bins
 
-PERCENTILES = ("p50", "p99", "p99_9")
 PROFILE_KINDS: tuple[ProfileKind, ...] = ("oncpu", "offcpu")
 CHAINS = 3  # perf-style chains are 15-20 lines each: the top three tell the story
 DIFF_ROWS = 12
@@ -77,33 +77,11 @@ JBD2_FIELDS = (
     ("jbd2.run.locked_ms_p99", "locked per commit p99, ms"),
     ("jbd2.run.logging_ms_p99", "logging per commit p99, ms"),
 )
-METRIC_LABELS = {
-    "fio.write.iops": "write IOPS",
-    "fio.read.iops": "read IOPS",
-    "fio.total.iops": "IOPS",
-    "dd.bw_bytes_s": "dd rate",
-    "fio.sync.lat_ns": "fsync latency",
-    "fio.write.clat_ns": "write completion latency",
-    "fio.read.clat_ns": "read completion latency",
-}
 LATENCY_SECTIONS = {  # metric family -> (fio json direction, latency key)
     "fio.sync.lat_ns": ("sync", "lat_ns"),
     "fio.write.clat_ns": ("write", "clat_ns"),
     "fio.read.clat_ns": ("read", "clat_ns"),
 }
-
-
-def metric_label(metric: str | None) -> str:
-    """Short reader-facing names: "write IOPS", "fsync p99"; others as stored."""
-    if metric is None:
-        return "-"
-    if metric in METRIC_LABELS:
-        return METRIC_LABELS[metric]
-    family, _, pct = metric.rpartition("_")
-    if family in METRIC_LABELS and pct in PERCENTILES:
-        kind = family.split(".")[1]
-        return f"{'fsync' if kind == 'sync' else kind} {pct.replace('_', '.')}"
-    return metric
 
 
 # ------------------------------------------------------------------ the tree
@@ -123,7 +101,7 @@ class PointRef:
 
     @property
     def sweep_label(self) -> str:
-        return key_label(point_key(self.sweep))
+        return point_label(self.sweep)
 
     @property
     def label(self) -> str:
@@ -772,7 +750,7 @@ def _results(data: CampaignData) -> Results:
         rows=out_rows,
         failures=_failures(data),
         pending=pending,
-        watermark_relevant=_watermark_relevant(rows, data.headline),
+        watermark_relevant=watermark_relevant(rows),
         notes=notes,
     )
 
@@ -802,12 +780,6 @@ def _result_row(data: CampaignData, row: SummaryRow, family: str | None) -> Resu
         below_watermark=row.facts.get("below_ext4_watermark"),
         filled=bool(row.facts.get("filled")),
     )
-
-
-def _watermark_relevant(rows: list[SummaryRow], headline: str | None) -> bool:
-    """ext4's free-cluster watermark matters for dd-style writes or pre-filled filesystems."""
-    has_ext4 = any("ext4_watermark_bytes" in r.facts for r in rows)
-    return has_ext4 and (headline == "dd.bw_bytes_s" or any(r.facts.get("filled") for r in rows))
 
 
 def _failures(data: CampaignData) -> list[FailedPoint]:
@@ -987,7 +959,7 @@ def _bars(data: CampaignData, configs: list[str]) -> list[BarGroup]:
             if len(values) >= MIN_REPS:
                 low, high = stats.bootstrap_median_ci(values, n_resamples=2000)
             entries.append(BarEntry(config, len(values), statistics.median(values), low, high))
-        groups.append(BarGroup(dict(key), key_label(key), entries))
+        groups.append(BarGroup(dict(key), point_label(key), entries))
     return groups
 
 

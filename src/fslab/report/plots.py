@@ -25,9 +25,9 @@ from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 from matplotlib.ticker import FuncFormatter, NullLocator
 
-from fslab.analyze.compare import point_label
 from fslab.report.model import Comparisons, Latency, Report, Scaling
 from fslab.report.terminal import format_value
+from fslab.vocab import point_label
 
 FIG_SIZE_IN = (7.5, 3.9)
 _RC = {

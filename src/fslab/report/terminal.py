@@ -2,36 +2,19 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 from rich.table import Table
 
-from fslab.analyze.summary import SummaryRow
+from fslab.analyze.summary import SummaryRow, watermark_relevant
 from fslab.store.db import CampaignRow, PointRow
 from fslab.units import format_bytes
-from fslab.units import format_metric_value as format_value
+from fslab.vocab import format_value, metric_label, point_label, value_label
 
 
-def _headline_label(metric: str | None) -> str:
-    labels = {
-        "fio.write.iops": "write IOPS",
-        "fio.read.iops": "read IOPS",
-        "fio.total.iops": "IOPS",
-        "dd.bw_bytes_s": "dd rate",
-    }
-    return labels.get(metric or "", metric or "result")
-
-
-def _latency_label(metric: str) -> str:
-    kind = {"sync": "fsync", "write": "write", "read": "read"}.get(metric.split(".")[1], "")
-    return f"{kind} p99"
-
-
-def _shows_watermark(rows: Sequence[SummaryRow]) -> bool:
-    """ext4's watermark matters for dd-style writes or when the filesystem was pre-filled."""
-    has_ext4 = any("ext4_watermark_bytes" in r.facts for r in rows)
-    relevant = any(r.facts.get("filled") or r.headline == "dd.bw_bytes_s" for r in rows)
-    return has_ext4 and relevant
+def _cell(sweep: Mapping[str, object], axis: str) -> str:
+    """A sweep value in its column; "-" where this row has no such axis."""
+    return value_label(sweep[axis]) if axis in sweep else "-"
 
 
 def format_evidence(
@@ -53,7 +36,7 @@ def results_table(rows: Sequence[SummaryRow], title: str) -> Table:
     axes = list(dict.fromkeys(axis for row in rows for axis in row.sweep))
     headline = rows[0].headline if rows else None
     latency = rows[0].latency if rows else None
-    show_watermark = _shows_watermark(rows)
+    show_watermark = watermark_relevant(rows)
     show_evidence = any(r.evidence is not None or r.evidence_failed for r in rows)
     caption = "median over runs; range: min..max over runs"
     if latency:
@@ -64,18 +47,18 @@ def results_table(rows: Sequence[SummaryRow], title: str) -> Table:
     table.add_column("config")
     for axis in axes:
         table.add_column(axis, justify="right")
-    table.add_column(_headline_label(headline), justify="right")
+    table.add_column(metric_label(headline, missing="result"), justify="right")
     table.add_column("range", justify="right")
     table.add_column("runs", justify="right")
     if latency:
-        table.add_column(_latency_label(latency), justify="right")
+        table.add_column(metric_label(latency), justify="right")
     if show_evidence:
         table.add_column("evidence", justify="right")
     if show_watermark:
         table.add_column("free", justify="right")
         table.add_column("watermark", justify="right")
     for row in rows:
-        cells = [row.config, *(str(row.sweep.get(axis, "")) or "-" for axis in axes)]
+        cells = [row.config, *(_cell(row.sweep, axis) for axis in axes)]
         cells.append(format_value(row.headline, row.median))
         spread = (
             f"{format_value(row.headline, row.minimum)}..{format_value(row.headline, row.maximum)}"
@@ -124,6 +107,6 @@ def failures_table(points: Sequence[PointRow]) -> Table:
         table.add_column(column)
     for p in points:
         if p.status == "failed":
-            sweep = ", ".join(f"{k}={v}" for k, v in p.sweep.items())
+            sweep = point_label(p.sweep, empty="")
             table.add_row(str(p.seq), p.config, sweep, p.error or "")
     return table
