@@ -31,14 +31,14 @@ from fslab.analyze.comparisons import (
 from fslab.analyze.dataset import CampaignData, load_campaign
 from fslab.analyze.falloff import Curve
 from fslab.analyze.noise import TEST_NAME as NOISE_TEST
-from fslab.analyze.profile import Profile, folded_diff_text, format_chains, format_diff
 from fslab.analyze.scaling import UslFit
 from fslab.analyze.stats import MIN_REPS
 from fslab.cli import DbOption, JsonOption, _guarded, _print_json, _store, app, err, out
-from fslab.collect.perf_fold import folded_to_text
 from fslab.errors import UsageError
 from fslab.report.flamegraph import diff_flamegraph_svg, flamegraph_svg
 from fslab.report.speedscope import speedscope_json
+from fslab.stacks.fold import folded_to_text
+from fslab.stacks.profile import Profile, folded_diff_text, format_chains, format_diff
 from fslab.store.db import Store
 from fslab.vocab import format_value, metric_label, point_label
 

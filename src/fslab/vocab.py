@@ -211,6 +211,11 @@ def value_label(value: object) -> str:
     return text if text != "" else "(none)"
 
 
+def sweep_cell(sweep: Mapping[str, ScalarValue], axis: str) -> str:
+    """A sweep value in a table's column for its axis; "-" where the point has no such axis."""
+    return value_label(sweep[axis]) if axis in sweep else "-"
+
+
 def point_label(key: PointKey | Mapping[str, ScalarValue], *, empty: str = "(no sweep)") -> str:
     """A sweep point as "numjobs=1024 fill_leave_free=(none)"; no axes at all: `empty`."""
     pairs = key.items() if isinstance(key, Mapping) else key

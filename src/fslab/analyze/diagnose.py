@@ -51,8 +51,8 @@ from fslab.analyze.mechanisms import (
     Rule,
     load_rules,
 )
-from fslab.analyze.profile import Profile
 from fslab.errors import UsageError
+from fslab.stacks.profile import Profile
 from fslab.store.db import PointRow, Store
 from fslab.vocab import PointKey, format_value, point_label
 

@@ -17,11 +17,11 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from fslab.analyze import profile as prof
 from fslab.analyze.dataset import CampaignData
 from fslab.analyze.falloff import campaign_falloffs, config_falloff, focus_config
-from fslab.analyze.profile import DiffRow, FuncShare, HotChain, Profile
 from fslab.errors import FslabError, UsageError
+from fslab.stacks import profile as prof
+from fslab.stacks.profile import DiffRow, FuncShare, HotChain, Profile
 from fslab.store.db import PointRow, Store
 from fslab.vocab import point_label
 

@@ -28,11 +28,11 @@ import threading
 import time
 from pathlib import Path
 
-from fslab.analyze.profile import Profile
 from fslab.collect.base import Collector, CollectorResult, PendingResult, PointContext
-from fslab.collect.perf_fold import fold_perf_script_stream, folded_to_text
 from fslab.errors import ToolError
 from fslab.proc import CommandLog, CommandRecord, run
+from fslab.stacks.fold import fold_perf_script_stream, folded_to_text
+from fslab.stacks.profile import Profile
 
 DEFAULT_FREQ_HZ = 199  # ~400 samples/s on 2 CPUs; odd, so it doesn't beat with timers
 END_MARGIN_S = 0.5  # stop recording a little before the workload is expected to end

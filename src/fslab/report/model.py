@@ -34,12 +34,12 @@ from fslab.analyze.dataset import CampaignData, load_campaign
 from fslab.analyze.diagnose import ConfigDiagnosis, diagnose_campaign
 from fslab.analyze.falloff import campaign_falloffs, focus_config
 from fslab.analyze.point_profile import NoProfile, ProfileKind, load_profile
-from fslab.analyze.profile import DiffRow, HotChain, Profile, diff
 from fslab.analyze.series import Series, build_series, select_campaigns
 from fslab.analyze.stats import MIN_REPS
 from fslab.analyze.summary import SummaryRow, summarize, watermark_relevant
 from fslab.errors import FslabError
 from fslab.roles import mode_of_roles
+from fslab.stacks.profile import DiffRow, HotChain, Profile, diff
 from fslab.store.db import PointRow, Store
 from fslab.target.limits import DeviceLimits
 from fslab.timing import CampaignTiming, PointTiming

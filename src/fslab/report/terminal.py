@@ -2,19 +2,14 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 
 from rich.table import Table
 
 from fslab.analyze.summary import SummaryRow, watermark_relevant
 from fslab.store.db import CampaignRow, PointRow
 from fslab.units import format_bytes
-from fslab.vocab import format_value, metric_label, point_label, value_label
-
-
-def _cell(sweep: Mapping[str, object], axis: str) -> str:
-    """A sweep value in its column; "-" where this row has no such axis."""
-    return value_label(sweep[axis]) if axis in sweep else "-"
+from fslab.vocab import format_value, metric_label, point_label, sweep_cell
 
 
 def format_evidence(
@@ -58,7 +53,7 @@ def results_table(rows: Sequence[SummaryRow], title: str) -> Table:
         table.add_column("free", justify="right")
         table.add_column("watermark", justify="right")
     for row in rows:
-        cells = [row.config, *(_cell(row.sweep, axis) for axis in axes)]
+        cells = [row.config, *(sweep_cell(row.sweep, axis) for axis in axes)]
         cells.append(format_value(row.headline, row.median))
         spread = (
             f"{format_value(row.headline, row.minimum)}..{format_value(row.headline, row.maximum)}"

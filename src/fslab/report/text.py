@@ -17,7 +17,6 @@ from dataclasses import dataclass, field
 
 from fslab.analyze.compare import ComparisonRow
 from fslab.analyze.metrics_catalog import metric_def
-from fslab.analyze.profile import format_diff
 from fslab.report.model import (
     Comparisons,
     Contention,
@@ -29,9 +28,10 @@ from fslab.report.model import (
     rerun_argv,
 )
 from fslab.report.series_text import series_lines
-from fslab.report.terminal import EVIDENCE_CAPTION, format_evidence, format_value
+from fslab.report.terminal import EVIDENCE_CAPTION, format_evidence
+from fslab.stacks.profile import format_diff
 from fslab.units import format_bytes
-from fslab.vocab import format_ns, metric_label, point_label, value_label
+from fslab.vocab import format_ns, format_value, metric_label, point_label, sweep_cell, value_label
 
 WIDTH = 80
 _ZERO = {"", "0", "0s", "None"}
@@ -255,7 +255,7 @@ def results_table(results: Results) -> Table:
         headers += ["free", "watermark"]
     rows = []
     for row in results.rows:
-        cells = [row.config, *(str(row.sweep.get(a, "")) or "-" for a in results.axes)]
+        cells = [row.config, *(sweep_cell(row.sweep, a) for a in results.axes)]
         cells.append(format_value(results.headline, row.median))
         if spread:
             cells.append(

@@ -18,7 +18,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Literal
 
-from fslab.collect.perf_fold import UNKNOWN_FRAME, parse_folded
+from fslab.stacks.fold import UNKNOWN_FRAME, parse_folded
 
 IDLE_COMMS = frozenset({"swapper"})
 IDLE_FRAMES = frozenset({"do_idle", "cpu_startup_entry", "cpu_idle_poll"})
@@ -137,9 +137,6 @@ class Profile:
             for func in set(stack[1:]):
                 counts[func] = counts.get(func, 0) + count
         return counts
-
-    def comm_shares(self) -> dict[str, float]:
-        return {k: self._share(v) for k, v in self.comm_samples().items()}
 
     def self_shares(self) -> dict[str, float]:
         return {k: self._share(v) for k, v in self.self_samples().items()}
