@@ -81,7 +81,7 @@ def _fail(exc: FslabError) -> typer.Exit:
     return typer.Exit(exc.exit_code)
 
 
-def _guarded(func: Callable[[], None]) -> None:
+def _guarded(func: Callable[[], object]) -> None:
     """Run a command body, turning fslab errors into a message and an exit code."""
     try:
         func()

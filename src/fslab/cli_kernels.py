@@ -85,9 +85,9 @@ def list_(
             table = Table(box=box.SIMPLE_HEAD, pad_edge=False, title="Debian's registry")
             for column in ("release", "series", "version", "suite", ""):
                 table.add_column(column)
-            for kernel in offered:
-                mark = "cached" if kernel.release in have else ""
-                table.add_row(kernel.release, kernel.series, kernel.version, kernel.suite, mark)
+            for offer in offered:
+                mark = "cached" if offer.release in have else ""
+                table.add_row(offer.release, offer.series, offer.version, offer.suite, mark)
             out.print(table)
             out.print("fetch one with `fslab kernels fetch RELEASE` (a series such as 6.1 works)")
 

@@ -18,7 +18,7 @@ import typer
 from typer.exceptions import TyperException
 
 from fslab.analyze.baselines import noise_model
-from fslab.analyze.bisect import EXIT_CODES, ReferencesTooClose, Verdict, bisect_list
+from fslab.analyze.bisect import EXIT_CODES, Decision, ReferencesTooClose, Verdict, bisect_list
 from fslab.analyze.dataset import load_campaign
 from fslab.analyze.noise import MIN_CAMPAIGNS, spec_fingerprint
 from fslab.analyze.series import P_VALUE, build_series, select_campaigns
@@ -388,7 +388,7 @@ def bisect(
             good_data, bad_data = load_campaign(store, refs[lo]), load_campaign(store, refs[hi])
             verdicts: dict[int, tuple[int, Verdict]] = {}
 
-            def judge(i: int) -> str:
+            def judge(i: int) -> Decision:
                 verdicts[i] = judge_candidate(
                     store,
                     runner,
@@ -403,7 +403,7 @@ def bisect(
                 )
                 return verdicts[i][1].decision
 
-            result = bisect_list(len(order), judge, good=lo, bad=hi)  # type: ignore[arg-type]
+            result = bisect_list(len(order), judge, good=lo, bad=hi)
         if result.first_bad is None:
             _say(
                 "undecided: the first bad kernel is one of "

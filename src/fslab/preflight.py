@@ -498,7 +498,7 @@ def _fill_goal(
 ) -> tuple[str, float | None, int | None]:
     """(field, percent, leave_free_bytes) of a point's fill, as the runner reads them."""
     if "fill_percent" in sweep:
-        value = float(sweep["fill_percent"])  # type: ignore[arg-type]
+        value = float(sweep["fill_percent"])
         return "sweep.fill_percent", (value if value > 0 else None), None
     if "fill_leave_free" in sweep:
         text = str(sweep["fill_leave_free"])

@@ -142,7 +142,9 @@ def run_interruptible(
     return record
 
 
-def stop_process_group(proc: subprocess.Popen[str], grace_s: float = 10.0) -> None:
+def stop_process_group(
+    proc: subprocess.Popen[str] | subprocess.Popen[bytes], grace_s: float = 10.0
+) -> None:
     """SIGTERM the process group, then SIGKILL it if it outlives the grace period."""
     for sig, wait_s in ((signal.SIGTERM, grace_s), (signal.SIGKILL, 30.0)):
         if proc.poll() is not None:

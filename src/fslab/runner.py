@@ -239,7 +239,7 @@ def _fill_request(spec: Spec, point: Point) -> tuple[float | None, int | None]:
     """(percent, leave_free_bytes) from the sweep axes, else from [fill]."""
     sweep = point.sweep_dict
     if "fill_percent" in sweep:
-        value = float(sweep["fill_percent"])  # type: ignore[arg-type]
+        value = float(sweep["fill_percent"])
         return (value if value > 0 else None), None
     if "fill_leave_free" in sweep:
         text = str(sweep["fill_leave_free"])

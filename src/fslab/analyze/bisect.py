@@ -134,11 +134,14 @@ def decide(
             continue
         t = float((runs[2].mean() - runs[0].mean()) / delta)
         var = (v_cand + v_good - 2 * t * v_good + t * t * (v_good + v_bad)) / delta**2
+        mean_good, mean_bad, mean_cand = (float(np.exp(r.mean())) for r in runs)
         positions.append(
             PointPosition(
                 point,
                 name,
-                *(float(np.exp(r.mean())) for r in runs),
+                mean_good,
+                mean_bad,
+                mean_cand,
                 runs=len(runs[2]),
                 position=t,
                 se=math.sqrt(max(var, 0.0)),

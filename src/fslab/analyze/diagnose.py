@@ -416,6 +416,7 @@ def _combine(explained: Mapping[ProfileKind, float], ctx: Context) -> float:
     With only one kind measured, it carries the whole weight.
     """
     kinds = set(ctx.shifts)
+    weights: dict[ProfileKind, float]
     if kinds == {"offcpu", "oncpu"}:
         b = ctx.bad.blocked_fraction
         weights = {"offcpu": b if b is not None else 0.5}
@@ -840,13 +841,16 @@ def describe_candidate(c: Candidate, d: ConfigDiagnosis, rank: int, width: int =
     return lines
 
 
+HypothesisVerdict = Literal["supported", "weaker", "not supported", "ruled out", "not judged"]
+
+
 @dataclass
 class HypothesisJudgement:
     """One named mechanism judged for one configuration, for or against, with its numbers."""
 
     config: str
     mechanism: str
-    verdict: Literal["supported", "weaker", "not supported", "ruled out", "not judged"]
+    verdict: HypothesisVerdict
     text: str  # the verdict and its numbers, in words
     candidate: Candidate | None
     rank: int | None  # among every judged mechanism
@@ -863,6 +867,7 @@ class HypothesisJudgement:
 
 def judge_hypothesis(d: ConfigDiagnosis, mechanism: str) -> HypothesisJudgement:
     """The verdict on one mechanism: ranked first, behind another, too weak, or ruled out."""
+    verdict: HypothesisVerdict
     c = d.candidate(mechanism)
     if c is None:
         why = d.note or f"{mechanism} does not apply to {d.fs_type}"

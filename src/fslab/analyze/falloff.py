@@ -34,6 +34,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from fslab.analyze.dataset import CampaignData
+from fslab.analyze.stats import Values
 from fslab.vocab import PointKey, format_value, point_label
 
 FALLOFF_MIN_DROP = 0.15
@@ -94,7 +95,7 @@ def _fall_per_doubling(n0: float, n1: float, x0: float, x1: float) -> float:
 
 
 def find_cliff(
-    ns: Sequence[float], reps: Sequence[Sequence[float]], medians: Sequence[float]
+    ns: Sequence[float], reps: Sequence[Values], medians: Sequence[float]
 ) -> Cliff | None:
     """The first adjacent step that falls like a threshold (see the module docstring).
 

@@ -198,7 +198,9 @@ def build_series(
 
 def _entry(data: CampaignData, metric: str | None) -> SeriesEntry:
     per_point = samples(data, [metric]) if metric else {}
-    medians = {p: statistics.median(v[metric]) for p, v in per_point.items() if v.get(metric)}
+    medians = {
+        p: statistics.median(v[metric]) for p, v in per_point.items() if metric and v.get(metric)
+    }
     host = data.campaign.host
     return SeriesEntry(
         campaign_id=data.id,

@@ -181,8 +181,15 @@ def parse_run_stats(text: str) -> list[RunStats]:
                     major=int(match.group(2)),
                     minor=int(match.group(3)),
                     tid=int(kv["tid"]),
-                    **{f: float(kv[f]) for f in RUN_TIME_FIELDS},
-                    **{f: int(kv[f]) for f in RUN_SIZE_FIELDS},
+                    wait=float(kv["wait"]),
+                    request_delay=float(kv["request_delay"]),
+                    running=float(kv["running"]),
+                    locked=float(kv["locked"]),
+                    flushing=float(kv["flushing"]),
+                    logging=float(kv["logging"]),
+                    handle_count=int(kv["handle_count"]),
+                    blocks=int(kv["blocks"]),
+                    blocks_logged=int(kv["blocks_logged"]),
                 )
             )
         except (KeyError, ValueError):

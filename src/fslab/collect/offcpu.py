@@ -24,10 +24,10 @@ import os
 import random
 import re
 import time
-from collections import Counter
+from collections import defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import ClassVar
+from typing import ClassVar, TypeVar
 
 from fslab.collect.base import Collector, CollectorResult, PointContext
 from fslab.collect.tracefs import Ticker
@@ -74,6 +74,8 @@ def folded_key(comm: str, state: str, frames_leaf_first: list[str]) -> str:
 # --------------------------------------------------------------------------
 # Profile
 
+_K = TypeVar("_K")
+
 
 @dataclass
 class OffcpuProfile:
@@ -81,10 +83,13 @@ class OffcpuProfile:
 
     samples: int = 0
     population_total: float = 0.0
-    state_weight: Counter[str] = field(default_factory=Counter)
-    stack_weight: Counter[str] = field(default_factory=Counter)
-    wchan_weight: Counter[tuple[str, str]] = field(default_factory=Counter)  # (state, wchan)
-    wchan_stack: dict[tuple[str, str], Counter[str]] = field(default_factory=dict)
+    state_weight: defaultdict[str, float] = field(default_factory=lambda: defaultdict(float))
+    stack_weight: defaultdict[str, float] = field(default_factory=lambda: defaultdict(float))
+    # (state, wchan) -> weight, and the stacks seen there
+    wchan_weight: defaultdict[tuple[str, str], float] = field(
+        default_factory=lambda: defaultdict(float)
+    )
+    wchan_stack: dict[tuple[str, str], defaultdict[str, float]] = field(default_factory=dict)
     observed: int = 0
 
     def add(self, comm: str, state: str, frames: list[str], wchan: str, weight: float) -> None:
@@ -97,7 +102,7 @@ class OffcpuProfile:
         # the kernel's wchan skips scheduler functions; without one use the leaf frame
         where = wchan or (frames[0] if frames else "[unknown]")
         self.wchan_weight[(state, where)] += weight
-        self.wchan_stack.setdefault((state, where), Counter())[key] += weight
+        self.wchan_stack.setdefault((state, where), defaultdict(float))[key] += weight
 
     def folded(self) -> str:
         lines = [
@@ -118,7 +123,7 @@ class OffcpuProfile:
             "offcpu.s_threads_mean": self.state_weight["S"] / n,
             "offcpu.running_threads_mean": self.state_weight["R"] / n,
         }
-        per_func: Counter[str] = Counter()
+        per_func: defaultdict[str, float] = defaultdict(float)
         for (_, where), w in self.wchan_weight.items():
             per_func[where] += w
         for func, w in per_func.items():
@@ -129,10 +134,15 @@ class OffcpuProfile:
         n = max(self.samples, 1)
         blocked = sum(self.wchan_weight.values()) or 1.0
         rows = ["state\twchan\tthreads_mean\tshare_pct\ttop_stack"]
-        for (state, where), w in self.wchan_weight.most_common(limit):
-            top = self.wchan_stack[(state, where)].most_common(1)[0][0]
+        for (state, where), w in _heaviest(self.wchan_weight, limit):
+            top = _heaviest(self.wchan_stack[(state, where)], 1)[0][0]
             rows.append(f"{state}\t{where}\t{w / n:.2f}\t{100 * w / blocked:.1f}\t{top}")
         return "\n".join(rows) + "\n"
+
+
+def _heaviest(weights: dict[_K, float], n: int) -> list[tuple[_K, float]]:
+    """The n heaviest entries, heaviest first; ties in insertion order (as Counter's)."""
+    return sorted(weights.items(), key=lambda item: -item[1])[:n]
 
 
 def _metric_safe(name: str) -> str:

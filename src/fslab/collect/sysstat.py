@@ -311,7 +311,8 @@ class SysstatCollector(Collector):
                 metrics[f"{key}_mean"] = self._gauge_sums[key] / max(1, self._gauge_samples)
             reasons = []
             if not after.block:
-                reasons.append(f"no block stats for device {self._ctx.device_name!r}")
+                device = self._ctx.device_name if self._ctx else None
+                reasons.append(f"no block stats for device {device!r}")
             if self._ticker is not None and self._ticker.error is not None:
                 reasons.append(f"gauge sampler stopped: {self._ticker.error}")
             artifacts = {f"sysstat.{k}.before": v for k, v in before.raw.items()}

@@ -138,7 +138,7 @@ class _Guest:
         self.kill()
 
     def kill(self) -> None:
-        stop_process_group(self.proc, grace_s=5.0)  # type: ignore[arg-type]
+        stop_process_group(self.proc, grace_s=5.0)
         with contextlib.suppress(ProcessLookupError, PermissionError):
             os.killpg(self.proc.pid, signal.SIGKILL)  # anything the group left running
         _wait_group_gone(self.proc.pid)

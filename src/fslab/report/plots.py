@@ -18,19 +18,20 @@ from __future__ import annotations
 import io
 import re
 from collections.abc import Callable, Sequence
+from typing import Any
 
 import numpy as np
 from matplotlib import rc_context
 from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 from matplotlib.ticker import FuncFormatter, NullLocator
+from matplotlib.typing import RcKeyType
 
 from fslab.report.model import Comparisons, Latency, Report, Scaling
-from fslab.report.terminal import format_value
-from fslab.vocab import point_label
+from fslab.vocab import format_value, point_label
 
 FIG_SIZE_IN = (7.5, 3.9)
-_RC = {
+_RC: dict[RcKeyType, Any] = {
     "svg.fonttype": "none",
     "font.size": 9,
     "font.family": "sans-serif",
@@ -255,8 +256,8 @@ def bars_plot(report: Report) -> str | None:
             colour = _colour([fs.config for fs in report.setup.filesystems], config)
             ax.bar(xs, heights, width * 0.95, color=colour, label=config)
             if with_ci:
-                x, m, low, high = (np.asarray(v) for v in zip(*with_ci, strict=True))
-                ax.errorbar(x, m, yerr=[m - low, high - m], fmt="none", ecolor="0.2", capsize=3)
+                xa, m, low, high = (np.asarray(v) for v in zip(*with_ci, strict=True))
+                ax.errorbar(xa, m, yerr=[m - low, high - m], fmt="none", ecolor="0.2", capsize=3)
             for x, h, n in without_ci:
                 ax.annotate(
                     f"n={n}",

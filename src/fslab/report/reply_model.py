@@ -13,6 +13,7 @@ this module only picks and orders, and `report.reply` lays it out.
 from __future__ import annotations
 
 import tomllib
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -48,7 +49,7 @@ class HypothesisReply:
 
     statement: str
     line: int
-    names: list[tuple[str, str]]  # (kind, name) as the report's hypothesis names them
+    names: Sequence[tuple[str, str]]  # (kind, name) as the report's hypothesis names them
     blamed: Blamed | None  # None: the rule base has no mechanism for what it names
     judgement: HypothesisJudgement | None  # None: not judged (see why_not)
     why_not: str = ""

@@ -12,7 +12,7 @@ from __future__ import annotations
 import math
 import shlex
 import textwrap
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from fslab.analyze.compare import ComparisonRow
@@ -31,7 +31,15 @@ from fslab.report.series_text import series_lines
 from fslab.report.terminal import EVIDENCE_CAPTION, format_evidence
 from fslab.stacks.profile import format_diff
 from fslab.units import format_bytes
-from fslab.vocab import format_ns, format_value, metric_label, point_label, sweep_cell, value_label
+from fslab.vocab import (
+    ScalarValue,
+    format_ns,
+    format_value,
+    metric_label,
+    point_label,
+    sweep_cell,
+    value_label,
+)
 
 WIDTH = 80
 _ZERO = {"", "0", "0s", "None"}
@@ -168,7 +176,7 @@ def new_stderr_lines(error: str, tail: Sequence[str], keep: int = 3) -> list[str
     return [line for line in tail if " ".join(line.split())[:40] not in flat][-keep:]
 
 
-def sweep_text(sweep: dict[str, object]) -> str:
+def sweep_text(sweep: Mapping[str, ScalarValue]) -> str:
     return point_label(sweep)
 
 

@@ -197,11 +197,12 @@ class Profile:
 
     def path_samples(self, path: Stack, tree: _Node | None = None) -> int:
         """Samples whose stack starts with `path` (comm first)."""
-        node: _Node | None = tree or self.call_tree()
+        node: _Node = tree or self.call_tree()
         for frame in path:
-            node = node.children.get(frame)
-            if node is None:
+            child = node.children.get(frame)
+            if child is None:
                 return 0
+            node = child
         return node.samples
 
     def hottest_chains(

@@ -104,7 +104,7 @@ def deferred_interrupts() -> Iterator[None]:
         for signum, handler in previous.items():
             signal.signal(signum, handler)
         if received:
-            signum = received[0]
+            signum = signal.Signals(received[0])
             handler = previous[signum]
             if callable(handler):
                 handler(signum, None)
