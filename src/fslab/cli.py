@@ -332,7 +332,7 @@ def _collect_mode(collect: str | None, no_collect: bool) -> CollectMode | None:
         if collect not in (None, "off"):
             raise UsageError(f"--no-collect contradicts --collect={collect}")
         return "off"
-    return collect  # type: ignore[return-value]
+    return next(mode for mode in COLLECT_MODES if mode == collect) if collect else None
 
 
 def _preflight(spec: Spec) -> None:

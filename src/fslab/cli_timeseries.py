@@ -86,7 +86,7 @@ def calibrate(
         except ValueError as exc:
             raise UsageError(f"--spacing: {exc}") from None
         loaded, text, overrides = _load(spec, set_, quick)
-        options = RunOptions(collect=not no_collect)
+        options = RunOptions(collect="off" if no_collect else "separate")
         with _store(db) as store:
             ids = []
             for i in range(times):
@@ -309,7 +309,7 @@ def _bisect_run(
             log(f"bisect-run {label}: the spec does not load here: {exc}: skip (125)")
             return EXIT_CODES["undecided"]
         log(f"bisect-run {label}: good campaign {good_id}, bad campaign {bad_id}")
-        runner = LocalRunner(store, RunOptions(collect=not no_collect))
+        runner = LocalRunner(store, RunOptions(collect="off" if no_collect else "separate"))
         try:
             campaign_id, verdict = judge_candidate(
                 store,

@@ -33,7 +33,14 @@ from fslab.errors import FslabError, ToolError, UsageError
 from fslab.hostfacts import HostFacts, collect_host_facts
 from fslab.postprocess import PostProcessing
 from fslab.proc import CommandLog, run, run_interruptible
-from fslab.roles import CollectMode, instrumented, mode_of_roles, repetition_role
+from fslab.roles import (
+    COLLECT_MODES,
+    CollectMode,
+    PointRole,
+    instrumented,
+    mode_of_roles,
+    repetition_role,
+)
 from fslab.spec import DdWorkload, FioWorkload, Point, Spec, expand_points, validate_spec
 from fslab.store.db import CampaignRow, PlannedPoint, PointOutcome, PointRow, Store, utc_now
 from fslab.store.lock import campaign_lock
@@ -548,9 +555,8 @@ def run_campaign(
 def campaign_collect_mode(campaign: CampaignRow, rows: Sequence[PointRow]) -> CollectMode:
     """The collection mode a campaign was planned with (inferred for older campaigns)."""
     stored = campaign.overrides.get("collect")
-    if stored in ("separate", "inline", "off"):
-        return stored  # type: ignore[no-any-return]
-    return mode_of_roles(r.role for r in rows)
+    known = [mode for mode in COLLECT_MODES if mode == stored]
+    return known[0] if known else mode_of_roles(r.role for r in rows)
 
 
 def check_resume_mode(store: Store, campaign_id: int, asked: CollectMode | None) -> None:
@@ -565,7 +571,7 @@ def check_resume_mode(store: Store, campaign_id: int, asked: CollectMode | None)
         )
 
 
-def headline_role(store: Store, campaign_id: int) -> str:
+def headline_role(store: Store, campaign_id: int) -> PointRole:
     """The role of repetitions added to a campaign later (--until-ci)."""
     campaign = store.campaign(campaign_id)
     return repetition_role(campaign_collect_mode(campaign, store.points(campaign_id)))

@@ -334,6 +334,7 @@ class Jbd2Collector(Collector):
         removing the instance (~40 ms in the kernel) are left to finish()."""
         if self._skip:
             return PendingResult.ready(CollectorResult(status="unavailable", reason=self._skip))
+        window: CollectorResult | tuple[dict[Path, str], float, float, int]
         try:
             window = self._end_window()
         except Exception as exc:

@@ -749,6 +749,7 @@ class WorkqueueCollector(Collector):
             return PendingResult.ready(
                 CollectorResult(status="failed", reason="stop() without a successful start()")
             )
+        window: CollectorResult | tuple[int, float, float]
         try:
             window = self._end_window()
         except Exception as exc:
@@ -758,8 +759,7 @@ class WorkqueueCollector(Collector):
             # removing the instance takes ~50 ms in the kernel: off the path too
             problem = self._release(keep_spool=True)
             try:
-                done = isinstance(window, CollectorResult)
-                result = window if done else self._summary(*window)  # type: ignore[misc]
+                result = window if isinstance(window, CollectorResult) else self._summary(*window)
             finally:
                 self._spool, self._spool_bytes = [], 0
             if problem:
