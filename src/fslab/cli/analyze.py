@@ -33,7 +33,7 @@ from fslab.analyze.falloff import Curve
 from fslab.analyze.noise import TEST_NAME as NOISE_TEST
 from fslab.analyze.scaling import UslFit
 from fslab.analyze.stats import MIN_REPS
-from fslab.cli import DbOption, JsonOption, _guarded, _print_json, _store, app, err, out
+from fslab.cli.common import DbOption, JsonOption, app, err, guarded, open_store, out, print_json
 from fslab.errors import UsageError
 from fslab.report.flamegraph import diff_flamegraph_svg, flamegraph_svg
 from fslab.report.speedscope import speedscope_json
@@ -107,14 +107,14 @@ def compare(
     """
 
     def body() -> None:
-        with _store(db) as store, warnings.catch_warnings():
+        with open_store(db) as store, warnings.catch_warnings():
             # scipy warns on evidence metrics that are constant on one side (e.g. jbd2
             # times in whole ms); the test still returns a defined p, so keep the table clean
             warnings.simplefilter("ignore", RuntimeWarning)
             comparisons = _comparisons(store, campaign_a, campaign_b, by, baseline, metric)
         regressions = _regressions(comparisons, fail_on_regression)
         if as_json:
-            _print_json(
+            print_json(
                 {
                     "comparisons": [c.to_dict(fail_on_regression) for c in comparisons],
                     "fail_on_regression_pct": fail_on_regression,
@@ -127,7 +127,7 @@ def compare(
             _report_regressions(regressions, fail_on_regression or 0.0)
             raise typer.Exit(1)
 
-    _guarded(body)
+    guarded(body)
 
 
 def _comparisons(
@@ -318,17 +318,17 @@ def scale(
     """
 
     def body() -> None:
-        with _store(db) as store:
+        with open_store(db) as store:
             data = load_campaign(store, campaign_id)
         report = fit_campaign(data, config=config, metric=metric, axis=axis)
         if as_json:
-            _print_json(report.to_dict())
+            print_json(report.to_dict())
         else:
             _print_scale(data, report)
         if report.reason or not any(c.measured for c in report.curves):
             raise typer.Exit(1)
 
-    _guarded(body)
+    guarded(body)
 
 
 def _print_scale(data: CampaignData, report: ScaleReport) -> None:
@@ -441,7 +441,7 @@ def profile(
     exports = {"folded": folded, "speedscope": speedscope, "svg": svg}
 
     def body() -> None:
-        with _store(db) as store:
+        with open_store(db) as store:
             data = load_campaign(store, campaign_id)
             if diff is not None:
                 if point is not None or config is not None or sweep:
@@ -451,7 +451,7 @@ def profile(
                 selector = _selector(point, config, sweep)
                 _profile_one(store, data, selector, kind, top, exports, as_json)
 
-    _guarded(body)
+    guarded(body)
 
 
 def _selector(point: int | None, config: str | None, sweep: list[str] | None) -> pp.Selector:
@@ -479,7 +479,7 @@ def _profile_one(
         prof, title, exports, pp.sample_period_s(data, row, kind), offcpu=kind == "offcpu"
     )
     if as_json:
-        _print_json({**view.to_dict(), "written": written})
+        print_json({**view.to_dict(), "written": written})
         return
     print_profile_view(view, title)
 
@@ -533,7 +533,7 @@ def _profile_diff(
     )
     written = _export_diff(a, b, title, exports)
     if as_json:
-        _print_json({**result.to_dict(), "written": written})
+        print_json({**result.to_dict(), "written": written})
         return
     print_profile_diff(result)
 

@@ -23,7 +23,8 @@ from fslab.analyze.dataset import load_campaign
 from fslab.analyze.noise import MIN_CAMPAIGNS, spec_fingerprint
 from fslab.analyze.series import P_VALUE, build_series, select_campaigns
 from fslab.bisection import DEFAULT_MAX_REPEAT, LocalRunner, judge_candidate, kernel_runner
-from fslab.cli import DbOption, JsonOption, RichProgress, _guarded, _print_json, _store, app, err
+from fslab.cli.common import DbOption, JsonOption, app, err, guarded, open_store, print_json
+from fslab.cli.progress import RichProgress
 from fslab.errors import FslabError, SpecError, UsageError
 from fslab.report.series_text import series_lines
 from fslab.runner import RunOptions, run_campaign, start_campaign
@@ -87,7 +88,7 @@ def calibrate(
             raise UsageError(f"--spacing: {exc}") from None
         loaded, text, overrides = _load(spec, set_, quick)
         options = RunOptions(collect="off" if no_collect else "separate")
-        with _store(db) as store:
+        with open_store(db) as store:
             ids = []
             for i in range(times):
                 if i:
@@ -102,7 +103,7 @@ def calibrate(
                 err.print(f"calibrate: campaign {campaign_id} done ({i + 1}/{times})")
             _report_model(store, ids[-1], ids, as_json)
 
-    _guarded(body)
+    guarded(body)
 
 
 def _report_model(store: Store, reference_id: int, new_ids: list[int], as_json: bool) -> None:
@@ -110,7 +111,7 @@ def _report_model(store: Store, reference_id: int, new_ids: list[int], as_json: 
     metrics = [m for m in (data.headline, data.latency) if m]
     model = noise_model(store, data.campaign, metrics)
     if as_json:
-        _print_json(
+        print_json(
             {
                 "campaigns_run": new_ids,
                 "baselines": model.baseline_ids,
@@ -180,17 +181,17 @@ def series(
     def body() -> None:
         if not 0 < pvalue < 1:
             raise UsageError(f"--pvalue must be between 0 and 1, not {pvalue}")
-        with _store(db) as store:
+        with open_store(db) as store:
             built = build_series(
                 store, _series_campaigns(store, selector, set_, quick), selector, p_value=pvalue
             )
         if as_json:
-            _print_json(built.to_dict())
+            print_json(built.to_dict())
         else:
             for line in series_lines(built):
                 _say(line)
 
-    _guarded(body)
+    guarded(body)
 
 
 def _series_campaigns(
@@ -301,7 +302,7 @@ def _bisect_run(
     if max_repeat < 2:
         raise UsageError(f"--max-repeat must be at least 2, not {max_repeat}")
     label = candidate or _git_head() or "booted kernel"
-    with _store(db) as store:
+    with open_store(db) as store:
         good, bad = load_campaign(store, good_id), load_campaign(store, bad_id)
         try:
             loaded, text, overrides = _load(spec, set_, quick)
@@ -382,7 +383,7 @@ def bisect(
         if lo >= hi:
             raise UsageError("--good must come before --bad in --kernels (oldest first)")
         loaded, text, overrides = _load(spec, set_, quick)
-        with _store(db) as store:
+        with open_store(db) as store:
             runner = kernel_runner(store, RunOptions())
             refs = {i: runner.start(order[i], loaded, text, overrides) for i in (lo, hi)}
             good_data, bad_data = load_campaign(store, refs[lo]), load_campaign(store, refs[hi])
@@ -417,4 +418,4 @@ def bisect(
             + (f" (campaign {evidence[0]}: {evidence[1].describe()})" if evidence else "")
         )
 
-    _guarded(body)
+    guarded(body)

@@ -1,0 +1,55 @@
+"""A campaign's results table (and its failed points) as `fslab run` and `fslab show` print it."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from fslab.analyze.summary import summarize
+from fslab.cli.common import out, print_json
+from fslab.report import terminal
+from fslab.store.db import Store
+
+
+def campaign_view(store: Store, campaign_id: int) -> dict[str, Any]:
+    campaign = store.campaign(campaign_id)
+    points = store.points(campaign_id)
+    rows = summarize(points, store.metrics(campaign_id))
+    return {"campaign": campaign, "points": points, "rows": rows}
+
+
+def print_results(store: Store, campaign_id: int, as_json: bool) -> None:
+    view = campaign_view(store, campaign_id)
+    campaign, points, rows = view["campaign"], view["points"], view["rows"]
+    if as_json:
+        print_json(
+            {
+                "campaign": {
+                    "id": campaign.id,
+                    "name": campaign.name,
+                    "status": campaign.status,
+                    "started_at": campaign.started_at,
+                    "ended_at": campaign.ended_at,
+                    "host": campaign.host,
+                    "device": campaign.device,
+                },
+                "results": [r.to_dict() for r in rows],
+                "failures": [
+                    {"seq": p.seq, "config": p.config, "sweep": p.sweep, "error": p.error}
+                    for p in points
+                    if p.status == "failed"
+                ],
+            }
+        )
+        return
+    host = campaign.host
+    title = (
+        f"campaign {campaign.id} {campaign.name} ({campaign.status}) - kernel "
+        f"{host.get('kernel_release')}, {host.get('online_cpus')} CPUs "
+        f"(nr_cpu_ids {host.get('nr_cpu_ids')})"
+    )
+    out.print(terminal.results_table(rows, title))
+    if any(p.status == "failed" for p in points):
+        out.print(terminal.failures_table(points))
+    pending = sum(1 for p in points if p.status == "pending")
+    if pending:
+        out.print(f"{pending} point(s) not run yet: fslab run --resume {campaign.id}")
