@@ -17,13 +17,11 @@ from __future__ import annotations
 import contextlib
 import os
 import shutil
-import signal
 import tempfile
 import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from types import FrameType
 from typing import Any, Protocol
 
 import fslab
@@ -49,9 +47,8 @@ from fslab.target.fs import Mount, describe_filesystem, make_filesystem
 from fslab.target.guard import check_device
 from fslab.target.leftovers import find_leftovers
 from fslab.target.limits import device_limits
-from fslab.target.loop import LoopImage
+from fslab.target.loop import InterruptGuard, LoopImage
 from fslab.timing import PointTiming
-from fslab.units import parse_size_bytes
 from fslab.workload import plan
 
 
@@ -85,34 +82,6 @@ class SilentProgress:
 
     def message(self, text: str) -> None:
         pass
-
-
-# ------------------------------------------------------------------ signals
-
-
-class _SignalGuard:
-    """First SIGINT/SIGTERM raises KeyboardInterrupt; later ones wait for cleanup."""
-
-    def __init__(self, progress: ProgressSink) -> None:
-        self.progress = progress
-        self.interrupted = False
-        self._previous: dict[int, Any] = {}
-
-    def _handle(self, signum: int, _frame: FrameType | None) -> None:
-        if self.interrupted:
-            self.progress.message(f"{signal.Signals(signum).name} again: still cleaning up")
-            return
-        self.interrupted = True
-        raise KeyboardInterrupt(signal.Signals(signum).name)
-
-    def __enter__(self) -> _SignalGuard:
-        for signum in (signal.SIGINT, signal.SIGTERM):
-            self._previous[signum] = signal.signal(signum, self._handle)
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        for signum, handler in self._previous.items():
-            signal.signal(signum, handler)
 
 
 # ------------------------------------------------------------------ targets
@@ -240,19 +209,6 @@ class MeasuredPoint:
 
     outcome: PointOutcome
     post: PostProcessing | None
-
-
-def _fill_request(spec: Spec, point: Point) -> tuple[float | None, int | None]:
-    """(percent, leave_free_bytes) from the sweep axes, else from [fill]."""
-    sweep = point.sweep_dict
-    if "fill_percent" in sweep:
-        value = float(sweep["fill_percent"])
-        return (value if value > 0 else None), None
-    if "fill_leave_free" in sweep:
-        text = str(sweep["fill_leave_free"])
-        return None, (parse_size_bytes(text) if text not in ("", "none") else None)
-    leave = spec.fill.leave_free
-    return spec.fill.percent, (parse_size_bytes(leave) if leave else None)
 
 
 def _watermark_facts(host: HostFacts, fs_facts: dict[str, Any], free_bytes: int) -> dict[str, Any]:
@@ -397,9 +353,11 @@ def _measure(
 
 
 def _fill(spec: Spec, point: Point, mountpoint: str, state: _PointState) -> None:
-    percent, leave_free = _fill_request(spec, point)
-    if percent is not None or leave_free is not None:
-        filled = fill_mod.fill_filesystem(mountpoint, percent=percent, leave_free_bytes=leave_free)
+    request = plan.fill_request(spec, point.sweep_dict)
+    if request.fills:
+        filled = fill_mod.fill_filesystem(
+            mountpoint, percent=request.percent, leave_free_bytes=request.leave_free_bytes
+        )
         state.facts["fill"] = vars(filled)
         state.metrics["fs.fill_bytes"] = float(filled.bytes_filled)
     faults.checkpoint("fill")
@@ -618,7 +576,7 @@ def _run_locked(store: Store, campaign_id: int, *, options: RunOptions, sink: Pr
     store.set_campaign_status(campaign_id, "running")
     formatted_before = done > 0
     in_flight = _InFlight(store)
-    with _SignalGuard(sink):
+    with InterruptGuard(sink.message):
         try:
             for row in rows:
                 if row.status != "pending":
