@@ -12,6 +12,7 @@ import signal
 import subprocess
 import time
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from fslab.errors import ToolError
 
@@ -160,3 +161,15 @@ def stop_process_group(
             return
         except subprocess.TimeoutExpired:
             continue
+
+
+def pid_alive(pid: int) -> bool:
+    """True while a process with this pid exists and is not a zombie."""
+    try:
+        stat_text = Path(f"/proc/{pid}/stat").read_text()
+    except (FileNotFoundError, ProcessLookupError):
+        return False
+    except OSError:
+        return True  # exists but unreadable: assume alive, never reclaim
+    state = stat_text.rsplit(")", 1)[-1].split()[0:1]
+    return state != ["Z"]

@@ -196,6 +196,11 @@ def format_value(metric: str | None, value: float | None) -> str:
     return f"{value:.3g}"
 
 
+def metric_safe(name: str) -> str:
+    """A name (a workqueue, a kernel function) usable between the dots of a metric name."""
+    return re.sub(r"[^A-Za-z0-9_+-]", "_", name) or "_"
+
+
 # ------------------------------------------------------------------ sweep points
 
 

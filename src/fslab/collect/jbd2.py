@@ -13,7 +13,6 @@ instance filtered to this device.
 from __future__ import annotations
 
 import contextlib
-import os
 import re
 import time
 from dataclasses import dataclass
@@ -24,7 +23,7 @@ import numpy as np
 
 from fslab.collect import tracefs
 from fslab.collect.base import Collector, CollectorResult, PendingResult, PointContext
-from fslab.collect.sysstat import RampSnapshot
+from fslab.collect.common import RampSnapshot, dev_filter, kernel_dev_t
 from fslab.collect.tracefs import Ticker, TraceInstance
 
 JBD2_PROC = Path("/proc/fs/jbd2")
@@ -214,22 +213,6 @@ def run_stats_metrics(commits: list[RunStats], elapsed_s: float) -> dict[str, fl
         out[f"jbd2.run.{name}_mean"] = float(values.mean())
         out[f"jbd2.run.{name}_p99"] = float(np.percentile(values, 99))
     return out
-
-
-def kernel_dev_t(device: str) -> tuple[int, int] | None:
-    """(major, minor) of a block device node, or None."""
-    try:
-        rdev = os.stat(device).st_rdev
-    except OSError:
-        return None
-    return (os.major(rdev), os.minor(rdev)) if rdev else None
-
-
-def dev_filter(majmin: tuple[int, int] | None, field_name: str = "dev") -> str | None:
-    """An ftrace filter on a dev_t field (the kernel's MKDEV: major << 20 | minor)."""
-    if majmin is None:
-        return None
-    return f"{field_name} == {(majmin[0] << 20) | majmin[1]}"
 
 
 # --------------------------------------------------------------------------

@@ -31,6 +31,7 @@ from typing import ClassVar, TypeVar
 
 from fslab.collect.base import Collector, CollectorResult, PointContext
 from fslab.collect.tracefs import Ticker
+from fslab.vocab import metric_safe
 
 PROC = Path("/proc")
 BLOCKED_STATES = ("D", "S")
@@ -127,7 +128,7 @@ class OffcpuProfile:
         for (_, where), w in self.wchan_weight.items():
             per_func[where] += w
         for func, w in per_func.items():
-            out[f"offcpu.wchan.{_metric_safe(func)}.threads_mean"] = w / n
+            out[f"offcpu.wchan.{metric_safe(func)}.threads_mean"] = w / n
         return out
 
     def top_tsv(self, limit: int = 50) -> str:
@@ -143,10 +144,6 @@ class OffcpuProfile:
 def _heaviest(weights: dict[_K, float], n: int) -> list[tuple[_K, float]]:
     """The n heaviest entries, heaviest first; ties in insertion order (as Counter's)."""
     return sorted(weights.items(), key=lambda item: -item[1])[:n]
-
-
-def _metric_safe(name: str) -> str:
-    return re.sub(r"[^A-Za-z0-9_+-]", "_", name) or "_"
 
 
 # --------------------------------------------------------------------------

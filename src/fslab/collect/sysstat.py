@@ -9,14 +9,13 @@ peak over the steady-state window.
 from __future__ import annotations
 
 import contextlib
-import threading
 import time
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import ClassVar, Generic, TypeVar
+from typing import ClassVar
 
 from fslab.collect.base import Collector, CollectorResult, PointContext
+from fslab.collect.common import RampSnapshot
 from fslab.collect.tracefs import Ticker
 
 PROC = Path("/proc")
@@ -67,8 +66,6 @@ VMSTAT_DELTAS = (
     "pgmajfault",
 )
 VMSTAT_GAUGES = ("nr_dirty", "nr_writeback")
-
-T = TypeVar("T")
 
 
 # --------------------------------------------------------------------------
@@ -179,30 +176,6 @@ def block_metrics(before: dict[str, float], after: dict[str, float], elapsed_s: 
 
 # --------------------------------------------------------------------------
 # Steady-state snapshots
-
-
-class RampSnapshot(Generic[T]):
-    """A snapshot taken now and retaken when the ramp ends (if the point lasts)."""
-
-    def __init__(self, take: Callable[[], T], ramp_s: float) -> None:
-        self._take = take
-        self.value: T = take()
-        self.at = time.monotonic()
-        self._timer: threading.Timer | None = None
-        if ramp_s > 0:
-            self._timer = threading.Timer(ramp_s, self._retake)
-            self._timer.daemon = True
-            self._timer.start()
-
-    def _retake(self) -> None:
-        with contextlib.suppress(Exception):
-            value = self._take()
-            self.value, self.at = value, time.monotonic()
-
-    def cancel(self) -> None:
-        if self._timer is not None:
-            self._timer.cancel()
-            self._timer.join(timeout=10)
 
 
 @dataclass

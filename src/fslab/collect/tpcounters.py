@@ -28,7 +28,7 @@ import numpy as np
 
 from fslab.collect import tracefs
 from fslab.collect.base import Collector, CollectorResult, PendingResult, PointContext
-from fslab.collect.jbd2 import dev_filter, kernel_dev_t
+from fslab.collect.common import dev_filter, kernel_dev_t
 from fslab.collect.tracefs import Ticker, TraceInstance
 
 WRITEBACK_QUEUE = "writeback/writeback_queue"

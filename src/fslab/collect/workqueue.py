@@ -34,6 +34,7 @@ import numpy as np
 from fslab.collect import tracefs
 from fslab.collect.base import Collector, CollectorResult, PendingResult, PointContext
 from fslab.collect.tracefs import EventFormat, RawRecords, TraceInstance
+from fslab.vocab import metric_safe
 
 QUEUE, ACTIVATE, START, END = 0, 1, 2, 3
 EVENTS: dict[str, int] = {
@@ -68,11 +69,6 @@ def normalise_wq_name(name: str, device_name: str = "") -> str:
         base = base.rstrip("0123456789") or base
     match = _DEVICE_WQ_RE.match(base) or _HOST_SUFFIX_RE.match(base)
     return match.group(1) if match else base
-
-
-def metric_safe(name: str) -> str:
-    """A name usable between dots of a metric key."""
-    return re.sub(r"[^A-Za-z0-9_+-]", "_", name) or "_"
 
 
 # --------------------------------------------------------------------------

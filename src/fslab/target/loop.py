@@ -47,18 +47,6 @@ def image_owner_pid(name: str) -> int | None:
     return int(match.group("pid")) if match else None
 
 
-def pid_alive(pid: int) -> bool:
-    """True while a process with this pid exists and is not a zombie."""
-    try:
-        stat_text = Path(f"/proc/{pid}/stat").read_text()
-    except (FileNotFoundError, ProcessLookupError):
-        return False
-    except OSError:
-        return True  # exists but unreadable: assume alive, never reclaim
-    state = stat_text.rsplit(")", 1)[-1].split()[0:1]
-    return state != ["Z"]
-
-
 def loop_backing_files() -> dict[str, str]:
     """/dev/loopN -> backing file path for every attached loop device."""
     found = {}
