@@ -27,6 +27,7 @@ from typing import Any, Protocol
 import fslab
 from fslab import faults
 from fslab.collect.base import Collector, CollectorResult, PendingResult, PointContext
+from fslab.collect.registry import ALL_COLLECTORS
 from fslab.errors import FslabError, ToolError, UsageError
 from fslab.hostfacts import HostFacts, collect_host_facts
 from fslab.postprocess import PostProcessing
@@ -124,22 +125,7 @@ def collector_classes(spec: Spec, point: Point) -> dict[str, type[Collector]]:
     """The spec's collectors if the point's role is instrumented, else none."""
     if not instrumented(point.role):
         return {}
-    from fslab.collect.registry import ALL_COLLECTORS
-
-    wanted = spec.collect.enabled()
-    return {name: ALL_COLLECTORS[name] for name in wanted if name in ALL_COLLECTORS}
-
-
-def make_collector(name: str, cls: type[Collector], spec: Spec) -> Collector:
-    if name == "perf":
-        return cls(freq_hz=spec.collect.perf_freq_hz)  # type: ignore[call-arg]
-    if name == "workqueue":
-        return cls(exclude_functions=spec.collect.workqueue_exclude)  # type: ignore[call-arg]
-    if name == "offcpu":
-        return cls(cpu_budget=spec.collect.offcpu_cpu_budget)  # type: ignore[call-arg]
-    if name == "tpcounters":
-        return cls(per_call=spec.collect.tpcounters_per_call)  # type: ignore[call-arg]
-    return cls()
+    return {name: ALL_COLLECTORS[name] for name in spec.collect.enabled()}
 
 
 @contextlib.contextmanager
@@ -163,8 +149,8 @@ def collecting(
             )
             continue
         try:
-            collector = make_collector(name, cls, spec)
-            collector.start(ctx)
+            collector = cls.from_options(spec.collect.options_for(name))
+            collector.start(ctx)  # never raises: a failed start is reported at stop
             running[name] = collector
         except Exception as exc:  # a collector's failure is data, not a crash
             pending[name] = PendingResult.ready(

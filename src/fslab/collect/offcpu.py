@@ -27,11 +27,19 @@ import time
 from collections import defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import ClassVar, TypeVar
+from typing import Annotated, ClassVar, TypeVar
 
-from fslab.collect.base import Collector, CollectorResult, PointContext
+from pydantic import Field
+
+from fslab.collect.base import (
+    Collector,
+    CollectorOptions,
+    CollectorResult,
+    PointContext,
+    Unavailable,
+)
 from fslab.collect.tracefs import Ticker
-from fslab.vocab import metric_safe
+from fslab.vocab import CatalogEntry, MetricDef, metric_safe
 
 PROC = Path("/proc")
 BLOCKED_STATES = ("D", "S")
@@ -286,10 +294,31 @@ class OffcpuSampler:
 # The collector
 
 
+class OffcpuOptions(CollectorOptions):
+    # share of one CPU the sampler may use: 2% keeps IOPS within ~5% of a run without
+    # collectors on 2 CPUs (bench/collector_overhead.py)
+    cpu_budget: Annotated[float, Field(gt=0, le=0.5)] = 0.02
+
+
 class OffcpuCollector(Collector):
     """Sampled kernel stacks of the workload's blocked threads (off-CPU profile)."""
 
     name: ClassVar[str] = "offcpu"
+    Options: ClassVar[type[CollectorOptions]] = OffcpuOptions
+    catalog: ClassVar[tuple[CatalogEntry, ...]] = (
+        (
+            "offcpu.wchan.**.threads_mean",
+            MetricDef("none", "threads", "mean threads blocked in this kernel function"),
+        ),
+        ("offcpu.*threads_mean", MetricDef("none", "threads", "mean threads per state sample")),
+        ("offcpu.**", MetricDef("none", "", "off-CPU (blocked thread) statistics")),
+    )
+    no_data: ClassVar[str] = "no thread of the workload was seen blocked in the kernel"
+
+    @classmethod
+    def from_options(cls, options: CollectorOptions) -> OffcpuCollector:
+        assert isinstance(options, OffcpuOptions)
+        return cls(cpu_budget=options.cpu_budget)
 
     def __init__(
         self,
@@ -308,7 +337,6 @@ class OffcpuCollector(Collector):
         self._sampler: OffcpuSampler | None = None
         self._ticker: Ticker | None = None
         self._ramp_end = 0.0
-        self._unavailable = ""
 
     @classmethod
     def unavailable_reason(cls) -> str | None:
@@ -318,10 +346,9 @@ class OffcpuCollector(Collector):
             return "reading kernel stacks in /proc/<pid>/stack needs root"
         return None
 
-    def start(self, ctx: PointContext) -> None:
+    def begin(self, ctx: PointContext) -> None:
         if not self.proc.is_dir():
-            self._unavailable = f"{self.proc} does not exist"
-            return
+            raise Unavailable(f"{self.proc} does not exist")
         self._sampler = OffcpuSampler(
             ctx.workload_comm,
             mountpoint=ctx.mountpoint if self.only_mountpoint else "",
@@ -338,44 +365,38 @@ class OffcpuCollector(Collector):
         if self._sampler is not None and time.monotonic() >= self._ramp_end:
             self._sampler.sample()
 
-    def stop(self) -> CollectorResult:
-        if self._unavailable:
-            return CollectorResult(status="unavailable", reason=self._unavailable)
-        if self._ticker is None or self._sampler is None:
-            return CollectorResult(status="failed", reason="stop() without a successful start()")
-        try:
-            self._ticker.stop()
-            sampler = self._sampler
-            prof = sampler.profile
-            if self._ticker.error is not None:
-                return CollectorResult(status="failed", reason=f"sampler: {self._ticker.error!r}")
-            if prof.samples == 0:
-                where = f" using {sampler.mountpoint}" if sampler.mountpoint else ""
-                return CollectorResult(
-                    status="failed",
-                    reason=f"no thread of a process named {sampler.comm!r}{where} was seen",
-                )
-            metrics = prof.metrics()
-            metrics["offcpu.collector_cpu_s"] = sampler.cpu_s
-            metrics["offcpu.sample_cpu_ms_mean"] = 1000 * sampler.cpu_s / prof.samples
-            metrics["offcpu.threads_per_sample_mean"] = sum(sampler.threads_per_sample) / len(
-                sampler.threads_per_sample
-            )
-            reasons = []
-            if sampler.ignored_pids:
-                reasons.append(
-                    f"ignored {len(sampler.ignored_pids)} other {sampler.comm!r} process(es) "
-                    "not using the mountpoint"
-                )
-            if sampler.unreadable_stacks:
-                reasons.append(f"{sampler.unreadable_stacks} stacks unreadable (not root?)")
+    def end(self) -> CollectorResult:
+        assert self._ticker is not None and self._sampler is not None
+        self._ticker.stop()
+        sampler = self._sampler
+        prof = sampler.profile
+        if self._ticker.error is not None:
+            return CollectorResult(status="failed", reason=f"sampler: {self._ticker.error!r}")
+        if prof.samples == 0:
+            where = f" using {sampler.mountpoint}" if sampler.mountpoint else ""
             return CollectorResult(
-                metrics=metrics,
-                artifacts={
-                    "profile.offcpu.folded": prof.folded(),
-                    "offcpu.top.tsv": prof.top_tsv(),
-                },
-                reason="; ".join(reasons),
+                status="failed",
+                reason=f"no thread of a process named {sampler.comm!r}{where} was seen",
             )
-        except Exception as exc:
-            return CollectorResult(status="failed", reason=f"{type(exc).__name__}: {exc}")
+        metrics = prof.metrics()
+        metrics["offcpu.collector_cpu_s"] = sampler.cpu_s
+        metrics["offcpu.sample_cpu_ms_mean"] = 1000 * sampler.cpu_s / prof.samples
+        metrics["offcpu.threads_per_sample_mean"] = sum(sampler.threads_per_sample) / len(
+            sampler.threads_per_sample
+        )
+        reasons = []
+        if sampler.ignored_pids:
+            reasons.append(
+                f"ignored {len(sampler.ignored_pids)} other {sampler.comm!r} process(es) "
+                "not using the mountpoint"
+            )
+        if sampler.unreadable_stacks:
+            reasons.append(f"{sampler.unreadable_stacks} stacks unreadable (not root?)")
+        return CollectorResult(
+            metrics=metrics,
+            artifacts={
+                "profile.offcpu.folded": prof.folded(),
+                "offcpu.top.tsv": prof.top_tsv(),
+            },
+            reason="; ".join(reasons),
+        )

@@ -30,11 +30,19 @@ from pathlib import Path
 from typing import ClassVar
 
 import numpy as np
+from pydantic import Field
 
 from fslab.collect import tracefs
-from fslab.collect.base import Collector, CollectorResult, PendingResult, PointContext
+from fslab.collect.base import (
+    Collector,
+    CollectorOptions,
+    CollectorResult,
+    PendingResult,
+    PointContext,
+    Unavailable,
+)
 from fslab.collect.tracefs import EventFormat, RawRecords, TraceInstance
-from fslab.vocab import metric_safe
+from fslab.vocab import CatalogEntry, MetricDef, metric_safe
 
 QUEUE, ACTIVATE, START, END = 0, 1, 2, 3
 EVENTS: dict[str, int] = {
@@ -631,10 +639,34 @@ def function_filter(include: Iterable[str] = (), exclude: Iterable[str] = ()) ->
     return " && ".join(parts) or None
 
 
+class WorkqueueOptions(CollectorOptions):
+    # work functions left out of tracing (an in-kernel filter): by default the loop
+    # device's own I/O work, which on a loop target is the emulated device, not the
+    # filesystem, and would be most of the events
+    exclude: list[str] = Field(
+        default_factory=lambda: ["loop_rootcg_workfn", "loop_workfn", "blk_mq_requeue_work"]
+    )
+
+
 class WorkqueueCollector(Collector):
     """Per-workqueue items/s, queueing/start delays, execution time, concurrency."""
 
     name: ClassVar[str] = "workqueue"
+    Options: ClassVar[type[CollectorOptions]] = WorkqueueOptions
+    catalog: ClassVar[tuple[CatalogEntry, ...]] = (
+        ("wq.*.*_ns_*", MetricDef("none", "ns", "workqueue delay or execution time")),
+        ("wq.*.items_per_s", MetricDef("none", "1/s", "work items executed per second")),
+        ("wq.*.peak_concurrency", MetricDef("none", "items", "most work items running at once")),
+        ("wq.*.utilisation", MetricDef("none", "fraction", "busy time / elapsed (may exceed 1)")),
+        ("wq.events_per_s", MetricDef("none", "1/s", "workqueue trace events per second")),
+        ("wq.**", MetricDef("none", "", "workqueue collector bookkeeping")),
+    )
+    no_data: ClassVar[str] = "no workqueue had 10 or more items in the window"
+
+    @classmethod
+    def from_options(cls, options: CollectorOptions) -> WorkqueueCollector:
+        assert isinstance(options, WorkqueueOptions)
+        return cls(exclude_functions=options.exclude)
 
     def __init__(
         self,
@@ -653,8 +685,6 @@ class WorkqueueCollector(Collector):
         self.filter = function_filter(include_functions, exclude_functions)
         self._instance: TraceInstance | None = None
         self._ticker: tracefs.Ticker | None = None
-        self._unavailable = ""
-        self._start_failure = ""
         self._note = ""
         self._spool: list[bytes] = []
         self._spool_bytes = 0
@@ -671,7 +701,7 @@ class WorkqueueCollector(Collector):
     def unavailable_reason(cls) -> str | None:
         return tracefs.unavailable_reason(None, list(EVENTS))
 
-    def start(self, ctx: PointContext) -> None:
+    def begin(self, ctx: PointContext) -> None:
         self._names = NameTable(device_name=ctx.device_name)
         try:
             root, self._note = tracefs.ensure_tracefs(self.tracefs_root)
@@ -690,13 +720,11 @@ class WorkqueueCollector(Collector):
             inst.set_tracing(True)
             self._t_start_ns = inst.clock_now_ns()
         except (OSError, tracefs.TracefsError) as exc:
-            self._unavailable = str(exc)
             self._release()
-            return
-        except Exception as exc:  # start never raises: the runner would not call stop()
-            self._start_failure = f"start: {type(exc).__name__}: {exc}"
+            raise Unavailable(str(exc)) from exc
+        except Exception:
             self._release()
-            return
+            raise
         self._agg = WorkqueueAggregator(self._t_start_ns + int(ctx.ramp_s * 1e9))
         self._ticker = tracefs.Ticker(self._tick, self.read_interval_s, "fslab-workqueue")
         self._ticker.start()
@@ -730,21 +758,8 @@ class WorkqueueCollector(Collector):
         for first in range(0, len(ready), _AGGREGATE_CHUNK):  # small arrays stay in cache
             self._agg.add(ready.take(np.arange(first, min(first + _AGGREGATE_CHUNK, len(ready)))))
 
-    def stop(self) -> CollectorResult:
-        return self.stop_observing().finish()
-
-    def stop_observing(self) -> PendingResult:
+    def end(self) -> PendingResult:
         """Stop tracing, read what is left, remove the instance; decoding is left to finish()."""
-        if self._unavailable:
-            return PendingResult.ready(
-                CollectorResult(status="unavailable", reason=self._unavailable)
-            )
-        if self._start_failure:
-            return PendingResult.ready(CollectorResult(status="failed", reason=self._start_failure))
-        if self._instance is None:
-            return PendingResult.ready(
-                CollectorResult(status="failed", reason="stop() without a successful start()")
-            )
         window: CollectorResult | tuple[int, float, float]
         try:
             window = self._end_window()

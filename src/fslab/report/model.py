@@ -37,6 +37,7 @@ from fslab.analyze.point_profile import NoProfile, ProfileKind, load_profile
 from fslab.analyze.series import Series, build_series, select_campaigns
 from fslab.analyze.stats import MIN_REPS
 from fslab.analyze.summary import SummaryRow, summarize, watermark_relevant
+from fslab.collect.registry import ALL_COLLECTORS
 from fslab.errors import FslabError
 from fslab.roles import mode_of_roles
 from fslab.stacks.profile import DiffRow, HotChain, Profile, diff
@@ -52,7 +53,7 @@ CHAINS = 3  # perf-style chains are 15-20 lines each: the top three tell the sto
 DIFF_ROWS = 12
 TOP_WORKQUEUES = 5
 TOP_WCHANS = 8
-COLLECTOR_FAMILIES = frozenset({"wq", "jbd2", "offcpu", "sys", "tp", "blk", "vm", "profile"})
+COLLECTOR_FAMILIES = frozenset().union(*(c.families() for c in ALL_COLLECTORS.values()))
 WQ_FIELDS = (
     "items_per_s",
     "queue_delay_ns_p99",
@@ -1108,11 +1109,7 @@ def _collector_gap(
     state, reason = collectors.get(name, ("not run", ""))
     if state != "ok":
         return f"{name}: the collector was {state}" + (f": {reason}" if reason else "")
-    if name == "offcpu":
-        return "offcpu: no thread of the workload was seen blocked in the kernel"
-    if name == "workqueue":
-        return "workqueue: no workqueue had 10 or more items in the window"
-    return f"{name}: the collector ran but stored no {prefix}* metrics"
+    return f"{name}: {ALL_COLLECTORS[name].no_data}"
 
 
 def _wq_split(name: str) -> tuple[str, str] | None:
