@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import io
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -28,7 +28,7 @@ from matplotlib.ticker import FuncFormatter, NullLocator
 from matplotlib.typing import RcKeyType
 
 from fslab.report.model import Comparisons, Latency, Report, Scaling
-from fslab.vocab import format_value, point_label
+from fslab.vocab import ScalarValue, format_value, point_label
 
 FIG_SIZE_IN = (7.5, 3.9)
 _RC: dict[RcKeyType, Any] = {
@@ -281,9 +281,9 @@ def bars_plot(report: Report) -> str | None:
     return svg_text(fig, "bars")
 
 
-def _group_label(point: dict[str, object]) -> str:
-    """One axis per line, so long sweep labels do not run into each other."""
-    return "\n".join(f"{k}={v if v != '' else '-'}" for k, v in point.items()) or "(no sweep)"
+def _group_label(point: Mapping[str, ScalarValue]) -> str:
+    """One axis per line (vocab's point label), so long sweep labels do not run together."""
+    return "\n".join(point_label({axis: value}) for axis, value in point.items()) or point_label({})
 
 
 def series_plot(report: Report) -> str | None:

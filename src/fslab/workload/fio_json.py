@@ -187,6 +187,30 @@ def _percentile_metrics(
     return {}
 
 
+LATENCY_SECTIONS = {  # latency metric family -> (fio json direction, latency key)
+    "fio.sync.lat_ns": ("sync", "lat_ns"),
+    "fio.write.clat_ns": ("write", "clat_ns"),
+    "fio.read.clat_ns": ("read", "clat_ns"),
+}
+
+
+def latency_histogram(text: str, family: str) -> dict[int, int]:
+    """One latency family's json+ bins over all jobs of fio's stdout, merged.
+
+    Raises FioOutputError when the output has no report, ValueError when the
+    report has no such bins (fio ran without --output-format=json+).
+    """
+    direction, key = LATENCY_SECTIONS[family]
+    jobs = _find_report(text)["jobs"]
+    sections = [job[direction][key] for job in jobs if key in job.get(direction, {})]
+    bins = [s["bins"] for s in sections if s.get("bins")]
+    if not bins:
+        raise ValueError(
+            f"fio.json has no {direction} latency bins (fio ran without --output-format=json+)"
+        )
+    return merge_bins(bins)
+
+
 def merge_bins(bin_maps: Iterable[Mapping[str, int] | Mapping[int, int]]) -> dict[int, int]:
     """One histogram from several jobs' bins (json+ keys are latency values as strings)."""
     merged: Counter[int] = Counter()
