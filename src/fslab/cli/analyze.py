@@ -7,7 +7,6 @@ result as a table or JSON. Nothing here computes a statistic.
 
 from __future__ import annotations
 
-import math
 import textwrap
 import warnings
 from collections.abc import Sequence
@@ -37,21 +36,13 @@ from fslab.cli.common import DbOption, JsonOption, app, err, guarded, open_store
 from fslab.errors import UsageError
 from fslab.report.flamegraph import diff_flamegraph_svg, flamegraph_svg
 from fslab.report.speedscope import speedscope_json
+from fslab.report.terminal import comparison_tables
 from fslab.stacks.fold import folded_to_text
 from fslab.stacks.profile import Profile, folded_diff_text, format_chains, format_diff
 from fslab.store.db import Store
 from fslab.vocab import format_value, metric_label, point_label
 
 CampaignArg = Annotated[int, typer.Argument(help="Campaign id (see `fslab list`).")]
-
-_VERDICT_STYLE = {
-    "better": "green",
-    "worse": "bold red",
-    "changed": "yellow",
-    "needs more runs": "dim",
-    "no change shown": "",
-}
-METRIC_COLUMN_MAX = 12  # longer metric names get a table each
 
 
 def _say(text: str = "", *, end: str = "\n") -> None:
@@ -190,98 +181,6 @@ def _print_comparisons(comparisons: Sequence[Comparison]) -> None:
             f"({RECOMMENDED_REPETITIONS} to catch a 5% shift at 3% noise): rerun with "
             "--set run.repeat=N\nor `fslab run --until-ci PCT`"
         )
-
-
-def comparison_tables(comparison: Comparison) -> list[tuple[str, Table]]:
-    """(title, table) per configuration when the points carry one, else one table.
-
-    Long metric names (evidence metrics such as wq.ext4-rsv-conversion.*) do
-    not fit a column of an 80-column table: then each metric gets a table of
-    its own, titled with its name.
-    """
-    by_metric = any(len(metric_label(r.metric)) > METRIC_COLUMN_MAX for r in comparison.table.rows)
-    groups: dict[tuple[str | None, str | None], list[ComparisonRow]] = {}
-    for row in comparison.table.rows:
-        key = (_config_of(row.point), row.metric if by_metric else None)
-        groups.setdefault(key, []).append(row)
-    versus = f"{comparison.candidate} vs {comparison.baseline} (baseline)"
-    tables = []
-    shown: set[str | None] = set()
-    for (config, metric), rows in groups.items():
-        heading = [] if config in shown else [f"{config}: {versus}" if config else versus]
-        shown.add(config)
-        if metric:
-            heading.append(f"  {metric_label(metric)}")
-        tables.append(("\n".join(heading), comparison_table(rows, with_metric=not by_metric)))
-    return tables
-
-
-def _config_of(point: Any) -> str | None:
-    if isinstance(point, tuple) and point and point[0][0] == "config":
-        return str(point[0][1])
-    return None
-
-
-def comparison_table(rows: Sequence[ComparisonRow], *, with_metric: bool = True) -> Table:
-    """Rows of one comparison, narrow enough for 80 columns."""
-    axes = [a for a in _point_axes(rows) if a != "config"]
-    table = Table(box=box.SIMPLE_HEAD, pad_edge=False, padding=0)
-    table.add_column(" ".join(axes) or "point", no_wrap=True)
-    if with_metric:
-        table.add_column("metric", no_wrap=True)
-    for name in ("n", "base", "cand", "ratio", "95% CI", "p"):
-        table.add_column(name, justify="right", no_wrap=True)
-    table.add_column("verdict", no_wrap=True)
-    previous = None
-    for row in rows:
-        cells = _row_cells(row)
-        cells[0] = "" if row.point == previous else escape(_point_values(row.point))
-        previous = row.point
-        table.add_row(*(cells if with_metric else cells[:1] + cells[2:]))
-    return table
-
-
-def _point_axes(rows: Sequence[ComparisonRow]) -> list[str]:
-    """Axis names of the rows' point keys, for one header instead of one per cell."""
-    axes: dict[str, None] = {}
-    for row in rows:
-        if isinstance(row.point, tuple):
-            axes.update((str(pair[0]), None) for pair in row.point)
-    return list(axes)
-
-
-def _point_values(point: Any) -> str:
-    if isinstance(point, tuple):
-        return " ".join(str(value) for axis, value in point if axis != "config") or "-"
-    return point_label(point)
-
-
-def _row_cells(row: ComparisonRow) -> list[str]:
-    same = row.n_baseline == row.n_candidate
-    n = str(row.n_baseline) if same else f"{row.n_baseline}/{row.n_candidate}"
-    style = _VERDICT_STYLE.get(row.verdict, "")
-    verdict = f"[{style}]{row.verdict}[/]" if style else row.verdict
-    return [
-        point_label(row.point),
-        escape(metric_label(row.metric)),
-        n,
-        format_value(row.metric, row.median_baseline),
-        format_value(row.metric, row.median_candidate),
-        _ratio(row.ratio),
-        f"{_ratio(row.ci_low)}-{_ratio(row.ci_high)}" if math.isfinite(row.ci_low) else "-",
-        _p(row.p_adjusted),
-        verdict,
-    ]
-
-
-def _ratio(value: float) -> str:
-    return f"{value:.2f}" if math.isfinite(value) else "-"
-
-
-def _p(value: float) -> str:
-    if not math.isfinite(value):
-        return "-"
-    return "<0.001" if value < 0.001 else f"{value:.3f}"
 
 
 def _report_regressions(found: list[tuple[Comparison, ComparisonRow]], pct: float) -> None:
