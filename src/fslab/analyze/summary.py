@@ -13,11 +13,17 @@ from __future__ import annotations
 import statistics
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
-from typing import Any
 
 from fslab.roles import counts_for_headline
 from fslab.store.db import PointRow
-from fslab.vocab import PointKey, format_value, headline_metric, latency_metric, point_key
+from fslab.vocab import (
+    PointKey,
+    ScalarValue,
+    format_value,
+    headline_metric,
+    latency_metric,
+    point_key,
+)
 
 
 @dataclass(frozen=True)
@@ -75,9 +81,28 @@ def perturbation_of(
 
 
 @dataclass
+class RowFacts:
+    """What a row's points say about free space and ext4's free-cluster watermark."""
+
+    ext4_watermark_bytes: int | None = None
+    below_ext4_watermark: bool | None = None
+    free_bytes_start: float | None = None  # the first point's, when the workload started
+    filled: bool = False  # the filesystem was filled before the workload
+
+    def to_dict(self) -> dict[str, float | bool]:
+        """As `fslab show --json` prints them: only what the points said."""
+        out: dict[str, float | bool] = {
+            k: v for k, v in asdict(self).items() if v is not None and k != "filled"
+        }
+        if self.filled:
+            out["filled"] = True
+        return out
+
+
+@dataclass
 class SummaryRow:
     config: str
-    sweep: dict[str, Any]
+    sweep: dict[str, ScalarValue]
     n_ok: int
     n_failed: int
     headline: str | None
@@ -87,13 +112,13 @@ class SummaryRow:
     latency: str | None
     latency_median: float | None
     values: list[float] = field(default_factory=list)
-    facts: dict[str, Any] = field(default_factory=dict)
+    facts: RowFacts = field(default_factory=RowFacts)
     evidence: float | None = None  # the evidence run's headline
     perturbation_pct: float | None = None  # evidence vs clean median, signed %
     evidence_failed: bool = False  # the point's evidence run failed
 
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+    def to_dict(self) -> dict[str, object]:
+        return {**asdict(self), "facts": self.facts.to_dict()}
 
 
 def summarize(
@@ -139,16 +164,17 @@ def _row(
     lat_values = [
         metrics[p.id][latency] for p in ok if latency and latency in metrics.get(p.id, {})
     ]
-    facts: dict[str, Any] = {}
+    facts = RowFacts()
     for p in ok:
-        for key in ("ext4_watermark_bytes", "below_ext4_watermark"):
-            if key in p.facts:
-                facts[key] = p.facts[key]
+        if "ext4_watermark_bytes" in p.facts:
+            facts.ext4_watermark_bytes = int(p.facts["ext4_watermark_bytes"])
+        if "below_ext4_watermark" in p.facts:
+            facts.below_ext4_watermark = bool(p.facts["below_ext4_watermark"])
         free = metrics.get(p.id, {}).get("fs.free_bytes_start")
-        if free is not None:
-            facts.setdefault("free_bytes_start", free)
+        if free is not None and facts.free_bytes_start is None:
+            facts.free_bytes_start = free
         if "fs.fill_bytes" in metrics.get(p.id, {}):
-            facts["filled"] = True
+            facts.filled = True
     return SummaryRow(
         config=config,
         sweep=dict(members[0].sweep),
@@ -170,6 +196,6 @@ def _row(
 
 def watermark_relevant(rows: Sequence[SummaryRow]) -> bool:
     """ext4's free-cluster watermark matters for dd-style writes or pre-filled filesystems."""
-    has_ext4 = any("ext4_watermark_bytes" in r.facts for r in rows)
-    relevant = any(r.facts.get("filled") or r.headline == "dd.bw_bytes_s" for r in rows)
+    has_ext4 = any(r.facts.ext4_watermark_bytes is not None for r in rows)
+    relevant = any(r.facts.filled or r.headline == "dd.bw_bytes_s" for r in rows)
     return has_ext4 and relevant

@@ -714,10 +714,10 @@ def _result_row(data: CampaignData, row: SummaryRow, family: str | None) -> Resu
         evidence=row.evidence,
         perturbation_pct=row.perturbation_pct,
         evidence_failed=row.evidence_failed,
-        free_bytes_start=row.facts.get("free_bytes_start"),
-        watermark_bytes=row.facts.get("ext4_watermark_bytes"),
-        below_watermark=row.facts.get("below_ext4_watermark"),
-        filled=bool(row.facts.get("filled")),
+        free_bytes_start=row.facts.free_bytes_start,
+        watermark_bytes=row.facts.ext4_watermark_bytes,
+        below_watermark=row.facts.below_ext4_watermark,
+        filled=row.facts.filled,
     )
 
 

@@ -75,10 +75,10 @@ def results_table(rows: Sequence[SummaryRow], title: str) -> Table:
                 format_evidence(headline, row.evidence, row.perturbation_pct, row.evidence_failed)
             )
         if show_watermark:
-            free = row.facts.get("free_bytes_start")
+            free = row.facts.free_bytes_start
             cells.append(format_bytes(free) if free is not None else "-")
-            mark = row.facts.get("ext4_watermark_bytes")
-            below = " BELOW" if row.facts.get("below_ext4_watermark") else ""
+            mark = row.facts.ext4_watermark_bytes
+            below = " BELOW" if row.facts.below_ext4_watermark else ""
             cells.append(f"{format_bytes(mark)}{below}" if mark is not None else "n/a")
         table.add_row(*cells)
     return table
