@@ -3,7 +3,6 @@ the spec and the catalog (collect/base.py, collect/registry.py)."""
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import ClassVar
 
 import pytest
@@ -19,17 +18,9 @@ from fslab.collect.base import (
 )
 from fslab.collect.registry import ALL_COLLECTORS, collector_of_family
 from fslab.spec import CollectSpec
+from tests.test_collect_parsers import _ctx
 
-CTX = PointContext(
-    device="/dev/loop9",
-    device_name="loop9",
-    mountpoint="/mnt",
-    fs_type="ext4",
-    workload_comm="fio",
-    ramp_s=0.0,
-    runtime_s=1.0,
-    artifact_dir=Path("/nonexistent"),
-)
+CTX = _ctx()
 
 
 class _Toy(Collector):
