@@ -112,8 +112,8 @@ class Collector(ABC):
 
     @classmethod
     def from_options(cls, options: CollectorOptions) -> Collector:
-        """The collector as a spec configures it (collectors with options override this)."""
-        return cls()
+        """The collector as a spec configures it: its options are its keyword arguments."""
+        return cls(**options.model_dump())
 
     @classmethod
     def families(cls) -> frozenset[str]:

@@ -315,11 +315,6 @@ class OffcpuCollector(Collector):
     )
     no_data: ClassVar[str] = "no thread of the workload was seen blocked in the kernel"
 
-    @classmethod
-    def from_options(cls, options: CollectorOptions) -> OffcpuCollector:
-        assert isinstance(options, OffcpuOptions)
-        return cls(cpu_budget=options.cpu_budget)
-
     def __init__(
         self,
         *,

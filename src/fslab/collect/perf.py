@@ -198,11 +198,6 @@ class PerfCollector(Collector):
         ("profile.**", MetricDef("none", "", "profile statistics")),
     )
 
-    @classmethod
-    def from_options(cls, options: CollectorOptions) -> PerfCollector:
-        assert isinstance(options, PerfOptions)
-        return cls(freq_hz=options.freq_hz)
-
     def __init__(
         self,
         freq_hz: int = DEFAULT_FREQ_HZ,

@@ -366,11 +366,6 @@ class TpCountersCollector(Collector):
         ("tp.**", MetricDef("none", "", "tracepoint collector statistics")),
     )
 
-    @classmethod
-    def from_options(cls, options: CollectorOptions) -> TpCountersCollector:
-        assert isinstance(options, TpCountersOptions)
-        return cls(per_call=options.per_call)
-
     def __init__(
         self, *, backend: str = "auto", tracefs_root: Path | None = None, per_call: bool = False
     ) -> None:

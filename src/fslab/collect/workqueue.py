@@ -663,11 +663,6 @@ class WorkqueueCollector(Collector):
     )
     no_data: ClassVar[str] = "no workqueue had 10 or more items in the window"
 
-    @classmethod
-    def from_options(cls, options: CollectorOptions) -> WorkqueueCollector:
-        assert isinstance(options, WorkqueueOptions)
-        return cls(exclude_functions=options.exclude)
-
     def __init__(
         self,
         *,
@@ -675,14 +670,14 @@ class WorkqueueCollector(Collector):
         read_interval_s: float = 0.1,
         spool_limit_bytes: int = SPOOL_LIMIT_BYTES,
         buffer_kb_per_cpu: int | None = None,
-        include_functions: Iterable[str] = (),
-        exclude_functions: Iterable[str] = (),
+        include: Iterable[str] = (),
+        exclude: Iterable[str] = (),
     ) -> None:
         self.tracefs_root = tracefs_root
         self.read_interval_s = read_interval_s
         self.spool_limit_bytes = spool_limit_bytes
         self.buffer_kb_per_cpu = buffer_kb_per_cpu or default_buffer_kb_per_cpu()
-        self.filter = function_filter(include_functions, exclude_functions)
+        self.filter = function_filter(include, exclude)
         self._instance: TraceInstance | None = None
         self._ticker: tracefs.Ticker | None = None
         self._note = ""
