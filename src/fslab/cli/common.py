@@ -7,7 +7,7 @@ import json
 import sys
 from collections.abc import Callable
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated
 
 import typer
 from rich.console import Console
@@ -47,7 +47,7 @@ def campaign_or_latest(store: Store, campaign_id: int | None) -> int:
     return campaign_id if campaign_id is not None else store.latest_campaign_id()
 
 
-def print_json(data: Any) -> None:
+def print_json(data: object) -> None:
     sys.stdout.write(json.dumps(data, indent=2, default=str) + "\n")
 
 

@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from rich.console import Console
 from rich.progress import (
     BarColumn,
     MofNCompleteColumn,
     Progress,
+    TaskID,
     TextColumn,
     TimeElapsedColumn,
     TimeRemainingColumn,
@@ -33,7 +32,7 @@ class RichProgress:
             console=console,
             transient=False,
         )
-        self.task_id: Any = None
+        self.task_id: TaskID | None = None
 
     def __enter__(self) -> RichProgress:
         self.progress.start()
@@ -50,7 +49,8 @@ class RichProgress:
     def point_started(self, point: PointRow) -> None:
         sweep = point_label(point.sweep, empty="")
         run = "evidence" if point.role == "evidence" else f"#{point.repeat}"
-        self.progress.update(self.task_id, description=f"{point.config} {sweep} {run}")
+        if self.task_id is not None:
+            self.progress.update(self.task_id, description=f"{point.config} {sweep} {run}")
 
     def point_finished(self, point: PointRow, outcome: PointOutcome) -> None:
         sweep = point_label(point.sweep, empty="")
@@ -62,7 +62,8 @@ class RichProgress:
             self.progress.console.print(f"  ok     {point.config} {sweep}: {figure}")
         else:
             self.progress.console.print(f"  FAILED {point.config} {sweep}: {outcome.error}")
-        self.progress.advance(self.task_id)
+        if self.task_id is not None:
+            self.progress.advance(self.task_id)
 
     def message(self, text: str) -> None:
         self.progress.console.print(text)

@@ -2,24 +2,16 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from fslab.analyze.summary import summarize
 from fslab.cli.common import out, print_json
 from fslab.report import terminal
 from fslab.store.db import Store
 
 
-def campaign_view(store: Store, campaign_id: int) -> dict[str, Any]:
+def print_results(store: Store, campaign_id: int, as_json: bool) -> None:
     campaign = store.campaign(campaign_id)
     points = store.points(campaign_id)
     rows = summarize(points, store.metrics(campaign_id))
-    return {"campaign": campaign, "points": points, "rows": rows}
-
-
-def print_results(store: Store, campaign_id: int, as_json: bool) -> None:
-    view = campaign_view(store, campaign_id)
-    campaign, points, rows = view["campaign"], view["points"], view["rows"]
     if as_json:
         print_json(
             {
