@@ -173,3 +173,17 @@ def pid_alive(pid: int) -> bool:
         return True  # exists but unreadable: assume alive, never reclaim
     state = stat_text.rsplit(")", 1)[-1].split()[0:1]
     return state != ["Z"]
+
+
+def process_cpu_s(pid: int) -> float:
+    """utime + stime of a process (all its threads), in seconds; 0.0 if unreadable.
+
+    Also right for a zombie: the kernel keeps its times until it is reaped, so
+    a collector reads its helper's cost before waiting for it.
+    """
+    try:
+        text = Path(f"/proc/{pid}/stat").read_text()
+        fields = text[text.rindex(")") + 2 :].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    except (OSError, ValueError, IndexError):
+        return 0.0

@@ -127,6 +127,17 @@ def test_all_collectors_on_fsync_load(no_leaks, tmp_path):
     assert 0 < sysm["blk.busy_pct"] <= 100
     assert sysm["sys.ctxt_per_s"] > 0
 
+    # every collector states its own CPU time (the perf stat process for tpcounters)
+    for metric, result in (
+        ("wq.collector_cpu_s", wq),
+        ("tp.collector_cpu_s", tp),
+        ("jbd2.collector_cpu_s", jb),
+        ("offcpu.collector_cpu_s", off.metrics),
+        ("sys.collector_cpu_s", sysm),
+    ):
+        assert 0 <= result[metric] < 5, metric
+    assert off.metrics["offcpu.collector_cpu_s"] > 0  # it reads /proc for every sample
+
 
 def test_ramp_window_and_ftrace_backend(no_leaks, tmp_path):
     """Counting starts after the ramp; tpcounters works without perf (ftrace backend),

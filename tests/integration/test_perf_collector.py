@@ -82,6 +82,7 @@ def test_records_ext4_stacks_around_dd(no_leaks, tmp_path: Path) -> None:
     assert any(k.startswith("profile.inclusive.") for k in result.metrics)
     assert any(k.startswith("profile.self.") for k in result.metrics)
     assert all(0.0 <= v <= 1.0 for k, v in result.metrics.items() if ".inclusive." in k)
+    assert 0.0 < result.metrics["profile.collector_cpu_s"] < 3.0  # perf record's own CPU
     dd_stacks = [s for s in profile.stacks if s[0] == "dd"]
     assert any(f.startswith("ext4_") for s in dd_stacks for f in s), "no ext4 frame under dd"
     assert not (tmp_path / "perf.data").exists()

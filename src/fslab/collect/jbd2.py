@@ -258,6 +258,7 @@ class Jbd2Collector(Collector):
         self._trace_note = ""
         self._majmin: tuple[int, int] | None = None
         self._count_from_s = 0.0
+        self._reader_cpu_s = 0.0  # the trace_pipe reader thread, ramp included
 
     @classmethod
     def unavailable_reason(cls) -> str | None:
@@ -350,6 +351,7 @@ class Jbd2Collector(Collector):
         assert self._before is not None
         if self._ticker is not None:
             self._ticker.stop()
+            self._reader_cpu_s = self._ticker.cpu_s
         trace_end_s = 0.0
         lost = 0
         if self._instance is not None:
@@ -389,4 +391,5 @@ class Jbd2Collector(Collector):
             if lost:
                 notes.append(f"{lost} jbd2_run_stats events lost")
             metrics["jbd2.run.events_lost"] = float(lost)
+            metrics["jbd2.collector_cpu_s"] = self._reader_cpu_s
         return CollectorResult(metrics=metrics, artifacts=artifacts, reason="; ".join(notes))

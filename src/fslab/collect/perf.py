@@ -41,7 +41,7 @@ from fslab.collect.base import (
     Unavailable,
 )
 from fslab.errors import ToolError
-from fslab.proc import CommandLog, CommandRecord, run
+from fslab.proc import CommandLog, CommandRecord, process_cpu_s, run
 from fslab.stacks.fold import fold_perf_script_stream, folded_to_text
 from fslab.stacks.profile import Profile
 from fslab.vocab import CatalogEntry, MetricDef
@@ -279,6 +279,7 @@ class PerfCollector(Collector):
         self._proc_argv = []
         self._interrupted = False
         self._ramp_end = 0.0
+        self._cpu_s = 0.0  # perf record's own CPU over the recording
 
     # --- stop -----------------------------------------------------------------
 
@@ -299,9 +300,14 @@ class PerfCollector(Collector):
         perf, data, log = self._perf, self._data_path, self.command_log
         err_path = self._ctx.artifact_dir / "perf-script.log"
 
+        cpu_s = self._cpu_s
+
         def compute() -> CollectorResult:
             try:
-                return self._fold(perf, data, err_path, log)
+                result = self._fold(perf, data, err_path, log)
+                if result.status == "ok":
+                    result.metrics["profile.collector_cpu_s"] = cpu_s
+                return result
             finally:
                 if not self.keep_data:
                     with contextlib.suppress(OSError):
@@ -346,7 +352,13 @@ class PerfCollector(Collector):
         return None
 
     def _end_record(self, proc: subprocess.Popen[bytes]) -> int:
-        """SIGINT a running perf so it flushes its buffers, then wait for it."""
+        """SIGINT a running perf so it flushes its buffers, then wait for it.
+
+        perf's CPU time is read first (perf record ends on its own just before
+        the workload, and a zombie keeps its times): the window's cost, not
+        the writing of the buffers after it.
+        """
+        self._cpu_s = process_cpu_s(proc.pid)
         if proc.poll() is None:
             self._interrupted = True
             with contextlib.suppress(ProcessLookupError):

@@ -293,6 +293,7 @@ class SysstatCollector(Collector):
         for key, peak in self._peaks.items():
             metrics[f"{key}_peak"] = peak
             metrics[f"{key}_mean"] = self._gauge_sums[key] / max(1, self._gauge_samples)
+        metrics["sys.collector_cpu_s"] = self._ticker.cpu_s  # the gauge sampler, ramp included
         reasons = []
         if not after.block:
             device = self._ctx.device_name if self._ctx else None

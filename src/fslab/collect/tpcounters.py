@@ -13,7 +13,6 @@ events (same filters) and they are counted from raw pages.
 from __future__ import annotations
 
 import contextlib
-import os
 import re
 import shutil
 import signal
@@ -37,6 +36,7 @@ from fslab.collect.base import (
 )
 from fslab.collect.common import dev_filter, kernel_dev_t
 from fslab.collect.tracefs import Ticker, TraceInstance
+from fslab.proc import process_cpu_s
 from fslab.vocab import CatalogEntry, MetricDef
 
 WRITEBACK_QUEUE = "writeback/writeback_queue"
@@ -201,15 +201,6 @@ def parse_perf_stat_csv(text: str, counters: list[Counter]) -> dict[str, float]:
     return out
 
 
-def _process_cpu_s(pid: int) -> float:
-    """utime + stime of a live process, in seconds."""
-    with contextlib.suppress(OSError, ValueError, IndexError):
-        text = Path(f"/proc/{pid}/stat").read_text()
-        fields = text[text.rindex(")") + 2 :].split()
-        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-    return 0.0
-
-
 class _PerfBackend:
     def __init__(self, counters: list[Counter], ramp_s: float) -> None:
         self.counters = counters
@@ -228,7 +219,7 @@ class _PerfBackend:
     def end_window(self) -> None:
         """Tell perf stat the window is over (it reads its counters on SIGINT)."""
         self.t_end = time.monotonic()
-        self.cpu_s = _process_cpu_s(self.proc.pid)
+        self.cpu_s = process_cpu_s(self.proc.pid)
         self.exited_early = self.proc.poll() is not None
         if not self.exited_early:
             self.proc.send_signal(signal.SIGINT)
