@@ -14,8 +14,15 @@
     <= 1.10) and the campaign's own breakdown: measuring, setup, teardown,
     post-processing and how much of that overlapped the next point's setup.
 
-Run as root under the machine lock:
-  flock -x /work/machine.lock .venv/bin/python bench/harness_overhead.py [--pairs 3]
+The figure of (b) is per run: the campaign's wall time (planning to the last
+point's post-processing) divided by its runs, evidence runs included, over
+runtime + ramp. A pair takes ~8 min with the defaults; each `wall` or
+`fidelity` call appends its records to the results file as they finish, and
+`table` prints both parts from it. Run as root under the machine lock, a pair
+at a time:
+  flock -x /work/machine.lock .venv/bin/python bench/harness_overhead.py wall --pairs 1
+  flock -x /work/machine.lock .venv/bin/python bench/harness_overhead.py fidelity --pairs 5
+  .venv/bin/python bench/harness_overhead.py table
 """
 
 from __future__ import annotations
@@ -27,16 +34,19 @@ import statistics
 import subprocess
 import tempfile
 import time
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 
-from fslab.hostfacts import collect_host_facts
+from fslab.hostfacts import HostFacts, collect_host_facts
 from fslab.runner import RunOptions, run_campaign, run_point, start_campaign
-from fslab.spec import Spec, expand_points, load_spec
+from fslab.spec import Point, Spec, expand_points, load_spec
 from fslab.store.db import Store
 from fslab.target.loop import image_name
 from fslab.timing import CampaignTiming, PointTiming
 
 NUMJOBS = [1, 2, 4, 8, 12, 16, 24, 32, 48, 64]  # 10 sweep points of the seed workload
+WALL_GOAL = 1.10  # per run, over runtime + ramp
+DEFAULT_RESULTS = Path("harness_overhead.jsonl")
 DESCRIBE = ("dumpe2fs", "xfs_info", "btrfs")  # fslab's record of what mkfs built: not by hand
 
 
@@ -94,25 +104,6 @@ def replay_by_hand(commands: list[list[str]], size_bytes: int) -> float:
     return iops
 
 
-def fidelity(pairs: int, spec: Spec) -> tuple[list[float], list[float]]:
-    point = expand_points(spec)[0]
-    host = collect_host_facts()
-    fslab_iops, hand_iops = [], []
-    commands: list[list[str]] = []
-    for i in range(pairs):  # pair 0 starts with fslab, so there are commands to replay
-        for who in ("fslab", "hand") if i % 2 == 0 else ("hand", "fslab"):
-            if who == "fslab":
-                outcome = run_point(
-                    spec, point, options=RunOptions(), host=host, formatted_before=False
-                )
-                assert outcome.status == "ok", outcome.error
-                commands = [argv for argv, _, _ in outcome.commands]
-                fslab_iops.append(outcome.metrics["fio.write.iops"])
-            else:
-                hand_iops.append(replay_by_hand(commands, spec.target.size_bytes))
-    return fslab_iops, hand_iops
-
-
 def campaign(spec: Spec, mode: str) -> tuple[float, CampaignTiming, list[list[list[str]]]]:
     """(wall s, the campaign's own timing, every run's commands) of one campaign."""
     options = RunOptions(collect=mode)  # type: ignore[arg-type]
@@ -129,69 +120,189 @@ def campaign(spec: Spec, mode: str) -> tuple[float, CampaignTiming, list[list[li
     return wall_s, timing, commands
 
 
-def by_hand(all_commands: list[list[list[str]]], size_bytes: int) -> float:
+def by_hand(all_commands: list[list[list[str]]], spec: Spec) -> float:
     start = time.monotonic()
     for commands in all_commands:
-        replay_by_hand(commands, size_bytes)
+        replay_by_hand(commands, spec.target.size_bytes)
     return time.monotonic() - start
+
+
+@dataclass
+class Record:
+    """One measured campaign or by-hand replay (wall) or one fidelity run, as appended."""
+
+    kind: str  # wall | fidelity
+    who: str  # fslab | hand
+    pair: int  # pair number within its kind and settings; even: fslab went first
+    runtime_s: float
+    ramp_s: float
+    mode: str  # the campaign's --collect
+    runs: int  # runs in the campaign (clean and evidence), 1 for fidelity
+    wall_s: float = 0.0
+    iops: float = 0.0
+    numjobs: int = 0  # fidelity only
+    timing: dict[str, float] = field(default_factory=dict)  # fslab campaigns: CampaignTiming
+    commands: list[list[list[str]]] = field(default_factory=list)  # fslab: every run's argv
+    at: str = ""
+
+    def settings(self) -> tuple[str, float, float, str, int]:
+        return (self.kind, self.runtime_s, self.ramp_s, self.mode, self.numjobs)
+
+
+def load_records(path: Path) -> list[Record]:
+    if not path.exists():
+        return []
+    return [Record(**json.loads(line)) for line in path.read_text().splitlines() if line.strip()]
+
+
+def append(path: Path, record: Record) -> None:
+    record.at = time.strftime("%Y-%m-%dT%H:%M:%S")
+    with path.open("a") as fh:
+        fh.write(json.dumps(asdict(record)) + "\n")
+
+
+def pairs_done(records: list[Record], like: Record) -> int:
+    return len({r.pair for r in records if r.settings() == like.settings()})
+
+
+def run_fidelity(args: argparse.Namespace) -> None:
+    spec = bench_spec([args.numjobs], args.runtime, args.ramp)
+    point = expand_points(spec)[0]
+    host = collect_host_facts()
+    like = Record("fidelity", "", 0, args.runtime, args.ramp, "off", 1, numjobs=args.numjobs)
+    first = pairs_done(load_records(args.results), like)
+    commands: list[list[str]] = []
+    for i in range(first, first + args.pairs):
+        # an odd pair starts by hand: replay the commands of a fslab run made just before
+        order = ("fslab", "hand") if i % 2 == 0 else ("hand", "fslab")
+        if order[0] == "hand" and not commands:
+            commands = _fslab_point(spec, point, host)[1]
+        for who in order:
+            if who == "fslab":
+                iops, commands = _fslab_point(spec, point, host)
+            else:
+                iops = replay_by_hand(commands, spec.target.size_bytes)
+            append(args.results, replace(like, who=who, pair=i, iops=iops))
+            print(f"    fidelity pair {i}: {who:5s} {iops:.0f} IOPS", flush=True)
+    print_table(load_records(args.results))
+
+
+def _fslab_point(spec: Spec, point: Point, host: HostFacts) -> tuple[float, list[list[str]]]:
+    outcome = run_point(spec, point, options=RunOptions(), host=host, formatted_before=False)
+    assert outcome.status == "ok", outcome.error
+    return outcome.metrics["fio.write.iops"], [argv for argv, _, _ in outcome.commands]
+
+
+def run_walls(args: argparse.Namespace) -> None:
+    spec = bench_spec(NUMJOBS, args.runtime, args.ramp)
+    runs = len(expand_points(spec, args.mode))
+    like = Record("wall", "", 0, args.runtime, args.ramp, args.mode, runs)
+    records = load_records(args.results)
+    first = pairs_done(records, like)
+    earlier = [r for r in records if r.settings() == like.settings() and r.commands]
+    commands = earlier[-1].commands if earlier else []
+    for i in range(first, first + args.pairs):
+        order = ("fslab", "hand") if i % 2 == 0 else ("hand", "fslab")
+        if order[0] == "hand" and not commands:  # nothing to replay yet: a campaign first
+            commands = campaign(spec, args.mode)[2]
+        for who in order:
+            if who == "fslab":
+                wall_s, timing, commands = campaign(spec, args.mode)
+                record = replace(like, who=who, pair=i, wall_s=wall_s, timing=asdict(timing))
+                record.commands = commands
+            else:
+                record = replace(like, who=who, pair=i, wall_s=by_hand(commands, spec))
+            append(args.results, record)
+            per_run = record.wall_s / runs
+            print(
+                f"    pair {i}: {who:5s} {record.wall_s:.1f} s, {per_run:.2f} s a run "
+                f"({per_run / (args.runtime + args.ramp):.3f} x runtime + ramp)",
+                flush=True,
+            )
+    print_table(load_records(args.results))
+
+
+def print_table(records: list[Record]) -> None:
+    """Both parts from the results file: fidelity, then wall time per run."""
+    groups: dict[tuple, list[Record]] = {}
+    for r in records:
+        groups.setdefault(r.settings(), []).append(r)
+    for (kind, runtime_s, ramp_s, mode, numjobs), group in sorted(groups.items()):
+        fslab = [r for r in group if r.who == "fslab"]
+        hand = [r for r in group if r.who == "hand"]
+        if not fslab or not hand:
+            continue
+        pairs = len({r.pair for r in group})
+        if kind == "fidelity":
+            ratio = statistics.median(r.iops for r in fslab) / statistics.median(
+                r.iops for r in hand
+            )
+            print(
+                f"(a) fidelity: a clean fslab point vs its commands by hand, {pairs} "
+                f"alternating pairs, numjobs={numjobs}, {runtime_s:g} s after a {ramp_s:g} s ramp"
+            )
+            print(f"    fslab IOPS: {', '.join(f'{r.iops:.0f}' for r in fslab)}")
+            print(f"    hand  IOPS: {', '.join(f'{r.iops:.0f}' for r in hand)}")
+            print(f"    ratio of medians fslab/hand = {ratio:.3f}  (goal >= 0.98)")
+            continue
+        runs = group[0].runs
+        budget_s = runtime_s + ramp_s
+        fslab_run = statistics.median(r.wall_s for r in fslab) / runs
+        hand_run = statistics.median(r.wall_s for r in hand) / runs
+        print(
+            f"(b) wall time per run: a {len(NUMJOBS)}-point campaign (numjobs {NUMJOBS}), "
+            f"--collect={mode}: {runs} runs (clean and evidence) of {runtime_s:g} s after a "
+            f"{ramp_s:g} s ramp, vs the same commands by hand (no collectors); "
+            f"{pairs} alternating pairs"
+        )
+        print("    figure: campaign wall time / runs / (runtime + ramp), median over pairs")
+        print(f"    fslab walls: {', '.join(f'{r.wall_s:.1f}' for r in fslab)} s")
+        print(f"    hand  walls: {', '.join(f'{r.wall_s:.1f}' for r in hand)} s")
+        verdict = "meets" if fslab_run / budget_s <= WALL_GOAL else "misses"
+        print(
+            f"    per run: fslab {fslab_run:.2f} s = {fslab_run / budget_s:.3f} x (runtime + ramp) "
+            f"(goal <= {WALL_GOAL:.2f}: {verdict}); by hand {hand_run:.2f} s = "
+            f"{hand_run / budget_s:.3f} x; fslab/hand = {fslab_run / hand_run:.3f}"
+        )
+        best = min(fslab, key=lambda r: r.wall_s)
+        timing = CampaignTiming(**best.timing)
+        outside_s = best.wall_s - timing.wall_s
+        print(f"    where fslab's time went (fastest campaign): {timing.describe()}")
+        print(
+            "    per run: "
+            + ", ".join(
+                f"{name} {getattr(timing, name + '_s') / runs:.2f} s"
+                for name in ("setup", "measure", "teardown", "post_wait")
+            )
+            + f"; outside the points (store, campaign loop) {outside_s / runs:.2f} s"
+        )
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--pairs", type=int, default=3, help="campaign/by-hand pairs for (b)")
-    parser.add_argument("--fidelity-pairs", type=int, default=5)
-    parser.add_argument("--runtime", type=float, default=8.0)
-    parser.add_argument("--ramp", type=float, default=2.0)
-    parser.add_argument("--fidelity-numjobs", type=int, default=16)
-    parser.add_argument("--mode", choices=["separate", "inline"], default="separate")
-    parser.add_argument("--skip-fidelity", action="store_true")
+    sub = parser.add_subparsers(dest="command", required=True)
+    for name, helptext in (
+        ("wall", "(b): campaign vs by-hand pairs (as root, under the machine lock)"),
+        ("fidelity", "(a): clean point vs by-hand pairs (as root, under the machine lock)"),
+    ):
+        run = sub.add_parser(name, help=helptext)
+        run.add_argument("--pairs", type=int, default=1, help="pairs to add")
+        run.add_argument("--runtime", type=float, default=8.0)
+        run.add_argument("--ramp", type=float, default=2.0)
+        run.add_argument("--results", type=Path, default=DEFAULT_RESULTS)
+        if name == "wall":
+            run.add_argument("--mode", choices=["separate", "inline"], default="separate")
+        else:
+            run.add_argument("--numjobs", type=int, default=16)
+    table = sub.add_parser("table", help="print both parts from a results file")
+    table.add_argument("--results", type=Path, default=DEFAULT_RESULTS)
     args = parser.parse_args()
-    budget_s = args.runtime + args.ramp
-
-    if not args.skip_fidelity:
-        spec = bench_spec([args.fidelity_numjobs], args.runtime, args.ramp)
-        fslab_iops, hand_iops = fidelity(args.fidelity_pairs, spec)
-        ratio = statistics.median(fslab_iops) / statistics.median(hand_iops)
-        print(
-            f"(a) fidelity, {args.fidelity_pairs} alternating pairs, "
-            f"numjobs={args.fidelity_numjobs}, {args.runtime:g} s after a {args.ramp:g} s ramp"
-        )
-        print(f"    fslab IOPS: {', '.join(f'{v:.0f}' for v in fslab_iops)}")
-        print(f"    hand  IOPS: {', '.join(f'{v:.0f}' for v in hand_iops)}")
-        print(f"    ratio of medians fslab/hand = {ratio:.3f}  (goal >= 0.98)", flush=True)
-
-    spec = bench_spec(NUMJOBS, args.runtime, args.ramp)
-    runs = len(expand_points(spec, args.mode))
-    print(
-        f"(b) wall time, {len(NUMJOBS)}-point campaign (numjobs {NUMJOBS}), "
-        f"--collect={args.mode}: {runs} runs of {args.runtime:g} s after a {args.ramp:g} s "
-        f"ramp, vs the same commands by hand; {args.pairs} alternating pairs",
-        flush=True,
-    )
-    fslab_walls, hand_walls, timings = [], [], []
-    commands: list[list[list[str]]] = []
-    for i in range(args.pairs):
-        for who in ("fslab", "hand") if i % 2 == 0 else ("hand", "fslab"):
-            if who == "fslab":
-                wall_s, timing, commands = campaign(spec, args.mode)
-                fslab_walls.append(wall_s)
-                timings.append(timing)
-                print(f"    pair {i}: fslab {wall_s:.1f} s ({wall_s / runs / budget_s:.3f})")
-            else:
-                if not commands:  # pair 1 starts by hand: commands from a campaign first
-                    _, _, commands = campaign(spec, args.mode)
-                hand_s = by_hand(commands, spec.target.size_bytes)
-                hand_walls.append(hand_s)
-                print(f"    pair {i}: hand  {hand_s:.1f} s ({hand_s / runs / budget_s:.3f})")
-    fslab_per_run = statistics.median(fslab_walls) / runs
-    hand_per_run = statistics.median(hand_walls) / runs
-    print(
-        f"    per run: fslab {fslab_per_run:.2f} s = {fslab_per_run / budget_s:.3f} x "
-        f"(runtime + ramp)  (goal <= 1.10); by hand {hand_per_run:.2f} s = "
-        f"{hand_per_run / budget_s:.3f} x; fslab/hand = {fslab_per_run / hand_per_run:.3f}"
-    )
-    best = min(timings, key=lambda t: t.wall_s)
-    print(f"    where fslab's time went (fastest campaign): {best.describe()}")
+    if args.command == "wall":
+        run_walls(args)
+    elif args.command == "fidelity":
+        run_fidelity(args)
+    else:
+        print_table(load_records(args.results))
 
 
 if __name__ == "__main__":
