@@ -104,8 +104,18 @@ def replay_by_hand(commands: list[list[str]], size_bytes: int) -> float:
     return iops
 
 
-def campaign(spec: Spec, mode: str) -> tuple[float, CampaignTiming, list[list[list[str]]]]:
-    """(wall s, the campaign's own timing, every run's commands) of one campaign."""
+@dataclass
+class Campaign:
+    """One campaign as the bench saw it."""
+
+    wall_s: float
+    timing: CampaignTiming
+    commands: list[list[list[str]]]  # every run's argv
+    collector_s: dict[str, float]  # "<name>.start_s" / ".stop_s": summed over the runs
+
+
+def campaign(spec: Spec, mode: str) -> Campaign:
+    """Run one campaign in a scratch store."""
     options = RunOptions(collect=mode)  # type: ignore[arg-type]
     with tempfile.TemporaryDirectory() as tmp, Store(Path(tmp) / "bench.db") as store:
         cid = start_campaign(store, spec, "", overrides={}, options=options)
@@ -117,7 +127,13 @@ def campaign(spec: Spec, mode: str) -> tuple[float, CampaignTiming, list[list[li
         assert not bad, [p.error for p in bad]
         timing = CampaignTiming.total(t for p in points if (t := PointTiming.from_facts(p.facts)))
         commands = [[argv for argv, _, _ in store.command_records(p.id)] for p in points]
-    return wall_s, timing, commands
+        collector_s: dict[str, float] = {}
+        for p in points:
+            for name, phases in p.facts.get("collector_seconds", {}).items():
+                for phase, seconds in phases.items():
+                    key = f"{name}.{phase}"
+                    collector_s[key] = collector_s.get(key, 0.0) + seconds
+    return Campaign(wall_s, timing, commands, collector_s)
 
 
 def by_hand(all_commands: list[list[list[str]]], spec: Spec) -> float:
@@ -142,6 +158,7 @@ class Record:
     iops: float = 0.0
     numjobs: int = 0  # fidelity only
     timing: dict[str, float] = field(default_factory=dict)  # fslab campaigns: CampaignTiming
+    collector_s: dict[str, float] = field(default_factory=dict)  # fslab: Campaign.collector_s
     commands: list[list[list[str]]] = field(default_factory=list)  # fslab: every run's argv
     at: str = ""
 
@@ -204,11 +221,13 @@ def run_walls(args: argparse.Namespace) -> None:
     for i in range(first, first + args.pairs):
         order = ("fslab", "hand") if i % 2 == 0 else ("hand", "fslab")
         if order[0] == "hand" and not commands:  # nothing to replay yet: a campaign first
-            commands = campaign(spec, args.mode)[2]
+            commands = campaign(spec, args.mode).commands
         for who in order:
             if who == "fslab":
-                wall_s, timing, commands = campaign(spec, args.mode)
-                record = replace(like, who=who, pair=i, wall_s=wall_s, timing=asdict(timing))
+                ran = campaign(spec, args.mode)
+                commands = ran.commands
+                record = replace(like, who=who, pair=i, wall_s=ran.wall_s)
+                record.timing, record.collector_s = asdict(ran.timing), ran.collector_s
                 record.commands = commands
             else:
                 record = replace(like, who=who, pair=i, wall_s=by_hand(commands, spec))
@@ -276,6 +295,11 @@ def print_table(records: list[Record]) -> None:
             )
             + f"; outside the points (store, campaign loop) {outside_s / runs:.2f} s"
         )
+        if best.collector_s:
+            print(
+                "    collectors' start and stop, s a run: "
+                + ", ".join(f"{k} {v / runs:.3f}" for k, v in sorted(best.collector_s.items()))
+            )
 
 
 def main() -> None:

@@ -134,20 +134,19 @@ def collecting(
     spec: Spec,
     ctx: PointContext,
     pending: dict[str, PendingResult],
+    seconds: dict[str, dict[str, float]] | None = None,
 ) -> Iterator[None]:
     """Start the collectors around the workload; a collector never fails the point.
 
     At the end each one stops observing at once; what it still has to compute
-    is left in `pending`.
+    is left in `pending`. `seconds` gets each collector's wall time to start
+    (its availability check included) and to stop observing: the part of a
+    point's setup and teardown the instruments cost.
     """
     running: dict[str, Collector] = {}
+    spent = seconds if seconds is not None else {}
     for name, cls in classes.items():
-        reason = cls.unavailable_reason()
-        if reason is not None:
-            pending[name] = PendingResult.ready(
-                CollectorResult(status="unavailable", reason=reason)
-            )
-            continue
+        started = time.monotonic()
         try:
             collector = cls.from_options(spec.collect.options_for(name))
             collector.start(ctx)  # never raises: a failed start is reported at stop
@@ -156,16 +155,19 @@ def collecting(
             pending[name] = PendingResult.ready(
                 CollectorResult(status="failed", reason=f"start: {exc}")
             )
+        spent[name] = {"start_s": round(time.monotonic() - started, 4)}
     try:
         yield
     finally:
         for name, collector in running.items():
+            started = time.monotonic()
             try:
                 pending[name] = collector.stop_observing()
             except Exception as exc:
                 pending[name] = PendingResult.ready(
                     CollectorResult(status="failed", reason=f"stop: {exc}")
                 )
+            spent[name]["stop_s"] = round(time.monotonic() - started, 4)
 
 
 # ------------------------------------------------------------------ one point
@@ -396,7 +398,11 @@ def _run_workload(
         before_measure()  # time waited here belongs to the previous point
         state.lap()
     faults.checkpoint("collectors_start")
-    with collecting(collector_classes(spec, point), spec, ctx, state.pending):
+    classes = collector_classes(spec, point)
+    seconds: dict[str, dict[str, float]] = {}
+    if classes:  # what each instrument added to setup and teardown
+        state.facts["collector_seconds"] = seconds
+    with collecting(classes, spec, ctx, state.pending, seconds):
         state.timing.setup_s += state.lap()
         faults.checkpoint("workload")
         try:

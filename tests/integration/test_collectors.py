@@ -224,3 +224,44 @@ def test_ensure_tracefs_mounts_when_missing(tmp_path):
         assert again == target and note2 == ""
     finally:
         subprocess.run(["umount", str(target)], check=False)
+
+
+def test_an_evidence_point_states_what_each_collector_added_to_its_setup_and_teardown(no_leaks):
+    """facts["collector_seconds"]: wall seconds to start and to stop observing, per
+    collector, on evidence runs only (a clean run has no instrument to account for)."""
+    from fslab.hostfacts import collect_host_facts
+    from fslab.runner import RunOptions, run_point
+    from fslab.spec import expand_points, load_spec
+
+    on = ("jbd2", "sysstat", "tpcounters")
+    spec, _ = load_spec(
+        "ext4-fsync-storm",
+        overrides=[
+            "sweep.numjobs=[4]",
+            'run.runtime="2s"',
+            'run.ramp="1s"',
+            *(
+                f"collect.{n}={'true' if n in on else 'false'}"
+                for n in ("perf", "offcpu", "workqueue", *on)
+            ),
+        ],
+    )
+    points = [p for p in expand_points(spec, "separate") if p.filesystem.label == "ext4-default"]
+    host = collect_host_facts()
+    by_role = {
+        p.role: run_point(spec, p, options=RunOptions(), host=host, formatted_before=False)
+        for p in points
+    }
+    assert set(by_role) == {"clean", "evidence"}
+    assert "collector_seconds" not in by_role["clean"].facts
+    evidence = by_role["evidence"]
+    assert evidence.status == "ok", evidence.error
+    seconds = evidence.facts["collector_seconds"]
+    assert set(seconds) == set(on)
+    for name, phases in seconds.items():
+        assert set(phases) == {"start_s", "stop_s"}, name
+        assert all(0 <= v < 5 for v in phases.values()), name
+    # the instruments' part of the evidence run's setup and teardown
+    timing = evidence.facts["timing"]
+    assert sum(p["start_s"] for p in seconds.values()) <= timing["setup_s"]
+    assert sum(p["stop_s"] for p in seconds.values()) <= timing["teardown_s"]
