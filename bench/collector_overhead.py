@@ -38,7 +38,7 @@ import json
 import statistics
 import sys
 import time
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from fslab.analyze.stats import bootstrap_median_ci
@@ -70,6 +70,9 @@ class Pair:
     not_ok: dict[str, str]  # collectors that did not end ok: name -> status
     kernel: str
     at: str
+    # where the instrumented run's wall time went: facts.timing and facts.collector_seconds
+    on_timing: dict[str, float] = field(default_factory=dict)
+    on_collector_seconds: dict[str, dict[str, float]] = field(default_factory=dict)
 
     @property
     def ratio(self) -> float:
@@ -89,10 +92,19 @@ def cell_spec(cell: str, numjobs: int, runtime_s: float, ramp_s: float):
     return spec
 
 
-def one_run(
-    spec, config: str, instrumented: bool, host
-) -> tuple[float, dict[str, float], dict[str, str]]:
-    """(IOPS, collectors' CPU seconds, collectors not ok) of one fresh point."""
+@dataclass
+class Run:
+    """One fresh point as the pair needs it."""
+
+    iops: float
+    collector_cpu_s: dict[str, float]
+    not_ok: dict[str, str]
+    timing: dict[str, float]
+    collector_seconds: dict[str, dict[str, float]]
+
+
+def one_run(spec, config: str, instrumented: bool, host) -> Run:
+    """Run one fresh point: the clean or the evidence run of the cell's spec."""
     role = "evidence" if instrumented else "clean"
     point = next(
         p
@@ -104,7 +116,13 @@ def one_run(
         raise SystemExit(f"point failed: {outcome.error}")
     cpu = {k: v for k, v in outcome.metrics.items() if k.endswith("collector_cpu_s")}
     not_ok = {n: f"{s}: {r}" for n, (s, r) in outcome.collectors.items() if s != "ok"}
-    return outcome.metrics["fio.write.iops"], cpu, not_ok
+    return Run(
+        outcome.metrics["fio.write.iops"],
+        cpu,
+        not_ok,
+        outcome.facts.get("timing", {}),
+        outcome.facts.get("collector_seconds", {}),
+    )
 
 
 def load_pairs(path: Path) -> list[Pair]:
@@ -125,7 +143,7 @@ def run_cells(args: argparse.Namespace) -> None:
             ]
             on_spec = cell_spec(cell, numjobs, args.runtime, args.ramp)
             for index in range(len(done), len(done) + args.pairs):
-                runs: dict[str, tuple[float, dict[str, float], dict[str, str]]] = {}
+                runs: dict[str, Run] = {}
                 order = ("on", "off") if index % 2 == 0 else ("off", "on")
                 for which in order:
                     instrumented = which == "on" and cell != "clean"
@@ -135,14 +153,16 @@ def run_cells(args: argparse.Namespace) -> None:
                     numjobs=numjobs,
                     config=config,
                     index=index,
-                    on_iops=runs["on"][0],
-                    off_iops=runs["off"][0],
+                    on_iops=runs["on"].iops,
+                    off_iops=runs["off"].iops,
                     runtime_s=args.runtime,
                     ramp_s=args.ramp,
-                    collector_cpu_s=runs["on"][1],
-                    not_ok=runs["on"][2],
+                    collector_cpu_s=runs["on"].collector_cpu_s,
+                    not_ok=runs["on"].not_ok,
                     kernel=host.kernel_release,
                     at=time.strftime("%Y-%m-%dT%H:%M:%S"),
+                    on_timing=runs["on"].timing,
+                    on_collector_seconds=runs["on"].collector_seconds,
                 )
                 with args.results.open("a") as fh:
                     fh.write(json.dumps(asdict(pair)) + "\n")
@@ -193,6 +213,9 @@ def print_table(pairs: list[Pair]) -> None:
             for name, value in p.collector_cpu_s.items():
                 cpu.setdefault(name.split(".")[0], []).append(value)
         cpu_text = " ".join(f"{k} {statistics.median(v):.2f}" for k, v in sorted(cpu.items()))
+        if len(cpu) > 1:  # the instruments' own CPU in all, median over the pairs
+            total = statistics.median(sum(p.collector_cpu_s.values()) for p in group)
+            cpu_text += f" = {total:.2f}"
         if cell == "clean":
             cpu_text = "(none: 1.00 by construction)"
         judged = verdict(low, high, goal) if len(group) >= MIN_PAIRS else "too few pairs"
