@@ -29,6 +29,10 @@ its pairs to the results file as they finish) and print the combined table:
   flock -x /work/machine.lock .venv/bin/python bench/collector_overhead.py run \
       --numjobs 64 --cells clean all perf --pairs 10
   .venv/bin/python bench/collector_overhead.py table
+
+`profile` runs one evidence run of a cell and prints where its CPU went, from
+the run's own on-CPU profile (samples by comm, tracing code in other threads)
+and the collectors' own CPU seconds.
 """
 
 from __future__ import annotations
@@ -230,6 +234,53 @@ def print_table(pairs: list[Pair]) -> None:
         print(f"fewer than {MIN_PAIRS} pairs (add more with `run`): {', '.join(short)}")
 
 
+TRACING_FRAMES = (
+    "trace_event",
+    "ring_buffer",
+    "tracing_",
+    "filter_match",
+    "perf_",
+)  # probes, samples
+
+
+def profile_cell(args: argparse.Namespace) -> None:
+    """One evidence run of the cell; where its CPU went, from its own on-CPU profile."""
+    config = args.config or CONFIGS.get(args.numjobs, "ext4-default")
+    spec = cell_spec(args.cell, args.numjobs, args.runtime, args.ramp)
+    point = next(
+        p
+        for p in expand_points(spec, "separate")
+        if p.filesystem.label == config and p.role == "evidence"
+    )
+    outcome = run_point(
+        spec, point, options=RunOptions(), host=collect_host_facts(), formatted_before=False
+    )
+    if outcome.status != "ok":
+        raise SystemExit(f"point failed: {outcome.error}")
+    folded = outcome.artifacts.get("profile.oncpu.folded", "")
+    if not folded:
+        raise SystemExit("no on-CPU profile: the cell needs perf")
+    by_comm: dict[str, int] = {}
+    tracing = {"fio": 0, "other": 0}
+    for line in folded.splitlines():
+        stack, _, count = line.rpartition(" ")
+        frames = stack.split(";")
+        by_comm[frames[0]] = by_comm.get(frames[0], 0) + int(count)
+        if any(m in f for f in frames[1:] for m in TRACING_FRAMES):
+            tracing["fio" if frames[0] == "fio" else "other"] += int(count)
+    total = sum(by_comm.values())
+    print(
+        f"evidence run, cell {args.cell}, {config}, numjobs={args.numjobs}: "
+        f"{outcome.metrics['fio.write.iops']:.0f} IOPS, {total} on-CPU samples"
+    )
+    for comm, count in sorted(by_comm.items(), key=lambda kv: -kv[1])[:12]:
+        print(f"  {comm:<20s}{count:>7d}  {100 * count / total:5.1f}%")
+    for where, count in tracing.items():
+        print(f"  tracing code in {where} threads: {100 * count / total:.2f}%")
+    cpu = {k: v for k, v in outcome.metrics.items() if k.endswith("collector_cpu_s")}
+    print("  collectors' own CPU s: " + ", ".join(f"{k} {v:.3f}" for k, v in sorted(cpu.items())))
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     sub = parser.add_subparsers(dest="command", required=True)
@@ -241,11 +292,19 @@ def main() -> None:
     run.add_argument("--ramp", type=float, default=2.0)
     run.add_argument("--config", help="preset configuration (default: see CONFIGS)")
     run.add_argument("--results", type=Path, default=DEFAULT_RESULTS)
+    prof = sub.add_parser("profile", help="one evidence run: its CPU by comm (root, lock)")
+    prof.add_argument("--cell", choices=CELLS[1:], default="all")
+    prof.add_argument("--numjobs", type=int, default=1024)
+    prof.add_argument("--runtime", type=float, default=8.0)
+    prof.add_argument("--ramp", type=float, default=2.0)
+    prof.add_argument("--config", help="preset configuration (default: see CONFIGS)")
     table = sub.add_parser("table", help="print the combined table of a results file")
     table.add_argument("--results", type=Path, default=DEFAULT_RESULTS)
     args = parser.parse_args()
     if args.command == "run":
         run_cells(args)
+    elif args.command == "profile":
+        profile_cell(args)
     else:
         print_table(load_pairs(args.results))
 
