@@ -34,7 +34,7 @@ from fslab.runner import (
     start_campaign,
 )
 from fslab.spec import Spec, load_spec, preset_names, preset_path, target_overrides
-from fslab.store.db import PointOutcome, PointRow, Store, default_db_path
+from fslab.store.db import PointOutcome, PointRow, Store, default_db
 
 app = typer.Typer(
     help=(
@@ -55,15 +55,23 @@ out = Console(highlight=False, soft_wrap=False)
 err = Console(stderr=True, highlight=False)
 
 DbOption = Annotated[
-    Path | None,
-    typer.Option("--db", help="Results database (default $XDG_DATA_HOME/fslab/results.db)."),
+    str | None,
+    typer.Option(
+        "--db",
+        envvar="FSLAB_DB",
+        show_envvar=True,
+        help=(
+            "Results database: a SQLite file (default $XDG_DATA_HOME/fslab/results.db) "
+            "or a shared PostgreSQL, postgresql://USER[:PASSWORD]@HOST[:PORT]/DBNAME."
+        ),
+    ),
 ]
 JsonOption = Annotated[bool, typer.Option("--json", help="Print JSON for scripts.")]
 LatestCampaignArg = Annotated[int | None, typer.Argument(help="Campaign id (default: the latest).")]
 
 
-def _store(db: Path | None) -> Store:
-    return Store(db or default_db_path())
+def _store(db: str | Path | None) -> Store:
+    return Store(db or default_db())
 
 
 def _campaign_id(store: Store, campaign_id: int | None) -> int:
@@ -306,7 +314,7 @@ def run(
                     overrides={"set": overrides, "quick": quick, "source": spec},
                     options=options,
                 )
-            err.print(f"campaign {campaign_id} -> {store.path}")
+            err.print(f"campaign {campaign_id} -> {store.location}")
             try:
                 with RichProgress(err) as progress:
                     run_campaign(store, campaign_id, options=options, progress=progress)
@@ -401,7 +409,7 @@ def list_(db: DbOption = None, as_json: JsonOption = False) -> None:
                     ]
                 )
             elif not campaigns:
-                out.print(f"no campaigns in {store.path} yet")
+                out.print(f"no campaigns in {store.location} yet")
             else:
                 out.print(terminal.campaigns_table(campaigns, counts))
 

@@ -36,7 +36,6 @@ from fslab.proc import CommandLog, run, run_interruptible
 from fslab.roles import CollectMode, instrumented, mode_of_roles, repetition_role
 from fslab.spec import DdWorkload, FioWorkload, Point, Spec, expand_points, validate_spec
 from fslab.store.db import CampaignRow, PlannedPoint, PointOutcome, PointRow, Store, utc_now
-from fslab.store.lock import campaign_lock
 from fslab.target import fill as fill_mod
 from fslab.target.fs import Mount, describe_filesystem, make_filesystem
 from fslab.target.guard import check_device
@@ -541,7 +540,7 @@ def run_campaign(
     progress: ProgressSink | None = None,
 ) -> str:
     """Run the campaign's pending points in order. Returns the final campaign status."""
-    with campaign_lock(store.path, campaign_id):
+    with store.campaign_lock(campaign_id):
         return _run_locked(store, campaign_id, options=options, sink=progress or SilentProgress())
 
 
