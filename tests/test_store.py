@@ -296,3 +296,43 @@ def test_store_copy_moves_every_campaign_once(new_db, pg_cluster, tmp_path):
         assert [c.hostname for c in target.campaigns()] == ["box-a", "box-b"]
         moved = target.campaigns()[0]
         assert export_campaign(target, moved.id)["points"] == export_campaign(source, a)["points"]
+
+
+def test_a_database_outage_mid_campaign_loses_no_point(tmp_path, monkeypatch):
+    """The server goes away between two points: the writes wait in the local spool,
+    and the first fslab to open the database once it is back sends them, in order."""
+    from tests.pgcluster import running_cluster
+
+    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "xdg"))
+    with running_cluster() as (cluster, data_dir):
+        location = cluster.create_database("outage")
+        store = Store(location)
+        cid = _campaign(store, 3)
+        points = store.points(cid)
+        store.save_outcome(points[0].id, OUTCOME)
+        cluster.stop(data_dir)
+        store.save_outcome(points[1].id, OUTCOME)  # kept locally, the campaign goes on
+        store.save_outcome(points[2].id, PointOutcome(status="failed", error="fio died"))
+        store.set_campaign_status(cid, "complete")
+        assert store.spooled() == 3
+        with pytest.raises(FslabError, match="start the server at 127.0.0.1"):
+            store.points(cid)
+        with pytest.raises(FslabError, match="start the server"):
+            Store(location)  # the spool stays for later
+        store.close()
+        cluster.start(data_dir)
+        with Store(location) as back:
+            assert back.spooled() == 0
+            assert [p.status for p in back.points(cid)] == ["ok", "ok", "failed"]
+            assert back.points(cid)[2].error == "fio died"
+            assert back.metrics(cid)[points[1].id] == OUTCOME.metrics
+            assert back.campaign(cid).status == "complete"
+
+
+def test_wrong_password_and_unknown_database_are_clear_errors(pg_cluster):
+    with pytest.raises(FslabError, match="password authentication failed.*check the user and"):
+        Store(pg_cluster.url("postgres", password="wrong"))
+    with pytest.raises(FslabError, match='database "nope" does not exist'):
+        Store(pg_cluster.url("nope"))
+    with pytest.raises(UsageError, match="SQLite .* or PostgreSQL"):
+        Store("mysql://x@y/z")

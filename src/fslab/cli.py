@@ -23,6 +23,7 @@ from fslab import doctor as doctor_mod
 from fslab.adaptive import check_options, run_until_ci
 from fslab.analyze.summary import summarize
 from fslab.errors import FslabError, UsageError
+from fslab.fleet.campaigns import fleet_campaign
 from fslab.preflight import run_preflight
 from fslab.report import terminal
 from fslab.roles import COLLECT_MODES, CollectMode
@@ -278,6 +279,14 @@ def run(
         int | None,
         typer.Option("--max-repeat", help="With --until-ci: most runs per point (default 16)."),
     ] = None,
+    fleet_key: Annotated[
+        str | None,
+        typer.Option(
+            "--fleet-key",
+            help="Set by `fslab fleet run`: resume this host's unfinished campaign started "
+            "with the same key, or show the finished one, instead of starting over.",
+        ),
+    ] = None,
     db: DbOption = None,
     as_json: JsonOption = False,
 ) -> None:
@@ -290,8 +299,13 @@ def run(
             allow_devices=tuple(allow_device or ()), force=force, collect=mode or "separate"
         )
         with _store(db) as store:
-            if resume is not None:
-                campaign_id = resume
+            earlier = fleet_campaign(store, fleet_key) if fleet_key else None
+            if earlier is not None and earlier.status == "complete":
+                err.print(f"campaign {earlier.id} of this fleet run is complete")
+                _print_results(store, earlier.id, as_json)
+                return
+            if resume is not None or earlier is not None:
+                campaign_id = resume if resume is not None else earlier.id  # type: ignore[union-attr]
                 store.campaign(campaign_id)
                 check_resume_mode(store, campaign_id, mode)
             else:
@@ -311,7 +325,12 @@ def run(
                     store,
                     loaded,
                     text,
-                    overrides={"set": overrides, "quick": quick, "source": spec},
+                    overrides={
+                        "set": overrides,
+                        "quick": quick,
+                        "source": spec,
+                        **({"fleet_key": fleet_key} if fleet_key else {}),
+                    },
                     options=options,
                 )
             err.print(f"campaign {campaign_id} -> {store.location}")
@@ -333,6 +352,12 @@ def run(
                     f"continue with `fslab run --resume {campaign_id}`"
                 )
                 raise typer.Exit(130) from None
+            if store.spooled():
+                raise FslabError(
+                    f"campaign {campaign_id} ran, but {store.location} went away: "
+                    f"{store.spooled()} write(s) are kept on this host and sent when it is "
+                    "back (`fslab store flush`, or any fslab opening it)"
+                )
             _print_results(store, campaign_id, as_json)
 
     _guarded(body)
@@ -383,23 +408,26 @@ def presets_show(name: Annotated[str, typer.Argument(help="Preset name.")]) -> N
 
 
 @app.command("list")
-def list_(db: DbOption = None, as_json: JsonOption = False) -> None:
-    """List the campaigns in the database."""
+def list_(
+    host: Annotated[
+        str | None, typer.Option("--host", help="Only the campaigns of this host.")
+    ] = None,
+    db: DbOption = None,
+    as_json: JsonOption = False,
+) -> None:
+    """List the campaigns in the database (of every host writing to it)."""
 
     def body() -> None:
         with _store(db) as store:
-            campaigns = store.campaigns()
-            counts: dict[int, dict[str, int]] = {}
-            for c in campaigns:
-                for p in store.points(c.id):
-                    counts.setdefault(c.id, {}).setdefault(p.status, 0)
-                    counts[c.id][p.status] += 1
+            campaigns = store.campaigns(host=host)
+            counts = store.point_counts()
             if as_json:
                 _print_json(
                     [
                         {
                             "id": c.id,
                             "name": c.name,
+                            "host": c.hostname,
                             "status": c.status,
                             "started_at": c.started_at,
                             "ended_at": c.ended_at,
@@ -520,8 +548,10 @@ def main() -> None:
 from fslab import (  # noqa: E402, F401
     cli_analyze,
     cli_diagnose,
+    cli_fleet,
     cli_kernels,
     cli_report,
     cli_reproduce,
+    cli_store,
     cli_timeseries,
 )

@@ -68,6 +68,12 @@ class HostFacts:
         return asdict(self)
 
 
+def host_name() -> str:
+    """The name this host's campaigns are stored under: $FSLAB_HOST_NAME (a fleet sets
+    it to the inventory name), else the hostname."""
+    return os.environ.get("FSLAB_HOST_NAME") or platform.node()
+
+
 def _read(path: str, default: str = "") -> str:
     try:
         return Path(path).read_text()

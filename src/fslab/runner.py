@@ -30,7 +30,7 @@ import fslab
 from fslab import faults
 from fslab.collect.base import Collector, CollectorResult, PendingResult, PointContext
 from fslab.errors import FslabError, ToolError, UsageError
-from fslab.hostfacts import HostFacts, collect_host_facts
+from fslab.hostfacts import HostFacts, collect_host_facts, host_name
 from fslab.postprocess import PostProcessing
 from fslab.proc import CommandLog, run, run_interruptible
 from fslab.roles import CollectMode, instrumented, mode_of_roles, repetition_role
@@ -515,6 +515,7 @@ def start_campaign(
         spec_toml=spec_toml,
         overrides={**overrides, "collect": options.collect},
         host=collect_host_facts().to_dict(),
+        host_name=host_name(),
         device=device,
         fslab_version=fslab.__version__,
         points=_planned(points),

@@ -88,6 +88,13 @@ def database_url(location: str | Path) -> URL:
     )
 
 
+def shown_location(url: URL) -> str:
+    """A database as messages name it: the file, or the URL without its password."""
+    if url.get_backend_name() == "sqlite":
+        return str(url.database)
+    return url.set(drivername="postgresql").render_as_string(hide_password=True)
+
+
 @dataclass(frozen=True)
 class PlannedPoint:
     seq: int
@@ -158,9 +165,7 @@ class Store:
     def __init__(self, location: str | Path) -> None:
         self.url = database_url(location)
         self.shared = self.url.get_backend_name() == "postgresql"
-        self.location = (
-            self.url.render_as_string(hide_password=True) if self.shared else str(self.url.database)
-        )
+        self.location = shown_location(self.url)  # what messages name
         self._engine = _postgresql_engine(self.url) if self.shared else _sqlite_engine(self.url)
         self._spool = Spool(spool_path(self.location)) if self.shared else None
         try:
@@ -201,7 +206,7 @@ class Store:
             raise self._unavailable(exc) from None
 
     def _unavailable(self, exc: sa_exc.DBAPIError) -> StoreUnavailable:
-        reason = str(exc.orig).strip().splitlines()[-1] if exc.orig else str(exc)
+        reason = (str(exc.orig) if exc.orig else str(exc)).strip().splitlines()[0]
         if "password authentication failed" in reason or "no password supplied" in reason:
             fix = (
                 "check the user and password in --db / $FSLAB_DB "
@@ -251,7 +256,10 @@ class Store:
         fslab_version: str,
         points: Sequence[PlannedPoint],
         started_at: str | None = None,
+        host_name: str | None = None,
     ) -> int:
+        """Record a campaign and its pending points; host_name (default: the host facts'
+        hostname) is the host it is listed and compared under."""
         with self._connect(write=True) as conn:
             campaign_id = conn.execute(
                 insert(tables.campaigns)
@@ -262,7 +270,7 @@ class Store:
                     spec_toml=spec_toml,
                     overrides_json=json.dumps(overrides),
                     host_json=json.dumps(host),
-                    host=str(host.get("hostname", "")),
+                    host=host_name or str(host.get("hostname", "")),
                     device_json=json.dumps(device) if device is not None else None,
                     fslab_version=fslab_version,
                     started_at=started_at or utc_now(),
@@ -335,6 +343,15 @@ class Store:
                 .where(tables.campaigns.c.id == campaign_id)
                 .values(device_json=json.dumps(device))
             )
+
+    def delete_campaign(self, campaign_id: int) -> None:
+        """Remove a campaign and everything stored under it (a re-import replaces it)."""
+        with self._connect(write=True) as conn:
+            point_ids = select(tables.points.c.id).where(tables.points.c.campaign_id == campaign_id)
+            for table in tables.POINT_CHILDREN:
+                conn.execute(delete(table).where(table.c.point_id.in_(point_ids)))
+            conn.execute(delete(tables.points).where(tables.points.c.campaign_id == campaign_id))
+            conn.execute(delete(tables.campaigns).where(tables.campaigns.c.id == campaign_id))
 
     def _deferrable(self, op: str, args: dict[str, Any]) -> None:
         """A write that may wait out an outage of a shared database.
@@ -455,6 +472,17 @@ class Store:
                 )
             ).scalar()
         return None if found is None else int(found)
+
+    def point_counts(self) -> dict[int, dict[str, int]]:
+        """Points by status of every campaign: {campaign id: {status: count}}."""
+        query = select(tables.points.c.campaign_id, tables.points.c.status, func.count()).group_by(
+            tables.points.c.campaign_id, tables.points.c.status
+        )
+        counts: dict[int, dict[str, int]] = {}
+        with self._connect(write=False) as conn:
+            for campaign_id, status, n in conn.execute(query):
+                counts.setdefault(campaign_id, {})[status] = n
+        return counts
 
     def latest_campaign_id(self) -> int:
         with self._connect(write=False) as conn:
