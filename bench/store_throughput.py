@@ -30,9 +30,10 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from tests.pgcluster import running_cluster  # noqa: E402
+
 from fslab.store.db import PlannedPoint, PointOutcome, Store  # noqa: E402
 from fslab.store.exchange import _outcome  # noqa: E402
-from tests.pgcluster import running_cluster  # noqa: E402
 
 CAMPAIGN = ROOT / "tests" / "data" / "campaign_fsync_quick.json"
 ROUNDS = 5
@@ -100,7 +101,8 @@ def main() -> None:
     ) / len(outcomes)
     print(f"recorded points: {len(outcomes)} from {CAMPAIGN.name}")
     print(
-        f"  median point wall time {point_wall_s:.1f} s, mean stored payload {payload / 1024:.0f} KiB"
+        f"  median point wall time {point_wall_s:.1f} s,"
+        f" mean stored payload {payload / 1024:.0f} KiB"
     )
     print(f"{ROUNDS} rounds x {POINTS_PER_WRITER} points per writer, order alternating\n")
     context = multiprocessing.get_context("spawn")

@@ -315,7 +315,7 @@ def test_a_database_outage_mid_campaign_loses_no_point(tmp_path, monkeypatch):
         store.save_outcome(points[2].id, PointOutcome(status="failed", error="fio died"))
         store.set_campaign_status(cid, "complete")
         assert store.spooled() == 3
-        with pytest.raises(FslabError, match="start the server at 127.0.0.1"):
+        with pytest.raises(FslabError, match=r"start the server at 127\.0\.0\.1"):
             store.points(cid)
         with pytest.raises(FslabError, match="start the server"):
             Store(location)  # the spool stays for later
@@ -330,9 +330,9 @@ def test_a_database_outage_mid_campaign_loses_no_point(tmp_path, monkeypatch):
 
 
 def test_wrong_password_and_unknown_database_are_clear_errors(pg_cluster):
-    with pytest.raises(FslabError, match="password authentication failed.*check the user and"):
+    with pytest.raises(FslabError, match=r"password authentication failed.*check the user and"):
         Store(pg_cluster.url("postgres", password="wrong"))
     with pytest.raises(FslabError, match='database "nope" does not exist'):
         Store(pg_cluster.url("nope"))
-    with pytest.raises(UsageError, match="SQLite .* or PostgreSQL"):
+    with pytest.raises(UsageError, match=r"SQLite .* or PostgreSQL"):
         Store("mysql://x@y/z")
