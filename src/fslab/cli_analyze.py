@@ -173,7 +173,9 @@ def _host_comparisons(
 
 def _hosts_table(hosts: Sequence[HostFact]) -> Table:
     """The machines side by side; '≠' marks a fact that differs between them."""
-    table = Table(title="hosts (≠: differs)", title_justify="left", box=box.SIMPLE)
+    table = Table(
+        title="hosts (≠: differs)", title_justify="left", box=box.SIMPLE, show_header=False
+    )
     for _ in range(len(hosts[0].values) + 2):
         table.add_column("")
     for fact in hosts:

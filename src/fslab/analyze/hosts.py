@@ -51,22 +51,18 @@ def _limits(campaign: CampaignRow) -> str:
     return ", ".join(f"{k}={v}" for k, v in sorted(limits.items()) if v is not None) or "none"
 
 
-def _host(key: str) -> Callable[[CampaignRow], str]:
-    return lambda c: str(c.host.get(key, "?"))
-
-
 FACTS: tuple[tuple[str, Callable[[CampaignRow], str]], ...] = (
     ("host", lambda c: c.hostname),
     ("campaign", lambda c: f"{c.id} ({c.started_at.replace('+00:00', '')})"),
-    ("CPU model", _host("cpu_model")),
-    ("online CPUs", _host("online_cpus")),
-    ("nr_cpu_ids", _host("nr_cpu_ids")),
-    ("memory", lambda c: format_bytes(int(c.host.get("memory_bytes") or 0))),
-    ("kernel", _host("kernel_release")),
-    ("cpufreq governor", _host("cpu_governor")),
+    ("CPU model", lambda c: c.host_facts.cpu_model),
+    ("online CPUs", lambda c: str(c.host_facts.online_cpus)),
+    ("nr_cpu_ids", lambda c: str(c.host_facts.nr_cpu_ids)),
+    ("memory", lambda c: format_bytes(c.host_facts.memory_bytes)),
+    ("kernel", lambda c: c.host_facts.kernel_release),
+    ("cpufreq governor", lambda c: c.host_facts.cpu_governor),
     ("device", _device),
     ("device limits", _limits),
-    ("fio", _host("fio_version")),
+    ("fio", lambda c: c.host_facts.fio_version),
     ("fslab", lambda c: c.fslab_version),
 )
 

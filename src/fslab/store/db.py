@@ -38,6 +38,7 @@ from sqlalchemy import exc as sa_exc
 from sqlalchemy.engine import RowMapping
 
 from fslab.errors import FslabError, UsageError
+from fslab.hostfacts import HostFacts
 from fslab.roles import PointRole
 from fslab.store import migrate, tables
 from fslab.store.lock import campaign_lock, campaign_running
@@ -134,7 +135,12 @@ class CampaignRow:
     fslab_version: str
     started_at: str
     ended_at: str | None
-    hostname: str = ""
+    hostname: str = ""  # the name it is stored under (a fleet's inventory name)
+
+    @property
+    def host_facts(self) -> HostFacts:
+        """The machine it ran on, typed."""
+        return HostFacts.from_stored(self.host)
 
 
 @dataclass(frozen=True)
