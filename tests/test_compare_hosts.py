@@ -26,7 +26,7 @@ def _two_hosts(location: str) -> tuple[int, int]:
 
 def test_compare_by_host_shows_the_machines_before_any_verdict(new_db):
     location = new_db()
-    a, b = _two_hosts(location)
+    a, _ = _two_hosts(location)
     result = CliRunner().invoke(app, ["compare", str(a), "--by", "host", "--db", location])
     assert result.exit_code == 0, result.output
     lines = result.output.splitlines()

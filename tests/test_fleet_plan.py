@@ -25,9 +25,9 @@ def test_the_shipped_playbook_passes_ansibles_syntax_check(tmp_path):
     inventory = tmp_path / "inventory.ini"
     inventory.write_text("box ansible_connection=local\n")
     playbook = resources.files("fslab.fleet") / "playbook.yml"
+    ansible_playbook = str(Path(sys.executable).parent / "ansible-playbook")
     proc = subprocess.run(
-        [str(Path(sys.executable).parent / "ansible-playbook"), "--syntax-check"]
-        + ["-i", str(inventory), str(playbook)],
+        [ansible_playbook, "--syntax-check", "-i", str(inventory), str(playbook)],
         capture_output=True,
         text=True,
         check=False,

@@ -20,33 +20,13 @@ from pathlib import Path
 
 import pytest
 from tests.conftest import requires_root
+from tests.tiny_spec import tiny_spec
 
 from fslab.store.db import Store
 
 pytestmark = [requires_root, pytest.mark.root]
 
-SPEC = """
-name = "fleet-tiny"
-[target]
-size = "512MiB"
-[[filesystems]]
-label = "ext4"
-type = "ext4"
-[workload]
-kind = "fio"
-[workload.options]
-rw = "randwrite"
-ioengine = "sync"
-bs = "16k"
-filesize = "2m"
-fsync = 1
-thread = true
-[sweep]
-numjobs = [1]
-[run]
-repeat = 2
-runtime = "1s"
-"""
+SPEC = tiny_spec("fleet-tiny")
 
 FSLAB = str(Path(sys.executable).parent / "fslab")
 
