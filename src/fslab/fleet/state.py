@@ -24,6 +24,10 @@ FIXES = {
         "check ansible_host, ansible_user and ansible_port in the inventory, then "
         "`ansible -i INVENTORY HOST -m ping`"
     ),
+    "module": (
+        "the host's Python could not run ansible's modules: set ansible_python_interpreter "
+        "for it in the inventory (e.g. /usr/bin/python3)"
+    ),
 }
 LAST_TASK = "run the campaign"
 
@@ -68,6 +72,9 @@ def _failure_message(event: dict[str, Any]) -> str:
     if fslab_lines:
         start = lines.index(fslab_lines[-1])
         return " ".join(line.strip() for line in lines[start:])
+    if str(event.get("msg", "")).startswith("Module result deserialization failed"):
+        first = lines[0].strip() if lines else "no output"
+        return f"{first}; fix: {FIXES['module']}"
     if event.get("msg") and event["msg"] != "non-zero return code":
         return str(event["msg"]).strip()
     return lines[-1].strip() if lines else f"exit code {event.get('rc')}"

@@ -58,7 +58,7 @@ class CallbackModule(CallbackBase):
             "msg": str(data.get("msg", "") or ""),
             "rc": data.get("rc"),
             "stdout": _tail(data.get("stdout")),
-            "stderr": _tail(data.get("stderr")),
+            "stderr": _tail(data.get("stderr") or data.get("module_stderr")),
         }
         with open(self._path, "a", encoding="utf-8") as handle:
             handle.write(json.dumps(event) + "\n")
