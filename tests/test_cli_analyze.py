@@ -122,7 +122,7 @@ def test_compare_one_run_per_point_says_what_to_do(db):
     [
         ((QUICK,), "give a second campaign id"),
         ((QUICK, DIOREAD, "--by", "filesystem"), "give one id"),
-        ((QUICK, "--by", "numjobs"), "only 'filesystem'"),
+        ((QUICK, "--by", "numjobs"), "'filesystem' (configurations) or 'host'"),
         ((QUICK, DIOREAD, "--baseline", "x"), "--baseline applies"),
         ((QUICK, "--by", "filesystem", "--baseline", "xfs"), "no configuration 'xfs'"),
         (("99", "--by", "filesystem"), "no campaign 99"),
