@@ -117,7 +117,8 @@ def test_a_fleet_run_lands_every_host_in_one_store_and_resumes(tmp_path, pg_clus
     status = fslab("fleet", "status", env=env)
     assert status.returncode == 0, status.stderr
     assert "beta: failed at 'run the campaign'" in status.stdout
-    assert f"campaign {by_host['beta'].id} interrupted, 1/2 points" in status.stdout
+    progress = f"campaign {by_host['beta'].id} interrupted, 1/{len(beta_points)} points"
+    assert progress in status.stdout
 
     second = fslab(
         "fleet",
@@ -135,8 +136,9 @@ def test_a_fleet_run_lands_every_host_in_one_store_and_resumes(tmp_path, pg_clus
         assert again["alpha"].id == by_host["alpha"].id
         assert {c.status for c in again.values()} == {"complete"}
         assert len(store.campaigns()) == 3
-        assert [p.seq for p in store.points(again["beta"].id)] == [0, 1]
-        assert beta_points[0] == "ok"
+        resumed = store.points(again["beta"].id)
+        assert [p.seq for p in resumed] == sorted(beta_points)  # no point added or lost
+        assert {p.status for p in resumed} == {"ok"}
 
     compare = fslab("compare", str(again["alpha"].id), "--by", "host", env=env)
     assert compare.returncode == 0, compare.stderr
