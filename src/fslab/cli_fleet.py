@@ -139,6 +139,7 @@ def status(
             f"fleet run {state.info['key']}: {state.info['spec']} on {state.info['inventory']}"
             f" (started {state.info['started_at']}, finished: {finished})",
             markup=False,
+            soft_wrap=True,
         )
         _print_outcomes(outcomes, db or default_db(), state.info["key"])
 

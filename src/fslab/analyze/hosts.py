@@ -3,7 +3,9 @@
 A campaign's figure on one machine against another's is only read right next
 to what the machines are: the CPU model and counts (nr_cpu_ids sizes ext4's
 free-cluster watermark), memory, kernel, the device under the filesystem and
-the limits put on it. `fslab compare ID --by host` prints these first.
+the limits put on it. `fslab compare ID --by host` prints these first; each
+pair's comparison then carries its drift warnings (analyze/drift.py) as any
+two campaigns do.
 """
 
 from __future__ import annotations
