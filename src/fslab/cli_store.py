@@ -65,7 +65,8 @@ def copy(
         result = copy_store(source, target, on_campaign=on_campaign)
         out.print(
             f"copied {result.copied} campaign(s) from {_shown(source)} to {_shown(target)}"
-            f"; {result.skipped} already there"
+            f"; {result.skipped} already there",
+            soft_wrap=True,
         )
 
     _guarded(body)
