@@ -9,7 +9,8 @@ and saves its points one transaction each, as the runner does. The four
 configurations run in alternating order, ROUNDS times; the table gives the
 median over rounds of the aggregate rate, each point's save time (median and
 p99 over all points of all rounds) and that save time as a share of the
-recorded campaign's median point wall time. The PostgreSQL server is a
+recorded campaign's median point wall time, with a 95% bootstrap interval
+of the median save time. The PostgreSQL server is a
 private cluster on this machine (tests/pgcluster.py), over TCP on 127.0.0.1.
 
 Run under the exclusive machine lock:
@@ -27,6 +28,8 @@ import time
 from datetime import datetime
 from pathlib import Path
 
+import numpy as np
+
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
@@ -36,7 +39,7 @@ from fslab.store.db import PlannedPoint, PointOutcome, Store  # noqa: E402
 from fslab.store.exchange import _outcome  # noqa: E402
 
 CAMPAIGN = ROOT / "tests" / "data" / "campaign_fsync_quick.json"
-ROUNDS = 5
+ROUNDS = 10
 POINTS_PER_WRITER = 24
 WRITER_COUNTS = (1, 8)
 
@@ -89,6 +92,14 @@ def _measure(
     return len(saves) / elapsed, saves
 
 
+def _median_ci(values: list[float], n_boot: int = 2000) -> tuple[float, float]:
+    """95% bootstrap interval of the median."""
+    rng = np.random.default_rng(13)
+    data = np.asarray(values)
+    medians = np.median(rng.choice(data, size=(n_boot, data.size), replace=True), axis=1)
+    return float(np.percentile(medians, 2.5)), float(np.percentile(medians, 97.5))
+
+
 def _pct(values: list[float], q: float) -> float:
     ordered = sorted(values)
     return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
@@ -128,18 +139,19 @@ def main() -> None:
                 rates[(engine, n)].append(rate)
                 saves[(engine, n)].extend(seconds)
     header = (
-        f"{'store':<11} {'writers':>7} {'points/s':>9} {'save median':>12} {'save p99':>9}"
-        f" {'% of point':>11}"
+        f"{'store':<11} {'writers':>7} {'points/s':>9} {'save median':>12} {'95% CI':>13}"
+        f" {'save p99':>9} {'% of point':>11}"
     )
     print(header)
     print("-" * len(header))
     for engine, n in configs:
         s = saves[(engine, n)]
         median_ms, p99_ms = 1000 * statistics.median(s), 1000 * _pct(s, 0.99)
+        low, high = (1000 * v for v in _median_ci(s))
         share = 100 * _pct(s, 0.99) / point_wall_s
         print(
             f"{engine:<11} {n:>7} {statistics.median(rates[(engine, n)]):>9.1f}"
-            f" {median_ms:>9.1f} ms {p99_ms:>6.1f} ms {share:>10.3f}%"
+            f" {median_ms:>9.1f} ms {low:>5.1f}-{high:<5.1f}ms {p99_ms:>6.1f} ms {share:>10.3f}%"
         )
     print(
         "\n% of point: the p99 save time against the median point wall time (goal < 1%);"
