@@ -33,7 +33,15 @@ from fslab.runner import (
     run_campaign,
     start_campaign,
 )
-from fslab.spec import Spec, load_spec, preset_names, preset_path, target_overrides
+from fslab.spec import (
+    Spec,
+    guest_overrides,
+    load_spec,
+    preset_names,
+    preset_path,
+    spec_data,
+    target_overrides,
+)
 from fslab.store.db import PointOutcome, PointRow, Store, default_db_path
 
 app = typer.Typer(
@@ -248,6 +256,35 @@ def run(
     no_collect: Annotated[
         bool, typer.Option("--no-collect", help="Run without any collector (--collect=off).")
     ] = False,
+    kernel: Annotated[
+        str | None,
+        typer.Option(
+            "--kernel",
+            metavar="RELEASE|PATH",
+            help="Run every point in a qemu guest booting this kernel: a release or series "
+            "from `fslab kernels list` (6.1.0-57-amd64, 6.1) or your own build's path.",
+        ),
+    ] = None,
+    cpus: Annotated[
+        int | None,
+        typer.Option("--cpus", metavar="N", help="Guest vCPUs (default 2)."),
+    ] = None,
+    possible_cpus: Annotated[
+        int | None,
+        typer.Option(
+            "--possible-cpus",
+            metavar="M",
+            help="The guest's possible CPUs (nr_cpu_ids), e.g. 1728 for the reporter's box.",
+        ),
+    ] = None,
+    memory: Annotated[
+        str | None,
+        typer.Option(
+            "--memory",
+            metavar="SIZE",
+            help="Guest RAM (default: the target image + 1 GiB, at least 2 GiB).",
+        ),
+    ] = None,
     resume: Annotated[
         int | None, typer.Option("--resume", help="Continue an interrupted campaign by id.")
     ] = None,
@@ -293,6 +330,15 @@ def run(
                 target_text = f"device:{device}" if device is not None else target
                 if target_text is not None:
                     overrides += target_overrides(target_text)
+                guest_flags = {
+                    "kernel": kernel,
+                    "cpus": cpus,
+                    "possible_cpus": possible_cpus,
+                    "memory": memory,
+                }
+                if any(value is not None for value in guest_flags.values()):
+                    data, _ = spec_data(spec, overrides=overrides, quick=quick)
+                    overrides += guest_overrides(guest_flags, data.get("sweep") or {})
                 loaded, text = load_spec(spec, overrides=overrides, quick=quick)
                 if not no_preflight:
                     _preflight(loaded)
@@ -429,18 +475,27 @@ def doctor(
     cleanup: Annotated[
         bool,
         typer.Option(
-            "--cleanup", help="Release mounts, loop devices, images left by a killed fslab."
+            "--cleanup",
+            help="Release mounts, loop devices, images and qemu guests left by a killed fslab.",
         ),
     ] = False,
     as_json: JsonOption = False,
 ) -> None:
     """Check this machine can run fslab, and say exactly how to fix what is missing."""
+    from fslab.guest.leftovers import find_guest_leftovers, stop_guest_leftovers
     from fslab.target.leftovers import cleanup_leftovers, find_leftovers
 
     checks = doctor_mod.run_checks()
+    guests = stop_guest_leftovers() if cleanup else find_guest_leftovers()
     leftovers = cleanup_leftovers() if cleanup else find_leftovers()
     if as_json:
-        _print_json({"checks": [c.to_dict() for c in checks], "leftovers": vars(leftovers)})
+        _print_json(
+            {
+                "checks": [c.to_dict() for c in checks],
+                "leftovers": vars(leftovers),
+                "guest_leftovers": vars(guests),
+            }
+        )
     else:
         for check in checks:
             mark = (
@@ -458,6 +513,16 @@ def doctor(
             out.print(
                 f"[yellow]warn[/] leftovers {verb}: mounts {leftovers.mounts}, loop devices "
                 f"{leftovers.loop_devices}, images {leftovers.images}",
+                markup=True,
+            )
+            if not cleanup:
+                out.print("       fix: fslab doctor --cleanup")
+        if guests.empty():
+            out.print("[green]ok[/]   no guests left running", markup=True)
+        else:
+            out.print(
+                f"[yellow]warn[/] guest leftovers {verb}: processes {guests.processes}, "
+                f"directories {guests.directories}",
                 markup=True,
             )
             if not cleanup:
