@@ -25,6 +25,7 @@ from fslab.analyze.campaign_scaling import CurveFit, ScaleReport, fit_campaign
 from fslab.analyze.compare import RECOMMENDED_REPETITIONS, ComparisonRow, point_label
 from fslab.analyze.comparisons import (
     Comparison,
+    axis_comparisons,
     config_comparisons,
     min_repetitions,
 )
@@ -91,7 +92,11 @@ def compare(
     ] = None,
     by: Annotated[
         str | None,
-        typer.Option("--by", help="'filesystem': compare the configurations of campaign A."),
+        typer.Option(
+            "--by",
+            help="'filesystem': compare the configurations of campaign A; a sweep axis "
+            "(kernel, possible_cpus, numjobs...): compare its values inside campaign A.",
+        ),
     ] = None,
     metric: Annotated[
         list[str] | None,
@@ -99,7 +104,10 @@ def compare(
     ] = None,
     baseline: Annotated[
         str | None,
-        typer.Option("--baseline", help="With --by filesystem: the baseline configuration."),
+        typer.Option(
+            "--baseline",
+            help="With --by: the baseline configuration, or the axis value (default: the first).",
+        ),
     ] = None,
     fail_on_regression: Annotated[
         float | None,
@@ -116,7 +124,9 @@ def compare(
 
     Two campaigns (A baseline, B candidate; points matched by configuration
     and sweep values), or with --by filesystem the configurations inside
-    campaign A, each against the first (or --baseline).
+    campaign A, each against the first (or --baseline), or with --by AXIS
+    (kernel, possible_cpus, any sweep axis) that axis's values inside campaign A:
+    how kernels and CPU counts of guests are compared.
     """
 
     def body() -> None:
@@ -151,16 +161,18 @@ def _comparisons(
     baseline: str | None,
     patterns: list[str] | None,
 ) -> list[Comparison]:
-    if by is not None and by not in ("filesystem", "config"):
-        raise UsageError(f"--by {by!r}: only 'filesystem' (configurations) is supported")
     if by is not None:
         if b is not None:
-            raise UsageError("--by filesystem compares inside one campaign: give one id")
-        return config_comparisons(load_campaign(store, a), baseline, patterns)
+            raise UsageError(f"--by {by} compares inside one campaign: give one id")
+        if by in ("filesystem", "config"):
+            return config_comparisons(load_campaign(store, a), baseline, patterns)
+        return axis_comparisons(load_campaign(store, a), by, baseline, patterns)
     if b is None:
-        raise UsageError("give a second campaign id, or --by filesystem to compare configs")
+        raise UsageError(
+            "give a second campaign id, or --by filesystem|AXIS to compare inside one campaign"
+        )
     if baseline is not None:
-        raise UsageError("--baseline applies with --by filesystem")
+        raise UsageError("--baseline applies with --by")
     return compare_with_noise(store, a, b, patterns)
 
 
