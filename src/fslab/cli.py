@@ -21,6 +21,7 @@ from rich.progress import (
 
 from fslab import doctor as doctor_mod
 from fslab.adaptive import check_options, run_until_ci
+from fslab.analyze.guests import guest_summary
 from fslab.analyze.summary import summarize
 from fslab.errors import FslabError, UsageError
 from fslab.preflight import run_preflight
@@ -191,9 +192,11 @@ def _print_results(store: Store, campaign_id: int, as_json: bool) -> None:
         )
         return
     host = campaign.host
-    title = (
-        f"campaign {campaign.id} {campaign.name} ({campaign.status}) - kernel "
-        f"{host.get('kernel_release')}, {host.get('online_cpus')} CPUs "
+    guests = guest_summary(p.facts["guest"] for p in points if "guest" in p.facts)
+    title = f"campaign {campaign.id} {campaign.name} ({campaign.status}) - " + (
+        f"in guests: {guests}"
+        if guests
+        else f"kernel {host.get('kernel_release')}, {host.get('online_cpus')} CPUs "
         f"(nr_cpu_ids {host.get('nr_cpu_ids')})"
     )
     out.print(terminal.results_table(rows, title))

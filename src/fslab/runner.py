@@ -30,6 +30,7 @@ import fslab
 from fslab import faults
 from fslab.collect.base import Collector, CollectorResult, PendingResult, PointContext
 from fslab.errors import FslabError, ToolError, UsageError
+from fslab.guest_runner import check_guests, run_in_guests
 from fslab.hostfacts import HostFacts, collect_host_facts
 from fslab.postprocess import PostProcessing
 from fslab.proc import CommandLog, run, run_interruptible
@@ -507,8 +508,10 @@ def start_campaign(
     overrides: dict[str, Any],
     options: RunOptions,
 ) -> int:
-    """Check the target, record the campaign and plan its points (all pending)."""
+    """Check the target (and the guests), record the campaign and plan its points."""
     device = _device_identity(spec, options)
+    if spec.vm is not None:
+        check_guests(spec)
     points = expand_points(spec, options.collect)
     return store.create_campaign(
         name=spec.name,
@@ -606,36 +609,54 @@ def _run_locked(store: Store, campaign_id: int, *, options: RunOptions, sink: Pr
     campaign = store.campaign(campaign_id)
     spec = validate_spec(campaign.spec, f"campaign {campaign_id}")
     rows = store.points(campaign_id)
-    host = collect_host_facts()
     done = sum(1 for r in rows if r.status != "pending")
     sink.campaign_started(campaign_id, len(rows), done)
     store.set_campaign_status(campaign_id, "running")
-    formatted_before = done > 0
-    in_flight = _InFlight(store)
+    pending = [r for r in rows if r.status == "pending"]
     with _SignalGuard(sink):
         try:
-            for row in rows:
-                if row.status != "pending":
-                    continue
-                sink.point_started(row)
-                faults.begin_point(row.seq)
-                measured = measure_point(
-                    spec,
-                    point_from_row(spec, row),
-                    options=options,
-                    host=host,
-                    formatted_before=formatted_before,
-                    before_measure=in_flight.settle,
-                )
-                in_flight.settle()  # the point failed before its measured window
-                in_flight.hand_over(row.id, measured.post, measured.outcome.facts)
-                formatted_before = True
-                store.save_outcome(row.id, measured.outcome)
-                sink.point_finished(row, measured.outcome)
-            in_flight.settle()
+            if spec.vm is not None:  # every point in a qemu guest (fslab.guest_runner)
+                points = [point_from_row(spec, r) for r in pending]
+                run_in_guests(store, spec, pending, points, sink=sink)
+            else:
+                _run_on_host(store, spec, pending, options=options, sink=sink, resumed=done > 0)
         except KeyboardInterrupt:
-            in_flight.settle()  # the last measured point keeps its evidence
             store.set_campaign_status(campaign_id, "interrupted")
             raise
     store.set_campaign_status(campaign_id, "complete")
     return "complete"
+
+
+def _run_on_host(
+    store: Store,
+    spec: Spec,
+    pending: Sequence[PointRow],
+    *,
+    options: RunOptions,
+    sink: ProgressSink,
+    resumed: bool,
+) -> None:
+    """The pending points in order on this host; each point's post-processing runs
+    during the next one's setup."""
+    host = collect_host_facts()
+    formatted_before = resumed
+    in_flight = _InFlight(store)
+    try:
+        for row in pending:
+            sink.point_started(row)
+            faults.begin_point(row.seq)
+            measured = measure_point(
+                spec,
+                point_from_row(spec, row),
+                options=options,
+                host=host,
+                formatted_before=formatted_before,
+                before_measure=in_flight.settle,
+            )
+            in_flight.settle()  # the point failed before its measured window
+            in_flight.hand_over(row.id, measured.post, measured.outcome.facts)
+            formatted_before = True
+            store.save_outcome(row.id, measured.outcome)
+            sink.point_finished(row, measured.outcome)
+    finally:
+        in_flight.settle()  # the last measured point keeps its evidence, interrupted or not

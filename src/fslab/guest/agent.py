@@ -98,7 +98,7 @@ def run_request(path: Path, host: HostFacts) -> PointOutcome:
             outcome = run_point(
                 spec,
                 point,
-                options=RunOptions(),
+                options=RunOptions(),  # the point's role says whether collectors run
                 host=host,
                 formatted_before=False,
             )

@@ -34,6 +34,7 @@ from fslab.analyze.comparisons import Comparison, config_comparisons, with_profi
 from fslab.analyze.dataset import CampaignData, key_label, load_campaign, point_key
 from fslab.analyze.diagnose import ConfigDiagnosis, diagnose_campaign
 from fslab.analyze.falloff import campaign_falloffs, focus_config
+from fslab.analyze.guests import TCG_CAVEAT, guest_label, runs_under_tcg
 from fslab.analyze.point_profile import NoProfile, ProfileKind, load_profile
 from fslab.analyze.profile import DiffRow, HotChain, Profile, diff
 from fslab.analyze.series import Series, build_series, select_campaigns
@@ -180,6 +181,7 @@ class Setup:
     sweep: dict[str, list[Any]]
     run: dict[str, Any]
     notes: list[str] = field(default_factory=list)
+    guests: list[str] = field(default_factory=list)  # analyze.guests labels; [] on the host
 
 
 @dataclass
@@ -557,6 +559,9 @@ def _setup(store: Store, data: CampaignData) -> Setup:
     fs_specs = {fs.get("label"): fs for fs in spec.get("filesystems", [])}
     filesystems = [_filesystem(store, data, c, fs_specs.get(c, {})) for c in configs]
     workload = dict(spec.get("workload", {}))
+    guests = [p.facts["guest"] for p in data.points if isinstance(p.facts.get("guest"), dict)]
+    if runs_under_tcg(guests):
+        notes.append(TCG_CAVEAT)
     return Setup(
         host=host,
         device=data.campaign.device,
@@ -567,6 +572,7 @@ def _setup(store: Store, data: CampaignData) -> Setup:
         sweep={k: list(v) for k, v in spec.get("sweep", {}).items()},
         run=dict(spec.get("run", {})),
         notes=notes,
+        guests=list(dict.fromkeys(guest_label(g) for g in guests)),
     )
 
 
