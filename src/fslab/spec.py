@@ -329,7 +329,7 @@ class Spec(_Strict):
             )
         if self.target.kind != "ram":
             raise ValueError(
-                f"target.kind = '{self.target.kind}': a guest builds its filesystems on RAM "
+                f"target.kind: '{self.target.kind}': a guest builds its filesystems on RAM "
                 "loop images only (target.kind = 'ram')"
             )
         for combo in sweep_combinations(guest_axes):
@@ -418,9 +418,11 @@ def _check_guest_axis(axis: str, values: SweepValues) -> None:
     for value in values:
         if axis == "kernel":
             if not isinstance(value, str) or not value:
-                raise ValueError(f"sweep.kernel values must be kernel releases or paths: {value!r}")
+                raise ValueError(
+                    f"sweep.kernel: values must be kernel releases or paths: {value!r}"
+                )
         elif isinstance(value, bool) or not isinstance(value, int) or value < 1:
-            raise ValueError(f"sweep.{axis} values must be integers of at least 1: {value!r}")
+            raise ValueError(f"sweep.{axis}: values must be integers of at least 1: {value!r}")
 
 
 # ---------------------------------------------------------------- loading

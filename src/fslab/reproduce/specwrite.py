@@ -21,6 +21,7 @@ import tomlkit
 from tomlkit.items import Table
 
 from fslab.errors import UsageError
+from fslab.guest.debian import OFFERED_SERIES
 from fslab.reproduce import pending
 from fslab.reproduce.facts import FioFact, QuestionFact, ReportFacts
 from fslab.reproduce.scale import (
@@ -151,6 +152,9 @@ class _Builder:
         doc["workload"] = workload
         if sweep.value:
             doc["sweep"] = sweep
+        vm = self._vm()
+        if vm is not None:
+            doc["vm"] = vm
         doc["run"] = run
         doc["quick"] = self._quick(configs, quick_set)
         doc["reported"] = self._reported(source_name, configs)
@@ -456,34 +460,75 @@ class _Builder:
 
     # -- what cannot run here, and [reported] ---------------------------------------------
 
+    def _vm(self) -> Table | None:
+        section = pending.vm_section(self.facts, self.host.nr_cpu_ids)
+        if section is None:
+            return None
+        vm = tomlkit.table()
+        for line in _wrap(
+            "every point runs in a qemu guest (docs/guests.md): "
+            + self._vm_why(section)
+            + "; `fslab kernels fetch` the kernel first"
+        ):
+            vm.add(tomlkit.comment(line))
+        for key, value in section.items():
+            vm[key] = value
+        return vm
+
+    def _vm_why(self, section: dict[str, str | int]) -> str:
+        facts = self.facts
+        reasons = []
+        kernel = next(
+            (k for k in facts.kernels if pending.kernel_series(k.version) == section["kernel"]),
+            None,
+        )
+        if kernel is not None:
+            reasons.append(
+                f"the report's kernel {kernel.version} (line {kernel.source.number}) as "
+                f"Debian's {section['kernel']}"
+            )
+        if "possible_cpus" in section:
+            cpu = max(facts.cpus, key=lambda c: c.count)
+            reasons.append(
+                f"its {cpu.count} CPUs (line {cpu.source.number}) as the guest's possible "
+                f"CPUs (nr_cpu_ids), {section['cpus']} of them online"
+            )
+        return " and ".join(reasons)
+
     def _unreproducible(self) -> None:
         facts, host = self.facts, self.host
-        if pending.vm_section(facts) is None:
-            for kernel in facts.kernels:
+        vm = pending.vm_section(facts, host.nr_cpu_ids)
+        runs = (
+            f"this spec runs {vm['kernel']} in a guest"
+            if vm
+            else f"this host runs {host.kernel_release}"
+        )
+        for kernel in facts.kernels:
+            if vm is None or pending.kernel_series(kernel.version) != vm["kernel"]:
                 self._cannot(
                     "kernel",
                     kernel.version,
                     kernel.source.number,
-                    f"this host runs {host.kernel_release}; guests with other kernels "
-                    f"are not in specs yet",
+                    f"{runs}; fslab's guests boot Debian's {', '.join(OFFERED_SERIES)} "
+                    "(or your own build: vm.kernel = PATH)",
                 )
-            if facts.cpus:
-                cpu = max(facts.cpus, key=lambda c: c.count)
-                if cpu.count != host.online_cpus:
-                    self._cannot(
-                        "cpus",
-                        str(cpu.count),
-                        cpu.source.number,
-                        f"this host has {host.online_cpus} CPUs (nr_cpu_ids "
-                        f"{host.nr_cpu_ids}); guests with more possible CPUs are not in "
-                        f"specs yet",
-                    )
-            for memory in facts.memory[:1]:
+        if facts.cpus and vm is None:
+            cpu = max(facts.cpus, key=lambda c: c.count)
+            if cpu.count != host.online_cpus:
+                self._cannot(
+                    "cpus",
+                    str(cpu.count),
+                    cpu.source.number,
+                    f"this host has {host.online_cpus} CPUs (nr_cpu_ids {host.nr_cpu_ids})",
+                )
+        for memory in facts.memory[:1]:
+            if vm is None or memory.size_bytes > host.memory_bytes:
                 self._cannot(
                     "memory",
                     memory.text,
                     memory.source.number,
-                    f"this host has {human_bytes(host.memory_bytes)}",
+                    f"this host has {human_bytes(host.memory_bytes)}"
+                    + (", the most a guest can get" if vm else ""),
                 )
         if pending.target_limits(facts) is None:
             for device in facts.devices:
