@@ -370,7 +370,7 @@ def run(
                         )
             except KeyboardInterrupt:
                 err.print(
-                    f"interrupted: mounts and loop devices released; "
+                    f"interrupted: mounts, loop devices and guests released; "
                     f"continue with `fslab run --resume {campaign_id}`"
                 )
                 raise typer.Exit(130) from None
