@@ -253,7 +253,9 @@ def axis_comparisons(
     values = list(dict.fromkeys(str(p.sweep[axis]) for p in data.points if axis in p.sweep))
     base = baseline if baseline is not None else values[0]
     if base not in values:
-        raise UsageError(f"--baseline {base!r}: {axis} takes {', '.join(values)} in campaign")
+        raise UsageError(
+            f"--baseline {base!r}: {axis} takes {', '.join(values)} in campaign {data.id}"
+        )
     if len(values) < 2:
         raise UsageError(f"--by {axis}: campaign {data.id} has one value ({base})")
     names = select_metrics([data], patterns)
