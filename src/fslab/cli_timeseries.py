@@ -371,7 +371,7 @@ def bisect(
 
     Runs SPEC in a guest of the good and bad kernels, then of the kernel in
     the middle, deciding each as `fslab bisect-run` does, until one kernel
-    is the first bad. Needs guests (not in this fslab yet: it says so).
+    is the first bad. Each kernel is booted in a qemu guest (docs/guests.md).
     """
 
     def body() -> None:

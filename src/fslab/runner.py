@@ -30,6 +30,7 @@ import fslab
 from fslab import faults
 from fslab.collect.base import Collector, CollectorResult, PendingResult, PointContext
 from fslab.errors import FslabError, ToolError, UsageError
+from fslab.guest.leftovers import find_guest_leftovers
 from fslab.guest_runner import check_guests, run_in_guests
 from fslab.hostfacts import HostFacts, collect_host_facts
 from fslab.postprocess import PostProcessing
@@ -527,12 +528,14 @@ def start_campaign(
 
 def leftover_warning() -> str | None:
     leftovers = find_leftovers()
-    if leftovers.empty():
+    guests = find_guest_leftovers()
+    if leftovers.empty() and guests.empty():
         return None
     return (
         "leftovers from an earlier fslab that was killed: "
         f"{len(leftovers.mounts)} mount(s), {len(leftovers.loop_devices)} loop device(s), "
-        f"{len(leftovers.images)} image(s); `fslab doctor --cleanup` releases them"
+        f"{len(leftovers.images)} image(s), {len(guests.processes)} guest process(es); "
+        "`fslab doctor --cleanup` releases them"
     )
 
 
