@@ -86,12 +86,17 @@ class Reproduction:
     questions: list[QuestionFact]
 
 
-def build_spec(facts: ReportFacts, *, source_name: str, host: HostShape) -> Reproduction:
-    """The spec reproducing the report here; UsageError (exit 2) when it has no workload."""
+def build_spec(
+    facts: ReportFacts, *, source_name: str, host: HostShape, guests: bool = True
+) -> Reproduction:
+    """The spec reproducing the report here; UsageError (exit 2) when it has no workload.
+
+    With `guests`, the report's kernel and CPU count run in a qemu guest where
+    fslab can have them (pending.vm_section); without, on this host."""
     if not facts.has_workload:
         raise UsageError(_no_workload_message(facts, source_name))
     questions = list(facts.questions)
-    builder = _Builder(facts, host, questions)
+    builder = _Builder(facts, host, questions, guests=guests)
     doc = builder.document(source_name)
     text = tomlkit.dumps(doc)
     spec = validate_spec(tomllib.loads(text), f"the spec written for {source_name}")
@@ -118,7 +123,10 @@ def spec_name(source_name: str, title: str) -> str:
 class _Builder:
     """Builds the TOML document section by section, collecting warnings and questions."""
 
-    def __init__(self, facts: ReportFacts, host: HostShape, questions: list[QuestionFact]) -> None:
+    def __init__(
+        self, facts: ReportFacts, host: HostShape, questions: list[QuestionFact], *, guests: bool
+    ) -> None:
+        self.guests = guests
         self.facts = facts
         self.host = host
         self.questions = questions
@@ -460,8 +468,11 @@ class _Builder:
 
     # -- what cannot run here, and [reported] ---------------------------------------------
 
+    def _vm_section(self) -> dict[str, str | int] | None:
+        return pending.vm_section(self.facts, self.host.nr_cpu_ids) if self.guests else None
+
     def _vm(self) -> Table | None:
-        section = pending.vm_section(self.facts, self.host.nr_cpu_ids)
+        section = self._vm_section()
         if section is None:
             return None
         vm = tomlkit.table()
@@ -497,7 +508,7 @@ class _Builder:
 
     def _unreproducible(self) -> None:
         facts, host = self.facts, self.host
-        vm = pending.vm_section(facts, host.nr_cpu_ids)
+        vm = self._vm_section()
         runs = (
             f"this spec runs {vm['kernel']} in a guest"
             if vm
