@@ -473,6 +473,16 @@ def show(
     _guarded(body)
 
 
+def _print_leftovers(what: str, none: str, empty: bool, found: str, cleaned: bool) -> None:
+    if empty:
+        out.print(f"[green]ok[/]   {none}", markup=True)
+        return
+    verb = "released" if cleaned else "found"
+    out.print(f"[yellow]warn[/] {what} {verb}: {found}", markup=True)
+    if not cleaned:
+        out.print("       fix: fslab doctor --cleanup")
+
+
 @app.command()
 def doctor(
     cleanup: Annotated[
@@ -509,27 +519,21 @@ def doctor(
             out.print(f"{mark} {check.name}: {check.detail}", markup=True)
             if check.fix:
                 out.print(f"       fix: {check.fix}")
-        verb = "released" if cleanup else "found"
-        if leftovers.empty():
-            out.print("[green]ok[/]   no fslab leftovers", markup=True)
-        else:
-            out.print(
-                f"[yellow]warn[/] leftovers {verb}: mounts {leftovers.mounts}, loop devices "
-                f"{leftovers.loop_devices}, images {leftovers.images}",
-                markup=True,
-            )
-            if not cleanup:
-                out.print("       fix: fslab doctor --cleanup")
-        if guests.empty():
-            out.print("[green]ok[/]   no guests left running", markup=True)
-        else:
-            out.print(
-                f"[yellow]warn[/] guest leftovers {verb}: processes {guests.processes}, "
-                f"directories {guests.directories}",
-                markup=True,
-            )
-            if not cleanup:
-                out.print("       fix: fslab doctor --cleanup")
+        _print_leftovers(
+            "leftovers",
+            "no fslab leftovers",
+            leftovers.empty(),
+            f"mounts {leftovers.mounts}, loop devices {leftovers.loop_devices}, "
+            f"images {leftovers.images}",
+            cleanup,
+        )
+        _print_leftovers(
+            "guest leftovers",
+            "no guests left running",
+            guests.empty(),
+            f"processes {guests.processes}, directories {guests.directories}",
+            cleanup,
+        )
     if any(c.required and not c.ok for c in checks):
         raise typer.Exit(1)
 

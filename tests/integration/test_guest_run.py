@@ -16,7 +16,14 @@ from pathlib import Path
 
 import pytest
 from tests.conftest import requires_root
-from tests.guest_support import GUEST_SERIES, fslab_guests, guest_kernel, require_qemu
+from tests.guest_support import (
+    GUEST_SERIES,
+    boot_in_child,
+    fslab_guests,
+    guest_kernel,
+    require_qemu,
+    wait_for_guest,
+)
 
 from fslab.guest.leftovers import find_guest_leftovers
 from fslab.store.db import Store
@@ -87,14 +94,6 @@ def test_fslab_run_kernel_sweeps_possible_cpus_in_guests_and_compares_by_axis(
     assert "nr_cpu_ids 64, 2 online" in compared.stdout
 
 
-def _wait_for_guest(child: subprocess.Popen[str], timeout_s: float = 120.0) -> None:
-    deadline = time.monotonic() + timeout_s
-    while not fslab_guests(child.pid):
-        assert time.monotonic() < deadline, "no guest started"
-        assert child.poll() is None, child.communicate()
-        time.sleep(0.2)
-
-
 def test_ctrl_c_during_a_guest_campaign_leaves_no_qemu_and_the_campaign_resumable(
     tmp_path, guest_ready
 ):
@@ -109,7 +108,7 @@ def test_ctrl_c_during_a_guest_campaign_leaves_no_qemu_and_the_campaign_resumabl
         text=True,
     )
     try:
-        _wait_for_guest(child)
+        wait_for_guest(child)
         time.sleep(2.0)  # booting
         child.send_signal(signal.SIGINT)
         _, stderr = child.communicate(timeout=60)
@@ -124,24 +123,10 @@ def test_ctrl_c_during_a_guest_campaign_leaves_no_qemu_and_the_campaign_resumabl
         assert store.campaign(1).status == "interrupted"
 
 
-ORPHAN = """
-import sys
-from fslab.guest.config import GuestConfig
-from fslab.guest.session import GuestSession
-with GuestSession(GuestConfig(kernel=sys.argv[1], accel="tcg")):
-    print("booted", flush=True)
-"""
-
-
 def test_doctor_cleanup_stops_a_guest_a_killed_fslab_left_running(guest_ready):
-    child = subprocess.Popen(
-        [sys.executable, "-c", ORPHAN, GUEST_SERIES],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
+    child = boot_in_child()
     try:
-        _wait_for_guest(child)
+        wait_for_guest(child)
         os.kill(child.pid, signal.SIGKILL)  # qemu runs in its own session: it stays
         child.communicate(timeout=30)
         assert fslab_guests(child.pid), "the orphaned guest should still run"
