@@ -211,3 +211,25 @@ def test_bad_rule_entry_is_reported():
         parse_rule({"id": "x", "title": "x", "explanation": "x", "metrics": [{"nonsense": 1}]})
     with pytest.raises(ValueError, match="frame"):
         parse_rule({"id": "x", "title": "x", "explanation": "x", "signature": {"offcpu": [3]}})
+
+
+# ---------------------------------------------------------------- in guests
+
+
+GUEST_CACHED = DATA_DIR / "guest_campaign_cached_write_1728.json"  # tests/data/guest_capture.sh
+
+
+def test_cached_write_at_1728_possible_cpus_names_the_watermark_first(tmp_path):
+    """The second report on its own terms: in 6.1 guests with 2 vCPUs and possible_cpus
+    1728 (watermark 864 MiB) or 2 (1 MiB), ext4 left with 400 MiB free falls off only at
+    1728, and the per-CPU counter sums under ext4_has_free_clusters explain it; XFS has
+    no such watermark."""
+    by_config = _diagnose(tmp_path, GUEST_CACHED)
+    ext4, xfs = by_config["ext4"], by_config["xfs"]
+    text = "\n".join(ext4.describe())
+    assert ext4.top == "percpu-counter-watermark", text
+    assert ext4.margin is not None and ext4.margin > 0
+    assert dict(ext4.falloff.worst.key)["possible_cpus"] == 1728, text
+    assert xfs.top != "percpu-counter-watermark", "\n".join(xfs.describe())
+    watermark = xfs.candidate("percpu-counter-watermark")
+    assert watermark is None or watermark.ruled_out
