@@ -252,7 +252,12 @@ def decode_wq(records: RawRecords, layout: WqLayout, names: NameTable) -> WqEven
                 ts=records.ts_ns[mask],
                 kind=np.full(count, kind, dtype=np.int8),
                 work=records.column(fmt["work"], mask).astype(np.uint64),
-                fn=records.column(fmt["function"], mask).astype(np.uint64),
+                # 6.1's and 5.10's activate_work has no function: 0, the queue's is used
+                fn=(
+                    records.column(fmt["function"], mask).astype(np.uint64)
+                    if "function" in fmt.fields
+                    else np.zeros(count, np.uint64)
+                ),
                 wq=wq,
             )
         )
@@ -397,7 +402,10 @@ class WorkqueueAggregator:
         owner = np.where(ev.kind == END, p.end_wq, np.where(ev.kind == QUEUE, ev.wq, p.wq_at))
         interesting = counted & (owner >= 0)
         key = np.full(len(ev), -1, np.int64)
-        key[interesting] = self._key_index(owner[interesting], ev.fn[interesting])
+        fn = ev.fn.copy()
+        unnamed = (fn == 0) & (p.lq >= 0)  # an event without a function field: its queue's
+        fn[unnamed] = ev.fn[p.lq[unnamed]]
+        key[interesting] = self._key_index(owner[interesting], fn[interesting])
         queued = counted & (ev.kind == QUEUE) & (key >= 0)
         self.items += np.bincount(key[queued], minlength=len(self.items))
         for quantity, (mask, earlier) in selections.items():
@@ -745,6 +753,9 @@ class WorkqueueCollector(Collector):
         does not compare function pointers with names (6.1, 5.10: EINVAL)."""
         expr = self.filter
         for ev in EVENTS:
+            if "function" not in inst.event_format(ev).fields:
+                inst.enable_event(ev)  # 6.1's activate_work: nothing to filter on
+                continue
             try:
                 inst.enable_event(ev, expr)
             except tracefs.TracefsError as exc:
