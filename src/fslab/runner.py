@@ -181,7 +181,10 @@ def collecting(
     is left in `pending`.
     """
     running: dict[str, Collector] = {}
-    for name, cls in classes.items():
+    # perf last: its window (from when it is recording, fslab.collect.perf) starts
+    # as the workload does, not while the other collectors are still starting, which
+    # takes seconds on an emulated CPU
+    for name, cls in sorted(classes.items(), key=lambda item: item[0] == "perf"):
         reason = cls.unavailable_reason()
         if reason is not None:
             pending[name] = PendingResult.ready(

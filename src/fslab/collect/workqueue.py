@@ -772,6 +772,7 @@ class WorkqueueCollector(Collector):
                     filter(None, [self._note, "work functions filtered by address"])
                 )
 
+    def _tick(self) -> None:
         self._read()
         if self._spool_bytes > self.spool_limit_bytes:  # too much to keep: decode now
             self._decode(final=False)
