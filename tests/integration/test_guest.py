@@ -7,7 +7,6 @@ two host cores. Select them with `pytest -m guest`, leave them out with
 
 from __future__ import annotations
 
-import dataclasses
 import os
 import re
 import signal
@@ -50,8 +49,11 @@ def _seed_point(runtime: str = "3s"):
             'target.size="512MiB"',
         ],
     )
-    points = expand_points(spec, "inline")  # every collector runs
-    return spec, next(p for p in points if p.filesystem.label == "ext4-default")
+    # an evidence run: the collectors run in it (clean repetitions run none)
+    points = expand_points(spec, "separate")
+    return spec, next(
+        p for p in points if p.filesystem.label == "ext4-default" and p.role == "evidence"
+    )
 
 
 # The second seed report on a 2-core host: 2 GiB ext4, dd bs=1M count=100 into
@@ -124,7 +126,7 @@ def test_a_fio_point_in_a_2_vcpu_guest_and_a_guest_that_dies_is_booted_afresh(no
         assert guest._guest is not None
         os.killpg(guest._guest.proc.pid, signal.SIGKILL)
         guest._guest.proc.wait(timeout=30)
-        again = guest.run_point(spec, dataclasses.replace(point, role="clean"))
+        again = guest.run_point(spec, replace(point, role="clean"))
         assert again.status == "ok", f"{again.error}\n{again.stderr[-3000:]}"
         assert guest.boots == 2 and again.facts["guest"]["boot"] == 2
 
@@ -134,7 +136,7 @@ def test_possible_cpus_1728_puts_near_full_ext4_below_the_watermark_and_slows_dd
     points = expand_points(spec)
     config = GuestConfig(kernel=GUEST_SERIES, cpus=2, possible_cpus=1728, accel="tcg")
     with GuestSession(config, target_bytes=spec.target.size_bytes) as guest:
-        outcomes = [(p, guest.run_point(spec, p)) for p in points]  # clean: no collectors
+        outcomes = [(p, guest.run_point(spec, p)) for p in points]
     bandwidth: dict[bool, list[float]] = {True: [], False: []}
     for point, outcome in outcomes:
         assert outcome.status == "ok", f"{outcome.error}\n{outcome.stderr[-3000:]}"

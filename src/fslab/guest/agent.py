@@ -98,7 +98,7 @@ def run_request(path: Path, host: HostFacts) -> PointOutcome:
             outcome = run_point(
                 spec,
                 point,
-                options=RunOptions(),  # the point's role says whether collectors run
+                options=RunOptions(),
                 host=host,
                 formatted_before=False,
             )

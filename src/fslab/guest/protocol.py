@@ -34,7 +34,7 @@ class PointRequest:
     config: str  # the filesystem configuration's label
     sweep: dict[str, Any]
     repeat: int
-    role: str = "clean"  # fslab.roles: whether the collectors run (evidence, inline)
+    role: PointRole = "clean"  # its role says whether the collectors run (fslab.roles)
 
     @classmethod
     def for_point(cls, spec: Spec, point: Point) -> PointRequest:
@@ -60,8 +60,7 @@ class PointRequest:
         spec = validate_spec(data, "guest request")
         by_label = {fs.label: fs for fs in spec.filesystems}
         sweep = tuple((k, v) for k, v in self.sweep.items() if k not in GUEST_AXES)
-        role: PointRole = self.role  # type: ignore[assignment]  # written by for_point
-        return spec, Point(self.seq, by_label[self.config], sweep, self.repeat, role)
+        return spec, Point(self.seq, by_label[self.config], sweep, self.repeat, self.role)
 
 
 @dataclass(frozen=True)

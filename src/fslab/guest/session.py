@@ -424,7 +424,9 @@ class GuestSession:
     # ------------------------------------------------------------ points
 
     def run_point(self, spec: Spec, point: Point) -> PointOutcome:
-        """Run one point in the guest; a guest that fails it is rebooted for the next."""
+        """Run one point in the guest; a guest that fails it is rebooted for the next.
+
+        The point's role decides whether the collectors run (fslab.roles)."""
         started = utc_now()
         problem = guest_target_problem(spec)
         if problem is not None:
