@@ -233,3 +233,28 @@ def test_cached_write_at_1728_possible_cpus_names_the_watermark_first(tmp_path):
     assert xfs.top != "percpu-counter-watermark", "\n".join(xfs.describe())
     watermark = xfs.candidate("percpu-counter-watermark")
     assert watermark is None or watermark.ruled_out
+
+
+def test_guest_campaign_report_and_comparison_name_the_guests(tmp_path):
+    """Reports and `compare --by possible_cpus` say what each point ran in, TCG flagged."""
+    from fslab.analyze.comparisons import axis_comparisons
+    from fslab.analyze.dataset import load_campaign
+    from fslab.report.model import build_report
+    from fslab.report.text import render_text
+
+    store = Store(tmp_path / "guest.db")
+    campaign_id = import_campaign(store, _raw(GUEST_CACHED))
+    text = render_text(build_report(store, campaign_id))
+    assert "guest     6.1.0-57-amd64, nr_cpu_ids 2, 2 online, tcg" in text
+    assert "6.1.0-57-amd64, nr_cpu_ids 1728, 2 online, tcg" in text
+    assert "TCG: emulated CPU; compare only within this run" in text
+    (comparison,) = axis_comparisons(load_campaign(store, campaign_id), "possible_cpus")
+    assert (comparison.baseline, comparison.candidate) == ("possible_cpus=2", "possible_cpus=1728")
+    details = comparison.details["possible_cpus=1728"]
+    assert details == "6.1.0-57-amd64, nr_cpu_ids 1728, 2 online, tcg"
+    near_full = next(
+        r
+        for r in comparison.table.rows
+        if dict(r.point) == {"config": "ext4", "fill_leave_free": "400MiB"}
+    )
+    assert near_full.ratio < 0.7  # below the watermark at 1728 only
