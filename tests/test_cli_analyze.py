@@ -9,9 +9,9 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from fslab.analyze.profile import Profile
 from fslab.cli import app
-from fslab.collect.perf_fold import parse_folded
+from fslab.stacks.fold import parse_folded
+from fslab.stacks.profile import Profile
 from fslab.store.db import Store
 from fslab.store.exchange import import_campaign
 

@@ -14,9 +14,9 @@ import pytest
 
 from fslab.collect import registry, tracefs
 from fslab.collect.base import PointContext
+from fslab.collect.common import RampSnapshot, dev_filter
 from fslab.collect.jbd2 import (
     Jbd2Collector,
-    dev_filter,
     info_metrics,
     parse_info,
     parse_run_stats,
@@ -32,7 +32,6 @@ from fslab.collect.offcpu import (
     uses_mountpoint,
 )
 from fslab.collect.sysstat import (
-    RampSnapshot,
     block_metrics,
     cpu_metrics,
     parse_block_stat,

@@ -18,7 +18,7 @@ from bench.diagnosis_accuracy import CORPUS, manifest
 from fslab.analyze.attribution import Shift, classify
 from fslab.analyze.diagnose import describe_hypothesis, diagnose_campaign
 from fslab.analyze.mechanisms import Frame, load_rules, parse_rule
-from fslab.analyze.profile import Profile
+from fslab.stacks.profile import Profile
 from fslab.store.db import Store
 from fslab.store.exchange import import_campaign
 from tests.conftest import DATA_DIR

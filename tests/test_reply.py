@@ -36,7 +36,7 @@ from fslab.reproduce.extract import extract_facts
 from fslab.spec_comments import spec_comments
 from fslab.store.db import Store
 from fslab.store.exchange import import_campaign
-from fslab.units import format_metric_value
+from fslab.vocab import format_value
 from tests.conftest import DATA_DIR
 
 REPORTS = DATA_DIR / "reports"
@@ -149,7 +149,7 @@ def test_fsync_reply_puts_the_reporters_figures_beside_fslabs(fsync):
     assert ours.config == "ext4-reported" and ours.point is not None
     assert ours.point.reporter == "numjobs=2048" and ours.point.label == "numjobs=1024"
     assert not ours.point.exact  # --quick stops at 1024: the nearest measured
-    figure = format_metric_value("fio.write.iops", ours.measured)
+    figure = format_value("fio.write.iops", ours.measured)
     row = next(line for line in figures.splitlines() if "22K on 4.14" in line)
     assert row.split()[0] == "ext4-reported" and row.rstrip().endswith(figure)
     assert "less than 1K on 5.10" in figures
@@ -158,7 +158,7 @@ def test_fsync_reply_puts_the_reporters_figures_beside_fslabs(fsync):
     )
     remedy = next(line for line in figures.splitlines() if line.split()[:1] == ["ext4-journal1g"])
     other = next(m for m in reply.figures if m.config == "ext4-journal1g")
-    assert remedy.rstrip().endswith(format_metric_value("fio.write.iops", other.measured))
+    assert remedy.rstrip().endswith(format_value("fio.write.iops", other.measured))
 
 
 def test_fsync_reply_judges_the_workqueue_hypothesis_as_the_diagnosis_does(tmp_path, fsync):

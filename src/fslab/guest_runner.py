@@ -17,14 +17,14 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from fslab.guest.config import GuestConfig
 from fslab.guest.order import boot_groups
 from fslab.guest.session import GuestError, GuestSession, check_guest
 from fslab.spec import Point, Spec, expand_points
 from fslab.store.db import PointOutcome, PointRow, Store, utc_now
+from fslab.vm_config import GuestConfig
 
 if TYPE_CHECKING:  # the runner calls this module; it never imports the runner
-    from fslab.runner import ProgressSink
+    from fslab.progress_sink import ProgressSink
 
 
 def guests_of(spec: Spec, points: Sequence[Point]) -> list[GuestConfig]:

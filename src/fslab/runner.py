@@ -17,25 +17,32 @@ from __future__ import annotations
 import contextlib
 import os
 import shutil
-import signal
 import tempfile
 import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from types import FrameType
-from typing import Any, Protocol
+from typing import Any
 
 import fslab
 from fslab import faults
 from fslab.collect.base import Collector, CollectorResult, PendingResult, PointContext
+from fslab.collect.registry import ALL_COLLECTORS
 from fslab.errors import FslabError, ToolError, UsageError
 from fslab.guest.leftovers import find_guest_leftovers
 from fslab.guest_runner import check_guests, run_in_guests
 from fslab.hostfacts import HostFacts, collect_host_facts
 from fslab.postprocess import PostProcessing
 from fslab.proc import CommandLog, run, run_interruptible
-from fslab.roles import CollectMode, instrumented, mode_of_roles, repetition_role
+from fslab.progress_sink import ProgressSink, SilentProgress
+from fslab.roles import (
+    COLLECT_MODES,
+    CollectMode,
+    PointRole,
+    instrumented,
+    mode_of_roles,
+    repetition_role,
+)
 from fslab.spec import DdWorkload, FioWorkload, Point, Spec, expand_points, validate_spec
 from fslab.store.db import CampaignRow, PlannedPoint, PointOutcome, PointRow, Store, utc_now
 from fslab.store.lock import campaign_lock
@@ -44,9 +51,8 @@ from fslab.target.fs import Mount, describe_filesystem, make_filesystem
 from fslab.target.guard import check_device
 from fslab.target.leftovers import find_leftovers
 from fslab.target.limits import device_limits
-from fslab.target.loop import LoopImage
+from fslab.target.loop import InterruptGuard, LoopImage
 from fslab.timing import PointTiming
-from fslab.units import parse_size_bytes
 from fslab.workload import plan
 
 
@@ -59,55 +65,6 @@ class RunOptions:
     # how a new campaign is planned (fslab.roles): clean repetitions + one evidence
     # run per sweep point, every repetition instrumented, or no collector at all
     collect: CollectMode = "separate"
-
-
-class ProgressSink(Protocol):
-    def campaign_started(self, campaign_id: int, total: int, done: int) -> None: ...
-    def point_started(self, point: PointRow) -> None: ...
-    def point_finished(self, point: PointRow, outcome: PointOutcome) -> None: ...
-    def message(self, text: str) -> None: ...
-
-
-class SilentProgress:
-    def campaign_started(self, campaign_id: int, total: int, done: int) -> None:
-        pass
-
-    def point_started(self, point: PointRow) -> None:
-        pass
-
-    def point_finished(self, point: PointRow, outcome: PointOutcome) -> None:
-        pass
-
-    def message(self, text: str) -> None:
-        pass
-
-
-# ------------------------------------------------------------------ signals
-
-
-class _SignalGuard:
-    """First SIGINT/SIGTERM raises KeyboardInterrupt; later ones wait for cleanup."""
-
-    def __init__(self, progress: ProgressSink) -> None:
-        self.progress = progress
-        self.interrupted = False
-        self._previous: dict[int, Any] = {}
-
-    def _handle(self, signum: int, _frame: FrameType | None) -> None:
-        if self.interrupted:
-            self.progress.message(f"{signal.Signals(signum).name} again: still cleaning up")
-            return
-        self.interrupted = True
-        raise KeyboardInterrupt(signal.Signals(signum).name)
-
-    def __enter__(self) -> _SignalGuard:
-        for signum in (signal.SIGINT, signal.SIGTERM):
-            self._previous[signum] = signal.signal(signum, self._handle)
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        for signum, handler in self._previous.items():
-            signal.signal(signum, handler)
 
 
 # ------------------------------------------------------------------ targets
@@ -150,22 +107,7 @@ def collector_classes(spec: Spec, point: Point) -> dict[str, type[Collector]]:
     """The spec's collectors if the point's role is instrumented, else none."""
     if not instrumented(point.role):
         return {}
-    from fslab.collect.registry import ALL_COLLECTORS
-
-    wanted = spec.collect.enabled()
-    return {name: ALL_COLLECTORS[name] for name in wanted if name in ALL_COLLECTORS}
-
-
-def make_collector(name: str, cls: type[Collector], spec: Spec) -> Collector:
-    if name == "perf":
-        return cls(freq_hz=spec.collect.perf_freq_hz)  # type: ignore[call-arg]
-    if name == "workqueue":
-        return cls(exclude_functions=spec.collect.workqueue_exclude)  # type: ignore[call-arg]
-    if name == "offcpu":
-        return cls(cpu_budget=spec.collect.offcpu_cpu_budget)  # type: ignore[call-arg]
-    if name == "tpcounters":
-        return cls(per_call=spec.collect.tpcounters_per_call)  # type: ignore[call-arg]
-    return cls()
+    return {name: ALL_COLLECTORS[name] for name in spec.collect.enabled()}
 
 
 @contextlib.contextmanager
@@ -192,8 +134,8 @@ def collecting(
             )
             continue
         try:
-            collector = make_collector(name, cls, spec)
-            collector.start(ctx)
+            collector = cls.from_options(spec.collect.options_for(name))
+            collector.start(ctx)  # never raises: a failed start is reported at stop
             running[name] = collector
         except Exception as exc:  # a collector's failure is data, not a crash
             pending[name] = PendingResult.ready(
@@ -238,19 +180,6 @@ class MeasuredPoint:
 
     outcome: PointOutcome
     post: PostProcessing | None
-
-
-def _fill_request(spec: Spec, point: Point) -> tuple[float | None, int | None]:
-    """(percent, leave_free_bytes) from the sweep axes, else from [fill]."""
-    sweep = point.sweep_dict
-    if "fill_percent" in sweep:
-        value = float(sweep["fill_percent"])  # type: ignore[arg-type]
-        return (value if value > 0 else None), None
-    if "fill_leave_free" in sweep:
-        text = str(sweep["fill_leave_free"])
-        return None, (parse_size_bytes(text) if text not in ("", "none") else None)
-    leave = spec.fill.leave_free
-    return spec.fill.percent, (parse_size_bytes(leave) if leave else None)
 
 
 def _watermark_facts(host: HostFacts, fs_facts: dict[str, Any], free_bytes: int) -> dict[str, Any]:
@@ -395,9 +324,11 @@ def _measure(
 
 
 def _fill(spec: Spec, point: Point, mountpoint: str, state: _PointState) -> None:
-    percent, leave_free = _fill_request(spec, point)
-    if percent is not None or leave_free is not None:
-        filled = fill_mod.fill_filesystem(mountpoint, percent=percent, leave_free_bytes=leave_free)
+    request = plan.fill_request(spec, point.sweep_dict)
+    if request.fills:
+        filled = fill_mod.fill_filesystem(
+            mountpoint, percent=request.percent, leave_free_bytes=request.leave_free_bytes
+        )
         state.facts["fill"] = vars(filled)
         state.metrics["fs.fill_bytes"] = float(filled.bytes_filled)
     faults.checkpoint("fill")
@@ -557,9 +488,8 @@ def run_campaign(
 def campaign_collect_mode(campaign: CampaignRow, rows: Sequence[PointRow]) -> CollectMode:
     """The collection mode a campaign was planned with (inferred for older campaigns)."""
     stored = campaign.overrides.get("collect")
-    if stored in ("separate", "inline", "off"):
-        return stored  # type: ignore[no-any-return]
-    return mode_of_roles(r.role for r in rows)
+    known = [mode for mode in COLLECT_MODES if mode == stored]
+    return known[0] if known else mode_of_roles(r.role for r in rows)
 
 
 def check_resume_mode(store: Store, campaign_id: int, asked: CollectMode | None) -> None:
@@ -574,7 +504,7 @@ def check_resume_mode(store: Store, campaign_id: int, asked: CollectMode | None)
         )
 
 
-def headline_role(store: Store, campaign_id: int) -> str:
+def headline_role(store: Store, campaign_id: int) -> PointRole:
     """The role of repetitions added to a campaign later (--until-ci)."""
     campaign = store.campaign(campaign_id)
     return repetition_role(campaign_collect_mode(campaign, store.points(campaign_id)))
@@ -619,7 +549,7 @@ def _run_locked(store: Store, campaign_id: int, *, options: RunOptions, sink: Pr
     sink.campaign_started(campaign_id, len(rows), done)
     store.set_campaign_status(campaign_id, "running")
     pending = [r for r in rows if r.status == "pending"]
-    with _SignalGuard(sink):
+    with InterruptGuard(sink.message):
         try:
             if spec.vm is not None:  # every point in a qemu guest (fslab.guest_runner)
                 points = [point_from_row(spec, r) for r in pending]

@@ -16,16 +16,26 @@ import tomllib
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Annotated, Any, Literal
+from typing import TYPE_CHECKING, Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    create_model,
+    field_validator,
+    model_validator,
+)
 
+from fslab.collect.base import CollectorOptions
+from fslab.collect.registry import ALL_COLLECTORS
 from fslab.errors import SpecError
-from fslab.guest.config import GUEST_AXES, GuestConfig
 from fslab.roles import CollectMode, PointRole, repetition_roles
 from fslab.spec_reported import ReportedSpec
 from fslab.target.limits import DeviceLimits
 from fslab.units import parse_duration_s, parse_size_bytes
+from fslab.vm_config import GUEST_AXES, GuestConfig
 
 PRESET_DIR = Path(__file__).parent / "presets"
 FS_TYPES = ("ext4", "xfs", "btrfs")
@@ -232,30 +242,37 @@ class RunSpec(_Strict):
         return value
 
 
-class CollectSpec(_Strict):
-    """Which collectors run at each point (on by default where the machine supports them)."""
+class _CollectTable(_Strict):
+    """Which collectors run at each point (on by default where the machine supports
+    them), and their options: `<name> = true|false`, `<name>_<option> = value`.
 
-    perf: bool = True
-    offcpu: bool = True
-    workqueue: bool = True
-    tpcounters: bool = True
-    jbd2: bool = True
-    sysstat: bool = True
-    # Defaults measured by bench/collector_overhead.py to keep IOPS within ~5% of
-    # a run without collectors on 2 CPUs (499 Hz and a 5% budget cost ~13%).
-    perf_freq_hz: Annotated[int, Field(ge=1, le=20000)] = 199
-    offcpu_cpu_budget: Annotated[float, Field(gt=0, le=0.5)] = 0.02  # of one CPU
-    # Work functions left out of workqueue tracing (an in-kernel filter): by
-    # default the loop device's own I/O work, which on a loop target is the
-    # emulated device, not the filesystem, and would be most of the events.
-    workqueue_exclude: list[str] = ["loop_rootcg_workfn", "loop_workfn", "blk_mq_requeue_work"]
-    # Count the tracepoints that fire once per fsync, writepages or journal handle
-    # too (fslab.collect.tpcounters.PER_CALL_EVENTS): ~2.5% of the IOPS at 1024 jobs.
-    tpcounters_per_call: bool = False
+    The fields are the collectors' own (collect/registry.py): each declares its
+    options as a model, and CollectSpec below is built from them.
+    """
 
     def enabled(self) -> list[str]:
-        names = ("perf", "offcpu", "workqueue", "tpcounters", "jbd2", "sysstat")
-        return [name for name in names if getattr(self, name)]
+        return [name for name in ALL_COLLECTORS if getattr(self, name)]
+
+    def options_for(self, name: str) -> CollectorOptions:
+        """The collector's options as this spec sets them."""
+        options = ALL_COLLECTORS[name].Options
+        return options(
+            **{field: getattr(self, f"{name}_{field}") for field in options.model_fields}
+        )
+
+
+def _collect_fields() -> dict[str, Any]:
+    fields: dict[str, Any] = {name: (bool, True) for name in ALL_COLLECTORS}
+    for name, cls in ALL_COLLECTORS.items():
+        for field_name, info in cls.Options.model_fields.items():
+            fields[f"{name}_{field_name}"] = (info.annotation, info)
+    return fields
+
+
+if TYPE_CHECKING:
+    CollectSpec = _CollectTable
+else:
+    CollectSpec = create_model("CollectSpec", __base__=_CollectTable, **_collect_fields())
 
 
 class VmSpec(GuestConfig):

@@ -30,10 +30,10 @@ from tests.guest_support import (
 
 from fslab.errors import UsageError
 from fslab.guest import probe
-from fslab.guest.config import GuestConfig
 from fslab.guest.session import GuestError, GuestSession
 from fslab.hostfacts import ext4_free_clusters_watermark
 from fslab.spec import expand_points, load_spec, validate_spec
+from fslab.vm_config import GuestConfig
 
 pytestmark = [requires_root, pytest.mark.root, pytest.mark.guest]
 

@@ -17,7 +17,6 @@ from pathlib import Path
 import pytest
 from tests.conftest import requires_root
 
-from fslab.analyze.profile import Profile
 from fslab.collect.base import PointContext
 from fslab.collect.perf import (
     ARTIFACT_FOLDED,
@@ -25,6 +24,7 @@ from fslab.collect.perf import (
     perf_error_summary,
     perf_record_argv,
 )
+from fslab.stacks.profile import Profile
 from fslab.target.scratch import scratch_filesystem
 
 

@@ -32,13 +32,14 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from fslab.analyze.compare import ComparisonRow, ComparisonTable, PointKey, compare, judge
-from fslab.analyze.dataset import CampaignData, point_key
+from fslab.analyze.compare import ComparisonRow, ComparisonTable, compare, judge
+from fslab.analyze.dataset import CampaignData
 from fslab.analyze.drift import Drift, host_drift
 from fslab.analyze.falloff import campaign_falloffs
 from fslab.analyze.guests import guest_summary
 from fslab.analyze.noise import TEST_NAME, NoiseModel, model_row
 from fslab.errors import UsageError
+from fslab.vocab import PointKey, point_key
 
 Samples = dict[PointKey, dict[str, list[float]]]
 

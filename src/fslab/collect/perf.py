@@ -34,12 +34,24 @@ import tempfile
 import threading
 import time
 from pathlib import Path
+from typing import Annotated, ClassVar
 
-from fslab.analyze.profile import Profile
-from fslab.collect.base import Collector, CollectorResult, PendingResult, PointContext
-from fslab.collect.perf_fold import fold_perf_script_stream, folded_to_text
+from pydantic import Field
+
+from fslab.collect.base import (
+    Collector,
+    CollectorOptions,
+    CollectorResult,
+    PendingResult,
+    PointContext,
+    StartFailed,
+    Unavailable,
+)
 from fslab.errors import ToolError
 from fslab.proc import CommandLog, CommandRecord, run
+from fslab.stacks.fold import fold_perf_script_stream, folded_to_text
+from fslab.stacks.profile import Profile
+from fslab.vocab import CatalogEntry, MetricDef
 
 DEFAULT_FREQ_HZ = 199  # ~400 samples/s on 2 CPUs; odd, so it doesn't beat with timers
 END_MARGIN_S = 0.5  # stop recording a little before the workload is expected to end
@@ -170,10 +182,31 @@ def profile_metrics(profile: Profile, top_n: int = TOP_FUNCS) -> dict[str, float
     return metrics
 
 
+class PerfOptions(CollectorOptions):
+    # sampling rate per CPU: 199 Hz keeps IOPS within ~5% of a run without collectors
+    # on 2 CPUs, where 499 Hz costs ~13% (bench/collector_overhead.py)
+    freq_hz: Annotated[int, Field(ge=1, le=20000)] = DEFAULT_FREQ_HZ
+
+
 class PerfCollector(Collector):
     """On-CPU call graphs of all CPUs during the steady state of a point."""
 
-    name = "perf"
+    name: ClassVar[str] = "perf"
+    Options: ClassVar[type[CollectorOptions]] = PerfOptions
+    catalog: ClassVar[tuple[CatalogEntry, ...]] = (
+        (
+            "profile.inclusive.**",
+            MetricDef("none", "share", "share of profile samples with the function on the stack"),
+        ),
+        (
+            "profile.self.**",
+            MetricDef("none", "share", "share of profile samples with the function on top"),
+        ),
+        ("profile.*_share", MetricDef("none", "share", "share of profile samples")),
+        ("profile.samples", MetricDef("none", "samples", "profile samples taken")),
+        ("profile.freq_hz", MetricDef("none", "Hz", "profile sampling frequency")),
+        ("profile.**", MetricDef("none", "", "profile statistics")),
+    )
 
     def __init__(
         self,
@@ -219,14 +252,13 @@ class PerfCollector(Collector):
         """Ramp and steady state minus a margin, so perf ends before the workload."""
         return ctx.ramp_s + max(ctx.runtime_s - self.end_margin_s, MIN_RECORD_S)
 
-    def start(self, ctx: PointContext) -> None:
+    def begin(self, ctx: PointContext) -> None:
         """Launch perf now, sampling from the end of the ramp; returns at once."""
         self._reset()
         self._ctx = ctx
         self._perf = shutil.which("perf")
         if self._perf is None:
-            self._unavailable = "perf not found in PATH"
-            return
+            raise Unavailable("perf not found in PATH")
         ctx.artifact_dir.mkdir(parents=True, exist_ok=True)
         self._ramp_end = time.monotonic() + max(ctx.ramp_s, 0.0)
         argv = perf_record_argv(
@@ -246,8 +278,7 @@ class PerfCollector(Collector):
                     start_new_session=True,  # a terminal ^C must not cut the file short
                 )
         except OSError as exc:
-            self._launch_error = f"cannot start perf record: {exc}"
-            return
+            raise StartFailed(f"cannot start perf record: {exc}") from exc
         self._proc_argv = argv
         self._proc_started = time.monotonic()
         self._wait_recording()
@@ -276,19 +307,13 @@ class PerfCollector(Collector):
         self.command_log = CommandLog()
         self._proc = None
         self._proc_argv = []
-        self._launch_error = ""
-        self._unavailable = ""
         self._interrupted = False
         self._ramp_end = 0.0
         self.start_s = 0.0  # how long perf took to start recording
 
     # --- stop -----------------------------------------------------------------
 
-    def stop(self) -> CollectorResult:
-        """End perf if still running, fold its samples, always clean up."""
-        return self.stop_observing().finish()
-
-    def stop_observing(self) -> PendingResult:
+    def end(self) -> PendingResult:
         """End perf record now; `perf script` and folding are left to finish()."""
         proc = self._proc
         try:
@@ -322,10 +347,8 @@ class PerfCollector(Collector):
 
     def _end_observation(self, proc: subprocess.Popen[bytes] | None) -> CollectorResult | None:
         """Stop perf record; a result if there is nothing to fold, else None."""
-        if self._unavailable:
-            return CollectorResult(status="unavailable", reason=self._unavailable)
         if proc is None:
-            return CollectorResult(status="failed", reason=self._launch_error or "perf not started")
+            return CollectorResult(status="failed", reason="perf not started")
         if time.monotonic() < self._ramp_end:
             return CollectorResult(
                 status="failed",

@@ -25,7 +25,7 @@ import numpy as np
 
 from fslab.errors import FslabError, ToolError
 from fslab.hostfacts import parse_cpu_list
-from fslab.proc import CommandLog, run
+from fslab.proc import CommandLog, pid_alive, run
 
 DEFAULT_ROOT = Path("/sys/kernel/tracing")
 LEGACY_ROOT = Path("/sys/kernel/debug/tracing")
@@ -394,16 +394,6 @@ def _page_times_exact(
 # Private instances
 
 
-def _pid_alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
-
-
 def remove_stale_instances(root: Path) -> list[str]:
     """Remove fslab instances left behind by fslab processes that no longer exist."""
     removed: list[str] = []
@@ -411,7 +401,7 @@ def remove_stale_instances(root: Path) -> list[str]:
     with contextlib.suppress(OSError):
         for entry in inst_dir.iterdir():
             match = re.fullmatch(rf"{INSTANCE_PREFIX}(\d+)-[0-9a-f]+", entry.name)
-            if match and not _pid_alive(int(match.group(1))):
+            if match and not pid_alive(int(match.group(1))):
                 with contextlib.suppress(OSError):
                     entry.rmdir()
                     removed.append(entry.name)

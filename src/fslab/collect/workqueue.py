@@ -31,10 +31,19 @@ from pathlib import Path
 from typing import ClassVar
 
 import numpy as np
+from pydantic import Field
 
 from fslab.collect import tracefs
-from fslab.collect.base import Collector, CollectorResult, PendingResult, PointContext
+from fslab.collect.base import (
+    Collector,
+    CollectorOptions,
+    CollectorResult,
+    PendingResult,
+    PointContext,
+    Unavailable,
+)
 from fslab.collect.tracefs import EventFormat, RawRecords, TraceInstance
+from fslab.vocab import CatalogEntry, MetricDef, metric_safe
 
 QUEUE, ACTIVATE, START, END = 0, 1, 2, 3
 EVENTS: dict[str, int] = {
@@ -69,11 +78,6 @@ def normalise_wq_name(name: str, device_name: str = "") -> str:
         base = base.rstrip("0123456789") or base
     match = _DEVICE_WQ_RE.match(base) or _HOST_SUFFIX_RE.match(base)
     return match.group(1) if match else base
-
-
-def metric_safe(name: str) -> str:
-    """A name usable between dots of a metric key."""
-    return re.sub(r"[^A-Za-z0-9_+-]", "_", name) or "_"
 
 
 # --------------------------------------------------------------------------
@@ -677,10 +681,29 @@ def _conjunction(inc: list[str], exc: list[str]) -> str | None:
     return " && ".join(parts) or None
 
 
+class WorkqueueOptions(CollectorOptions):
+    # work functions left out of tracing (an in-kernel filter): by default the loop
+    # device's own I/O work, which on a loop target is the emulated device, not the
+    # filesystem, and would be most of the events
+    exclude: list[str] = Field(
+        default_factory=lambda: ["loop_rootcg_workfn", "loop_workfn", "blk_mq_requeue_work"]
+    )
+
+
 class WorkqueueCollector(Collector):
     """Per-workqueue items/s, queueing/start delays, execution time, concurrency."""
 
     name: ClassVar[str] = "workqueue"
+    Options: ClassVar[type[CollectorOptions]] = WorkqueueOptions
+    catalog: ClassVar[tuple[CatalogEntry, ...]] = (
+        ("wq.*.*_ns_*", MetricDef("none", "ns", "workqueue delay or execution time")),
+        ("wq.*.items_per_s", MetricDef("none", "1/s", "work items executed per second")),
+        ("wq.*.peak_concurrency", MetricDef("none", "items", "most work items running at once")),
+        ("wq.*.utilisation", MetricDef("none", "fraction", "busy time / elapsed (may exceed 1)")),
+        ("wq.events_per_s", MetricDef("none", "1/s", "workqueue trace events per second")),
+        ("wq.**", MetricDef("none", "", "workqueue collector bookkeeping")),
+    )
+    no_data: ClassVar[str] = "no workqueue had 10 or more items in the window"
 
     def __init__(
         self,
@@ -689,20 +712,18 @@ class WorkqueueCollector(Collector):
         read_interval_s: float = 0.1,
         spool_limit_bytes: int = SPOOL_LIMIT_BYTES,
         buffer_kb_per_cpu: int | None = None,
-        include_functions: Iterable[str] = (),
-        exclude_functions: Iterable[str] = (),
+        include: Iterable[str] = (),
+        exclude: Iterable[str] = (),
     ) -> None:
         self.tracefs_root = tracefs_root
         self.read_interval_s = read_interval_s
         self.spool_limit_bytes = spool_limit_bytes
         self.buffer_kb_per_cpu = buffer_kb_per_cpu or default_buffer_kb_per_cpu()
-        self.include_functions = list(include_functions)
-        self.exclude_functions = list(exclude_functions)
+        self.include_functions = list(include)
+        self.exclude_functions = list(exclude)
         self.filter = function_filter(self.include_functions, self.exclude_functions)
         self._instance: TraceInstance | None = None
         self._ticker: tracefs.Ticker | None = None
-        self._unavailable = ""
-        self._start_failure = ""
         self._note = ""
         self._spool: list[bytes] = []
         self._spool_bytes = 0
@@ -719,7 +740,7 @@ class WorkqueueCollector(Collector):
     def unavailable_reason(cls) -> str | None:
         return tracefs.unavailable_reason(None, list(EVENTS))
 
-    def start(self, ctx: PointContext) -> None:
+    def begin(self, ctx: PointContext) -> None:
         self._names = NameTable(device_name=ctx.device_name)
         try:
             root, self._note = tracefs.ensure_tracefs(self.tracefs_root)
@@ -737,13 +758,11 @@ class WorkqueueCollector(Collector):
             inst.set_tracing(True)
             self._t_start_ns = inst.clock_now_ns()
         except (OSError, tracefs.TracefsError) as exc:
-            self._unavailable = str(exc)
             self._release()
-            return
-        except Exception as exc:  # start never raises: the runner would not call stop()
-            self._start_failure = f"start: {type(exc).__name__}: {exc}"
+            raise Unavailable(str(exc)) from exc
+        except Exception:
             self._release()
-            return
+            raise
         self._agg = WorkqueueAggregator(self._t_start_ns + int(ctx.ramp_s * 1e9))
         self._ticker = tracefs.Ticker(self._tick, self.read_interval_s, "fslab-workqueue")
         self._ticker.start()
@@ -801,21 +820,9 @@ class WorkqueueCollector(Collector):
         for first in range(0, len(ready), _AGGREGATE_CHUNK):  # small arrays stay in cache
             self._agg.add(ready.take(np.arange(first, min(first + _AGGREGATE_CHUNK, len(ready)))))
 
-    def stop(self) -> CollectorResult:
-        return self.stop_observing().finish()
-
-    def stop_observing(self) -> PendingResult:
+    def end(self) -> PendingResult:
         """Stop tracing, read what is left, remove the instance; decoding is left to finish()."""
-        if self._unavailable:
-            return PendingResult.ready(
-                CollectorResult(status="unavailable", reason=self._unavailable)
-            )
-        if self._start_failure:
-            return PendingResult.ready(CollectorResult(status="failed", reason=self._start_failure))
-        if self._instance is None:
-            return PendingResult.ready(
-                CollectorResult(status="failed", reason="stop() without a successful start()")
-            )
+        window: CollectorResult | tuple[int, float, float]
         try:
             window = self._end_window()
         except Exception as exc:
@@ -825,8 +832,7 @@ class WorkqueueCollector(Collector):
             # removing the instance takes ~50 ms in the kernel: off the path too
             problem = self._release(keep_spool=True)
             try:
-                done = isinstance(window, CollectorResult)
-                result = window if done else self._summary(*window)  # type: ignore[misc]
+                result = window if isinstance(window, CollectorResult) else self._summary(*window)
             finally:
                 self._spool, self._spool_bytes = [], 0
             if problem:

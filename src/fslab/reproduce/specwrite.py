@@ -23,7 +23,7 @@ from tomlkit.items import Table
 from fslab.errors import UsageError
 from fslab.guest.debian import OFFERED_SERIES
 from fslab.reproduce import pending
-from fslab.reproduce.facts import FioFact, QuestionFact, ReportFacts
+from fslab.reproduce.facts import DdFact, FioFact, QuestionFact, ReportFacts
 from fslab.reproduce.scale import (
     DEFAULT_RAMP_S,
     QUICK_RAMP_S,
@@ -141,7 +141,7 @@ class _Builder:
         doc = tomlkit.document()
         size = self._device_size()
         configs = self._configurations()
-        workload, sweep, run, quick_set = self._workload(size.value, configs)  # type: ignore[arg-type]
+        workload, sweep, run, quick_set = self._workload(size.value, configs)
         self._unreproducible()
         name = spec_name(source_name, facts.title)
         for line in self._header(source_name):
@@ -570,7 +570,7 @@ class _Builder:
             source=source_name,
             title=facts.title,
             workload=workload.text if workload else (without_prompt(dd.source.text) if dd else ""),
-            workload_line=(workload or dd).source.number if (workload or dd) else 0,
+            workload_line=_source_line(workload or dd),
             kernels=[k.version for k in facts.kernels],
             cpus=max((c.count for c in facts.cpus), default=None),
             memory=facts.memory[0].text if facts.memory else "",
@@ -679,3 +679,8 @@ def _add(table: Table, key: str, value: Any, comment: str) -> None:
 
 def _wrap(text: str) -> list[str]:
     return textwrap.wrap(text, width=86, subsequent_indent="  ") or [""]
+
+
+def _source_line(fact: FioFact | DdFact | None) -> int:
+    """The report line a workload was read from; 0 when none was found."""
+    return fact.source.number if fact else 0

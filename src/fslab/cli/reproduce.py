@@ -9,7 +9,8 @@ from typing import Annotated
 
 import typer
 
-from fslab.cli import DbOption, JsonOption, _guarded, _print_json, app, run
+from fslab.cli.common import DbOption, JsonOption, app, guarded, print_json
+from fslab.cli.run import run
 from fslab.errors import UsageError
 from fslab.reproduce.describe import describe_facts
 from fslab.reproduce.extract import extract_facts
@@ -93,7 +94,7 @@ def reproduce(
             output.write_text(reproduction.toml)
             sys.stderr.write(f"spec written to {output}\n")
         elif as_json and not run_now:
-            _print_json(
+            print_json(
                 {"spec": reproduction.spec.model_dump(mode="json"), "toml": reproduction.toml}
             )
         elif not run_now:
@@ -109,7 +110,7 @@ def reproduce(
                 as_json=as_json,
             )
 
-    _guarded(body)
+    guarded(body)
 
 
 def _temporary_spec(text: str, name: str) -> Path:
