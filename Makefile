@@ -52,6 +52,8 @@ demo: deps venv
 lint: venv
 	$(VENV)/bin/ruff check src tests bench
 	$(VENV)/bin/ruff format --check src tests bench
+	$(VENV)/bin/lint-imports --no-cache
+	$(VENV)/bin/mypy
 
 # Guest tests boot real qemu guests (TCG here: a few minutes); `pytest -m 'not guest'` skips them
 test: test-deps venv lint guest-kernel

@@ -26,8 +26,8 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 from fslab.collect.perf import perf_record_argv, perf_script_argv
-from fslab.collect.perf_fold import fold_perf_script, fold_perf_script_stream
 from fslab.proc import run
+from fslab.stacks.fold import fold_perf_script, fold_perf_script_stream
 from fslab.target.scratch import scratch_filesystem
 
 DEFAULT_OUTPUT = Path("/dev/shm/fslab-bench-perf-script.txt")

@@ -11,6 +11,7 @@ from scipy import stats as sps
 
 from fslab.analyze import compare as cmp
 from fslab.analyze.metrics_catalog import CATALOG, metric_def
+from fslab.vocab import point_label
 
 POINTS = [(("fs", "ext4"), ("numjobs", n)) for n in (1, 8, 64, 512)]
 
@@ -68,7 +69,7 @@ def test_catalog_unknown_and_near_miss_names_have_no_direction():
 
 
 def test_catalog_is_data_with_valid_directions():
-    assert all(mdef.direction in ("higher", "lower", "none") for _, mdef in CATALOG)
+    assert all(mdef.direction in ("higher", "lower", "none") for _, mdef in CATALOG.entries)
 
 
 # --- verdicts ----------------------------------------------------------------------------
@@ -207,7 +208,7 @@ def test_to_dict_is_strict_json_and_describe_is_short():
     lines = table.describe()
     assert lines[-1].startswith("4 compared")
     assert all(len(line) <= 80 for line in lines)
-    assert cmp.point_label(POINTS[1]) == "fs=ext4 numjobs=8"
+    assert point_label(POINTS[1]) == "fs=ext4 numjobs=8"
 
 
 # --- adaptive repetition -------------------------------------------------------------------

@@ -8,9 +8,9 @@ import math
 import pytest
 
 from fslab.errors import FslabError, ToolError, UsageError
-from fslab.workload.dd import DdResult, build_dd_argv, dd_metrics, parse_dd_output
+from fslab.workload.dd import DdResult, build_dd_argv, parse_dd_output
 
-# Verbatim from shared/seeds/ext4-cached-write-falloff-1728-cores.txt (coreutils of 2014).
+# Verbatim from the report in docs/cases/ext4-cached-write-falloff.md (coreutils of 2014).
 SEED_DD_STDERR = """\
 10+0 records in
 10+0 records out
@@ -95,15 +95,9 @@ def test_warnings_are_not_errors():
     assert parse_dd_output(text).bytes_copied == 10485760
 
 
-def test_metrics():
-    assert dd_metrics(DdResult(bytes_copied=1000, seconds=2.0)) == {
-        "dd.bytes": 1000.0,
-        "dd.seconds": 2.0,
-        "dd.bw_bytes_s": 500.0,
-    }
-    zero = DdResult(bytes_copied=0, seconds=0.0)
-    assert "dd.bw_bytes_s" not in dd_metrics(zero)
-    assert math.isnan(zero.bw_bytes_s)
+def test_rate():
+    assert DdResult(bytes_copied=1000, seconds=2.0).bw_bytes_s == 500.0
+    assert math.isnan(DdResult(bytes_copied=0, seconds=0.0).bw_bytes_s)
 
 
 def test_build_argv():

@@ -20,7 +20,7 @@ from fslab.workload.fio import (
     validate_with_fio,
 )
 
-# Verbatim from shared/seeds/ext4-fsync-iops-drop-5.10.txt, braces included.
+# Verbatim from the report in docs/cases/ext4-fsync-storm.md, braces included.
 SEED_COMMAND = (
     "{ --name=16kb_rand_write_only_2048_jobs --directory=/rdsdbdata1 --rw=randwrite "
     "--ioengine=sync --buffered=1 --bs=16k --max-jobs=2048 --numjobs=2048 --runtime=60 "

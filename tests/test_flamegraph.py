@@ -9,10 +9,10 @@ import xml.etree.ElementTree as ET
 
 import pytest
 
-from fslab.analyze.profile import Profile
-from fslab.collect.perf_fold import fold_perf_script
 from fslab.report.flamegraph import SVG_NS, diff_flamegraph_svg, flamegraph_svg
 from fslab.report.speedscope import SCHEMA_URL, speedscope_json
+from fslab.stacks.fold import fold_perf_script
+from fslab.stacks.profile import Profile
 
 NS = {"svg": SVG_NS}
 

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from fslab.collect.perf_fold import (
+from fslab.stacks.fold import (
     UNKNOWN_FRAME,
     clean_frame,
     fold_perf_script,

@@ -6,7 +6,8 @@ import io
 
 import pytest
 
-from fslab.analyze.profile import (
+from fslab.stacks.fold import fold_perf_script
+from fslab.stacks.profile import (
     CHAIN_WIDTH_COLS,
     Profile,
     diff,
@@ -14,7 +15,6 @@ from fslab.analyze.profile import (
     format_chains,
     format_diff,
 )
-from fslab.collect.perf_fold import fold_perf_script
 
 # 20 samples: fio writes and fsyncs, a recursive kworker, the idle loop.
 SMALL = """\

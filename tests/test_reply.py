@@ -36,7 +36,7 @@ from fslab.reproduce.extract import extract_facts
 from fslab.spec_comments import spec_comments
 from fslab.store.db import Store
 from fslab.store.exchange import import_campaign
-from fslab.units import format_metric_value
+from fslab.vocab import format_value
 from tests.conftest import DATA_DIR
 
 REPORTS = DATA_DIR / "reports"
@@ -149,7 +149,7 @@ def test_fsync_reply_puts_the_reporters_figures_beside_fslabs(fsync):
     assert ours.config == "ext4-reported" and ours.point is not None
     assert ours.point.reporter == "numjobs=2048" and ours.point.label == "numjobs=1024"
     assert not ours.point.exact  # --quick stops at 1024: the nearest measured
-    figure = format_metric_value("fio.write.iops", ours.measured)
+    figure = format_value("fio.write.iops", ours.measured)
     row = next(line for line in figures.splitlines() if "22K on 4.14" in line)
     assert row.split()[0] == "ext4-reported" and row.rstrip().endswith(figure)
     assert "less than 1K on 5.10" in figures
@@ -158,7 +158,7 @@ def test_fsync_reply_puts_the_reporters_figures_beside_fslabs(fsync):
     )
     remedy = next(line for line in figures.splitlines() if line.split()[:1] == ["ext4-journal1g"])
     other = next(m for m in reply.figures if m.config == "ext4-journal1g")
-    assert remedy.rstrip().endswith(format_metric_value("fio.write.iops", other.measured))
+    assert remedy.rstrip().endswith(format_value("fio.write.iops", other.measured))
 
 
 def test_fsync_reply_judges_the_workqueue_hypothesis_as_the_diagnosis_does(tmp_path, fsync):
@@ -314,16 +314,23 @@ def test_reply_says_why_a_figure_or_a_hypothesis_has_nothing_beside_it(tmp_path)
     assert "Your hypothesis (" not in text.split("What I ran", 1)[0]  # not in the summary
 
 
-# ------------------------------------------------------------------ the cached-write report, here
+# ------------------------------------------------------------- the cached-write report, in a guest
 
 
-def test_cached_write_reply_says_the_cpu_count_was_not_reproduced(tmp_path):
-    """On a 2-CPU host the watermark is too small to matter: the reply does not judge the
-    reporter's hypothesis and names the CPU count as what this host could not reproduce."""
+def test_cached_write_reply_in_a_1728_cpu_guest_names_the_watermark(tmp_path):
+    """`fslab reproduce` ran the report in a 6.1 guest with possible_cpus 1728 (the
+    reporter's CPU count; watermark 864 MiB): near-full ext4 falls off, the reply names
+    percpu-counter-watermark and supports the reporter's hypothesis, and only what a
+    guest cannot give (kernel 3.13.9, 4.5 TB of memory) is left unreproduced."""
     _, text = _reply(tmp_path, CACHED)
-    diagnosis = _section(text, "Diagnosis").strip()
-    assert diagnosis == "Nothing falls off, so there is nothing to explain."
-    hypothesis = _section(text, "Your hypothesis")
-    assert "[percpu-counter-watermark]" in hypothesis and "not judged" in hypothesis
-    missing = _section(text, "What I could not reproduce here")
-    assert "cpus 1728" in missing and "nr_cpu_ids 2" in missing
+    opening = " ".join(text.split("What I ran", 1)[0].split())
+    assert "in qemu guests (6.1.0-57-amd64, nr_cpu_ids 1728, 2 online, tcg)" in opening
+    assert "the cause is per-CPU counter summation below ext4's free-cluster watermark" in opening
+    why = " ".join(_section(text, "Why it falls off").split())
+    assert why.startswith("ext4: per-CPU counter summation below ext4's free-cluster watermark")
+    assert "below_ext4_watermark = True" in why
+    hypothesis = " ".join(_section(text, "Your hypothesis").split())
+    assert "Verdict on ext4: supported: ranked first" in hypothesis
+    missing = " ".join(_section(text, "What I could not reproduce here").split())
+    assert "kernel 3.13.9" in missing and "memory 4.5TB" in missing
+    assert "cpus 1728" not in missing  # the guest had them

@@ -354,7 +354,7 @@ def invoke_run(text: str, *args: str) -> tuple[int | None, str, BaseException | 
     with tempfile.TemporaryDirectory(prefix="fslab-prop-") as directory:
         path = spec_file(directory, text)
         db = str(Path(directory) / "r.db")
-        with mock.patch.object(cli, "start_campaign", side_effect=WouldRun):
+        with mock.patch.object(cli.run, "start_campaign", side_effect=WouldRun):
             result = CliRunner().invoke(cli.app, ["run", path, "--db", db, *args])
     exception = result.exception if not isinstance(result.exception, SystemExit) else None
     return result.exit_code, result.output, exception

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from fslab import proc
 from fslab.errors import FslabError, GuardRefusal, ToolError, UsageError
 from fslab.target import fs, guard, loop
 from fslab.target.fill import FILL_PREFIX, target_free_bytes
@@ -310,15 +311,15 @@ def test_mount_dir_owner_pid() -> None:
 
 
 def test_pid_alive_sees_dead_and_zombie_processes() -> None:
-    assert loop.pid_alive(os.getpid())
+    assert proc.pid_alive(os.getpid())
     reaped = subprocess.Popen([sys.executable, "-c", "pass"])
     reaped.wait()
-    assert not loop.pid_alive(reaped.pid)
+    assert not proc.pid_alive(reaped.pid)
     zombie = subprocess.Popen([sys.executable, "-c", "pass"])
     deadline = time.monotonic() + 10
-    while loop.pid_alive(zombie.pid) and time.monotonic() < deadline:
+    while proc.pid_alive(zombie.pid) and time.monotonic() < deadline:
         time.sleep(0.05)  # exits but is not reaped yet: a zombie
-    assert not loop.pid_alive(zombie.pid)
+    assert not proc.pid_alive(zombie.pid)
     zombie.wait()
 
 

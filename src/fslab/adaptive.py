@@ -23,14 +23,15 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from fslab.analyze import compare
-from fslab.analyze.dataset import CampaignData, key_label, load_campaign, point_key
+from fslab.analyze.dataset import CampaignData, load_campaign
+from fslab.analyze.stats import MIN_REPS
 from fslab.errors import UsageError
 from fslab.roles import PointRole, counts_for_headline
 from fslab.runner import ProgressSink, RunOptions, SilentProgress, headline_role, run_campaign
 from fslab.store.db import PlannedPoint, PointRow, Store
+from fslab.vocab import PointKey, point_key, point_label
 
-MIN_REPS = 3
-Key = tuple[str, tuple[tuple[str, Any], ...]]  # (config, sweep items)
+Key = tuple[str, PointKey]  # (config, sweep point)
 RunFn = Callable[..., str]
 
 
@@ -46,7 +47,7 @@ class KeyState:
 
     @property
     def label(self) -> str:
-        return f"{self.config} {key_label(point_key(self.sweep))}"
+        return f"{self.config} {point_label(self.sweep)}"
 
     def wanted(self, pct: float, cap: int) -> int:
         """Repetitions to add now: up to MIN_REPS successes first, else one while too wide."""
@@ -78,7 +79,7 @@ def check_options(pct: float | None, max_repeat: int | None) -> int:
         raise UsageError(f"--until-ci must be a positive percentage, not {pct}")
     cap = compare.RECOMMENDED_REPETITIONS if max_repeat is None else max_repeat
     if cap < MIN_REPS:
-        raise UsageError(f"--max-repeat must be at least {MIN_REPS} (a CI needs 3 runs)")
+        raise UsageError(f"--max-repeat must be at least {MIN_REPS} (a CI needs {MIN_REPS} runs)")
     return cap
 
 
@@ -87,7 +88,7 @@ def key_states(data: CampaignData) -> list[KeyState]:
     groups: dict[Key, list[PointRow]] = {}
     for p in data.points:
         if counts_for_headline(p.role):
-            groups.setdefault((p.config, tuple(p.sweep.items())), []).append(p)
+            groups.setdefault((p.config, point_key(p.sweep)), []).append(p)
     states = []
     for (config, sweep), rows in groups.items():
         values = [
@@ -109,10 +110,10 @@ def plan_round(
     for p in data.points:
         if not counts_for_headline(p.role):
             continue
-        key = (p.config, tuple(p.sweep.items()))
+        key = (p.config, point_key(p.sweep))
         next_repeat[key] = max(next_repeat.get(key, 0), p.repeat + 1)
         fs_type.setdefault(p.config, p.fs_type)
-    wanted = {(s.config, tuple(s.sweep.items())): s.wanted(pct, cap) for s in key_states(data)}
+    wanted = {(s.config, point_key(s.sweep)): s.wanted(pct, cap) for s in key_states(data)}
     planned = []
     for extra in range(max(wanted.values(), default=0)):
         for key, count in wanted.items():  # interleaved: one of each point per pass

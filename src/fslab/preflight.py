@@ -26,19 +26,16 @@ import errno
 import itertools
 import os
 import shlex
-import signal
-import threading
 import time
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from types import FrameType
 
 from fslab.errors import FslabError, SpecError, ToolError, UsageError
 from fslab.proc import CommandLog, run
 from fslab.spec import (
     MAX_NUMJOBS,
-    SPECIAL_AXES,
+    NON_WORKLOAD_AXES,
     DdWorkload,
     FilesystemSpec,
     FioWorkload,
@@ -50,23 +47,15 @@ from fslab.target import fill as fill_mod
 from fslab.target.fs import Mount, mkfs_argv
 from fslab.target.guard import block_major_minor, sysfs_dir
 from fslab.target.limits import unavailable_reason as limits_unavailable
-from fslab.target.loop import (
-    check_image_space,
-    deferred_interrupts,
-    detach_loop,
-    image_name,
-    loops_backed_by,
-)
-from fslab.units import format_bytes, parse_size_bytes
+from fslab.target.loop import InterruptGuard, LoopImage, check_image_space
+from fslab.units import format_bytes
 from fslab.workload import plan
 from fslab.workload.fio import FioOptions, validate_with_fio
 
 TOOL_TIMEOUT_S = 120.0
 MAX_COMBINATIONS = 64  # beyond this, sweep values are tried one axis at a time only
 MAX_LISTED = 12  # problems listed in the message; the rest are counted
-FIT_MARGIN = 0.95  # as plan.check_fits: fio's files may use 95% of the free space
 FIO_WORKERS = 4
-ATTACH_TRIES = 4
 
 
 @dataclass(frozen=True)
@@ -105,7 +94,7 @@ def run_preflight(spec: Spec, *, mount: bool = True) -> PreflightResult:
     """
     start = time.monotonic()
     result = PreflightResult()
-    with _sigterm_as_interrupt():
+    with InterruptGuard():
         problems = check_fio(spec) + check_limits(spec)
         fs_problems, result.space = check_filesystems(spec, mount=mount)
         problems += fs_problems
@@ -137,23 +126,6 @@ def format_problems(problems: Sequence[Problem]) -> str:
     return "\n".join(lines)
 
 
-@contextlib.contextmanager
-def _sigterm_as_interrupt() -> Iterator[None]:
-    """SIGTERM unwinds like Ctrl-C, so the context managers release what preflight made."""
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-
-    def handle(signum: int, _frame: FrameType | None) -> None:
-        raise KeyboardInterrupt(signal.Signals(signum).name)
-
-    previous = signal.signal(signal.SIGTERM, handle)
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGTERM, previous)
-
-
 # ------------------------------------------------------------------ fio
 
 
@@ -166,7 +138,7 @@ def _workload_field(workload: FioWorkload) -> str:
 
 
 def _workload_axes(spec: Spec) -> dict[str, list[ScalarValue]]:
-    return {k: v for k, v in spec.sweep.items() if k not in SPECIAL_AXES}
+    return {k: v for k, v in spec.sweep.items() if k not in NON_WORKLOAD_AXES}
 
 
 def _fio_candidates(spec: Spec) -> list[tuple[str, str, dict[str, ScalarValue]]]:
@@ -317,21 +289,29 @@ def check_filesystems(spec: Spec, *, mount: bool = True) -> tuple[list[Problem],
     except FslabError as exc:
         return [Problem("target.size", str(exc))], space
     for index, fs in enumerate(spec.filesystems):
+        mkfs_failed: list[ToolError] = []
+
+        def make(path: str, fs: FilesystemSpec = fs, failed: list[ToolError] = mkfs_failed) -> None:
+            try:
+                _mkfs(fs, path)
+            except ToolError as exc:
+                failed.append(exc)
+                raise
+
         try:
-            with _image_file(directory, size) as path:
-                try:
-                    _mkfs(fs, path)
-                except ToolError as exc:
-                    problems.append(_mkfs_problem(index, fs, size, exc))
-                    continue
+            # the target's own image: mkfs on the sparse file, then (mount) a loop device
+            with LoopImage(size, directory=directory, prepare=make, attach=mount) as image:
                 if mount:
-                    found = _mount_image(spec, index, fs, path)
+                    found = _mount_image(spec, index, fs, image.device)
                     if isinstance(found, Space):
                         space[fs.label] = found
                     else:
                         problems.extend(found)
-        except FslabError as exc:  # no room for the image, no free loop device ...
-            problems.append(Problem(f"filesystems.{index}", str(exc)))
+        except FslabError as exc:  # mkfs refused, no room for the image, no free loop device
+            if mkfs_failed:
+                problems.append(_mkfs_problem(index, fs, size, mkfs_failed[0]))
+            else:
+                problems.append(Problem(f"filesystems.{index}", str(exc)))
     return problems, space
 
 
@@ -340,46 +320,12 @@ def check_mkfs(spec: Spec) -> list[Problem]:
     return check_filesystems(spec, mount=False)[0]
 
 
-@contextlib.contextmanager
-def _image_file(directory: str, size: int) -> Iterator[str]:
-    """A sparse fslab-<pid>-<hex>.img: doctor --cleanup knows the name if fslab is killed."""
-    check_image_space(size, directory)
-    path = os.path.join(os.path.realpath(directory), image_name())
-    try:
-        fd = os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o600)
-        try:
-            os.ftruncate(fd, size)
-        finally:
-            os.close(fd)
-        yield path
-    finally:
-        with deferred_interrupts():
-            try:
-                for device in loops_backed_by(path):  # even one whose name a Ctrl-C hid
-                    detach_loop(device)
-            finally:
-                with contextlib.suppress(FileNotFoundError):
-                    os.unlink(path)
-
-
 def _mkfs(fs: FilesystemSpec, path: str) -> None:
     record = run(mkfs_argv(fs.type, path, fs.mkfs_options), check=False, timeout_s=TOOL_TIMEOUT_S)
     if record.returncode != 0:
         raise ToolError(
             f"mkfs.{fs.type} exited {record.returncode}", stderr=record.stderr or record.stdout
         )
-
-
-def _attach(path: str) -> str:
-    for attempt in range(ATTACH_TRIES):
-        try:
-            argv = ["losetup", "--find", "--show", path]
-            return run(argv, timeout_s=TOOL_TIMEOUT_S).stdout.strip()
-        except ToolError as exc:
-            if "busy" not in (exc.stderr or str(exc)).lower() or attempt == ATTACH_TRIES - 1:
-                raise
-            time.sleep(0.2)
-    raise AssertionError("unreachable")
 
 
 # ------------------------------------------------------------------ mount
@@ -423,9 +369,8 @@ class KernelLog:
             self._fd = None
 
 
-def _mount_image(spec: Spec, index: int, fs: FilesystemSpec, path: str) -> Space | list[Problem]:
+def _mount_image(spec: Spec, index: int, fs: FilesystemSpec, device: str) -> Space | list[Problem]:
     """Mount the formatted image through a loop device: its space, or the kernel's refusal."""
-    device = _attach(path)  # detached by _image_file, whatever happens
     kernel = KernelLog()
     try:
         with Mount(device, fs.type, fs.mount_options, log=CommandLog()) as mount:
@@ -493,40 +438,12 @@ def _dd_field(stderr: str, sweep: Mapping[str, ScalarValue]) -> str:
 # ------------------------------------------------------------------ fit
 
 
-def _fill_goal(
-    spec: Spec, sweep: Mapping[str, ScalarValue]
-) -> tuple[str, float | None, int | None]:
-    """(field, percent, leave_free_bytes) of a point's fill, as the runner reads them."""
-    if "fill_percent" in sweep:
-        value = float(sweep["fill_percent"])  # type: ignore[arg-type]
-        return "sweep.fill_percent", (value if value > 0 else None), None
-    if "fill_leave_free" in sweep:
-        text = str(sweep["fill_leave_free"])
-        return (
-            "sweep.fill_leave_free",
-            None,
-            (parse_size_bytes(text) if text not in ("", "none") else None),
-        )
-    leave = spec.fill.leave_free
-    field_name = "fill.leave_free" if leave else "fill.percent"
-    return field_name, spec.fill.percent, (parse_size_bytes(leave) if leave else None)
-
-
-def _files_bytes(spec: Spec, sweep: Mapping[str, ScalarValue]) -> tuple[int | None, str]:
-    """Bytes the workload writes up front at this point, and how that was computed."""
-    workload = spec.workload
-    if isinstance(workload, DdWorkload):
-        params = plan.dd_parameters(workload, sweep)
-        total = parse_size_bytes(params.bs) * params.count
-        return total, f"dd bs={params.bs} x count={params.count}"
-    options = plan.fio_options_for_point(spec, sweep)
-    size_text = options.get("filesize") or options.get("size")
-    numjobs = int(options.get("numjobs") or 1)
-    return plan.file_bytes_total(options), f"{numjobs} job(s) x {size_text}"
-
-
 def check_fits(spec: Spec, space: Mapping[str, Space]) -> list[Problem]:
-    """Per configuration and sweep combination: does the fill leave room for the files?"""
+    """Per configuration and sweep combination: does the fill leave room for the files?
+
+    The runner's rules (plan.fill_request, plan.files_bytes, plan.fits), applied to the
+    space a freshly made filesystem of each configuration offers.
+    """
     problems: list[Problem] = []
     combos = sweep_combinations(spec.sweep)
     for fs, combo in itertools.product(spec.filesystems, combos):
@@ -535,26 +452,27 @@ def check_fits(spec: Spec, space: Mapping[str, Space]) -> list[Problem]:
         sweep = dict(combo)
         at = (" at " + ", ".join(f"{k}={v}" for k, v in combo)) if combo else ""
         total, free = space[fs.label].total_bytes, space[fs.label].free_bytes
-        where, percent, leave = _fill_goal(spec, sweep)
+        fill = plan.fill_request(spec, sweep)
         available = free
-        if leave is not None:
-            if leave >= free:
+        if fill.leave_free_bytes is not None:
+            if fill.leave_free_bytes >= free:
                 problems.append(
                     Problem(
-                        where,
-                        f"leaves {format_bytes(leave)} free, but '{fs.label}' has only "
-                        f"{format_bytes(free)} free after mkfs{at}: nothing would be filled",
+                        fill.field,
+                        f"leaves {format_bytes(fill.leave_free_bytes)} free, but '{fs.label}' "
+                        f"has only {format_bytes(free)} free after mkfs{at}: nothing would be "
+                        "filled",
                     )
                 )
-            available = min(free, leave)
-        elif percent is not None:
-            available = min(free, total - int(total * percent / 100))
+            available = min(free, fill.leave_free_bytes)
+        elif fill.percent is not None:
+            available = min(free, total - int(total * fill.percent / 100))
         try:
-            needed, how = _files_bytes(spec, sweep)
+            needed, how = plan.files_bytes(spec, sweep)
         except (UsageError, ValueError):
             continue  # the fio check reports malformed sizes and numjobs
-        if needed is not None and needed > available * FIT_MARGIN:
-            filled = f" after the fill ({where})" if available < free else ""
+        if needed is not None and not plan.fits(needed, available):
+            filled = f" after the fill ({fill.field})" if available < free else ""
             problems.append(
                 Problem(
                     "target.size",

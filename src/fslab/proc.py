@@ -12,6 +12,7 @@ import signal
 import subprocess
 import time
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from fslab.errors import ToolError
 
@@ -142,7 +143,9 @@ def run_interruptible(
     return record
 
 
-def stop_process_group(proc: subprocess.Popen[str], grace_s: float = 10.0) -> None:
+def stop_process_group(
+    proc: subprocess.Popen[str] | subprocess.Popen[bytes], grace_s: float = 10.0
+) -> None:
     """SIGTERM the process group, then SIGKILL it if it outlives the grace period."""
     for sig, wait_s in ((signal.SIGTERM, grace_s), (signal.SIGKILL, 30.0)):
         if proc.poll() is not None:
@@ -158,3 +161,15 @@ def stop_process_group(proc: subprocess.Popen[str], grace_s: float = 10.0) -> No
             return
         except subprocess.TimeoutExpired:
             continue
+
+
+def pid_alive(pid: int) -> bool:
+    """True while a process with this pid exists and is not a zombie."""
+    try:
+        stat_text = Path(f"/proc/{pid}/stat").read_text()
+    except (FileNotFoundError, ProcessLookupError):
+        return False
+    except OSError:
+        return True  # exists but unreadable: assume alive, never reclaim
+    state = stat_text.rsplit(")", 1)[-1].split()[0:1]
+    return state != ["Z"]

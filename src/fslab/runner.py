@@ -17,23 +17,32 @@ from __future__ import annotations
 import contextlib
 import os
 import shutil
-import signal
 import tempfile
 import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from types import FrameType
-from typing import Any, Protocol
+from typing import Any
 
 import fslab
 from fslab import faults
 from fslab.collect.base import Collector, CollectorResult, PendingResult, PointContext
+from fslab.collect.registry import ALL_COLLECTORS
 from fslab.errors import FslabError, ToolError, UsageError
+from fslab.guest.leftovers import find_guest_leftovers
+from fslab.guest_runner import check_guests, run_in_guests
 from fslab.hostfacts import HostFacts, collect_host_facts, host_name
 from fslab.postprocess import PostProcessing
 from fslab.proc import CommandLog, run, run_interruptible
-from fslab.roles import CollectMode, instrumented, mode_of_roles, repetition_role
+from fslab.progress_sink import ProgressSink, SilentProgress
+from fslab.roles import (
+    COLLECT_MODES,
+    CollectMode,
+    PointRole,
+    instrumented,
+    mode_of_roles,
+    repetition_role,
+)
 from fslab.spec import DdWorkload, FioWorkload, Point, Spec, expand_points, validate_spec
 from fslab.store.db import CampaignRow, PlannedPoint, PointOutcome, PointRow, Store, utc_now
 from fslab.target import fill as fill_mod
@@ -41,9 +50,8 @@ from fslab.target.fs import Mount, describe_filesystem, make_filesystem
 from fslab.target.guard import check_device
 from fslab.target.leftovers import find_leftovers
 from fslab.target.limits import device_limits
-from fslab.target.loop import LoopImage
+from fslab.target.loop import InterruptGuard, LoopImage
 from fslab.timing import PointTiming
-from fslab.units import parse_size_bytes
 from fslab.workload import plan
 
 
@@ -56,55 +64,6 @@ class RunOptions:
     # how a new campaign is planned (fslab.roles): clean repetitions + one evidence
     # run per sweep point, every repetition instrumented, or no collector at all
     collect: CollectMode = "separate"
-
-
-class ProgressSink(Protocol):
-    def campaign_started(self, campaign_id: int, total: int, done: int) -> None: ...
-    def point_started(self, point: PointRow) -> None: ...
-    def point_finished(self, point: PointRow, outcome: PointOutcome) -> None: ...
-    def message(self, text: str) -> None: ...
-
-
-class SilentProgress:
-    def campaign_started(self, campaign_id: int, total: int, done: int) -> None:
-        pass
-
-    def point_started(self, point: PointRow) -> None:
-        pass
-
-    def point_finished(self, point: PointRow, outcome: PointOutcome) -> None:
-        pass
-
-    def message(self, text: str) -> None:
-        pass
-
-
-# ------------------------------------------------------------------ signals
-
-
-class _SignalGuard:
-    """First SIGINT/SIGTERM raises KeyboardInterrupt; later ones wait for cleanup."""
-
-    def __init__(self, progress: ProgressSink) -> None:
-        self.progress = progress
-        self.interrupted = False
-        self._previous: dict[int, Any] = {}
-
-    def _handle(self, signum: int, _frame: FrameType | None) -> None:
-        if self.interrupted:
-            self.progress.message(f"{signal.Signals(signum).name} again: still cleaning up")
-            return
-        self.interrupted = True
-        raise KeyboardInterrupt(signal.Signals(signum).name)
-
-    def __enter__(self) -> _SignalGuard:
-        for signum in (signal.SIGINT, signal.SIGTERM):
-            self._previous[signum] = signal.signal(signum, self._handle)
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        for signum, handler in self._previous.items():
-            signal.signal(signum, handler)
 
 
 # ------------------------------------------------------------------ targets
@@ -147,22 +106,7 @@ def collector_classes(spec: Spec, point: Point) -> dict[str, type[Collector]]:
     """The spec's collectors if the point's role is instrumented, else none."""
     if not instrumented(point.role):
         return {}
-    from fslab.collect.registry import ALL_COLLECTORS
-
-    wanted = spec.collect.enabled()
-    return {name: ALL_COLLECTORS[name] for name in wanted if name in ALL_COLLECTORS}
-
-
-def make_collector(name: str, cls: type[Collector], spec: Spec) -> Collector:
-    if name == "perf":
-        return cls(freq_hz=spec.collect.perf_freq_hz)  # type: ignore[call-arg]
-    if name == "workqueue":
-        return cls(exclude_functions=spec.collect.workqueue_exclude)  # type: ignore[call-arg]
-    if name == "offcpu":
-        return cls(cpu_budget=spec.collect.offcpu_cpu_budget)  # type: ignore[call-arg]
-    if name == "tpcounters":
-        return cls(per_call=spec.collect.tpcounters_per_call)  # type: ignore[call-arg]
-    return cls()
+    return {name: ALL_COLLECTORS[name] for name in spec.collect.enabled()}
 
 
 @contextlib.contextmanager
@@ -178,7 +122,10 @@ def collecting(
     is left in `pending`.
     """
     running: dict[str, Collector] = {}
-    for name, cls in classes.items():
+    # perf last: its window (from when it is recording, fslab.collect.perf) starts
+    # as the workload does, not while the other collectors are still starting, which
+    # takes seconds on an emulated CPU
+    for name, cls in sorted(classes.items(), key=lambda item: item[0] == "perf"):
         reason = cls.unavailable_reason()
         if reason is not None:
             pending[name] = PendingResult.ready(
@@ -186,8 +133,8 @@ def collecting(
             )
             continue
         try:
-            collector = make_collector(name, cls, spec)
-            collector.start(ctx)
+            collector = cls.from_options(spec.collect.options_for(name))
+            collector.start(ctx)  # never raises: a failed start is reported at stop
             running[name] = collector
         except Exception as exc:  # a collector's failure is data, not a crash
             pending[name] = PendingResult.ready(
@@ -232,19 +179,6 @@ class MeasuredPoint:
 
     outcome: PointOutcome
     post: PostProcessing | None
-
-
-def _fill_request(spec: Spec, point: Point) -> tuple[float | None, int | None]:
-    """(percent, leave_free_bytes) from the sweep axes, else from [fill]."""
-    sweep = point.sweep_dict
-    if "fill_percent" in sweep:
-        value = float(sweep["fill_percent"])  # type: ignore[arg-type]
-        return (value if value > 0 else None), None
-    if "fill_leave_free" in sweep:
-        text = str(sweep["fill_leave_free"])
-        return None, (parse_size_bytes(text) if text not in ("", "none") else None)
-    leave = spec.fill.leave_free
-    return spec.fill.percent, (parse_size_bytes(leave) if leave else None)
 
 
 def _watermark_facts(host: HostFacts, fs_facts: dict[str, Any], free_bytes: int) -> dict[str, Any]:
@@ -389,9 +323,11 @@ def _measure(
 
 
 def _fill(spec: Spec, point: Point, mountpoint: str, state: _PointState) -> None:
-    percent, leave_free = _fill_request(spec, point)
-    if percent is not None or leave_free is not None:
-        filled = fill_mod.fill_filesystem(mountpoint, percent=percent, leave_free_bytes=leave_free)
+    request = plan.fill_request(spec, point.sweep_dict)
+    if request.fills:
+        filled = fill_mod.fill_filesystem(
+            mountpoint, percent=request.percent, leave_free_bytes=request.leave_free_bytes
+        )
         state.facts["fill"] = vars(filled)
         state.metrics["fs.fill_bytes"] = float(filled.bytes_filled)
     faults.checkpoint("fill")
@@ -506,8 +442,10 @@ def start_campaign(
     overrides: dict[str, Any],
     options: RunOptions,
 ) -> int:
-    """Check the target, record the campaign and plan its points (all pending)."""
+    """Check the target (and the guests), record the campaign and plan its points."""
     device = _device_identity(spec, options)
+    if spec.vm is not None:
+        check_guests(spec)
     points = expand_points(spec, options.collect)
     return store.create_campaign(
         name=spec.name,
@@ -524,12 +462,14 @@ def start_campaign(
 
 def leftover_warning() -> str | None:
     leftovers = find_leftovers()
-    if leftovers.empty():
+    guests = find_guest_leftovers()
+    if leftovers.empty() and guests.empty():
         return None
     return (
         "leftovers from an earlier fslab that was killed: "
         f"{len(leftovers.mounts)} mount(s), {len(leftovers.loop_devices)} loop device(s), "
-        f"{len(leftovers.images)} image(s); `fslab doctor --cleanup` releases them"
+        f"{len(leftovers.images)} image(s), {len(guests.processes)} guest process(es); "
+        "`fslab doctor --cleanup` releases them"
     )
 
 
@@ -548,9 +488,8 @@ def run_campaign(
 def campaign_collect_mode(campaign: CampaignRow, rows: Sequence[PointRow]) -> CollectMode:
     """The collection mode a campaign was planned with (inferred for older campaigns)."""
     stored = campaign.overrides.get("collect")
-    if stored in ("separate", "inline", "off"):
-        return stored  # type: ignore[no-any-return]
-    return mode_of_roles(r.role for r in rows)
+    known = [mode for mode in COLLECT_MODES if mode == stored]
+    return known[0] if known else mode_of_roles(r.role for r in rows)
 
 
 def check_resume_mode(store: Store, campaign_id: int, asked: CollectMode | None) -> None:
@@ -565,7 +504,7 @@ def check_resume_mode(store: Store, campaign_id: int, asked: CollectMode | None)
         )
 
 
-def headline_role(store: Store, campaign_id: int) -> str:
+def headline_role(store: Store, campaign_id: int) -> PointRole:
     """The role of repetitions added to a campaign later (--until-ci)."""
     campaign = store.campaign(campaign_id)
     return repetition_role(campaign_collect_mode(campaign, store.points(campaign_id)))
@@ -606,36 +545,54 @@ def _run_locked(store: Store, campaign_id: int, *, options: RunOptions, sink: Pr
     campaign = store.campaign(campaign_id)
     spec = validate_spec(campaign.spec, f"campaign {campaign_id}")
     rows = store.points(campaign_id)
-    host = collect_host_facts()
     done = sum(1 for r in rows if r.status != "pending")
     sink.campaign_started(campaign_id, len(rows), done)
     store.set_campaign_status(campaign_id, "running")
-    formatted_before = done > 0
-    in_flight = _InFlight(store)
-    with _SignalGuard(sink):
+    pending = [r for r in rows if r.status == "pending"]
+    with InterruptGuard(sink.message):
         try:
-            for row in rows:
-                if row.status != "pending":
-                    continue
-                sink.point_started(row)
-                faults.begin_point(row.seq)
-                measured = measure_point(
-                    spec,
-                    point_from_row(spec, row),
-                    options=options,
-                    host=host,
-                    formatted_before=formatted_before,
-                    before_measure=in_flight.settle,
-                )
-                in_flight.settle()  # the point failed before its measured window
-                in_flight.hand_over(row.id, measured.post, measured.outcome.facts)
-                formatted_before = True
-                store.save_outcome(row.id, measured.outcome)
-                sink.point_finished(row, measured.outcome)
-            in_flight.settle()
+            if spec.vm is not None:  # every point in a qemu guest (fslab.guest_runner)
+                points = [point_from_row(spec, r) for r in pending]
+                run_in_guests(store, spec, pending, points, sink=sink)
+            else:
+                _run_on_host(store, spec, pending, options=options, sink=sink, resumed=done > 0)
         except KeyboardInterrupt:
-            in_flight.settle()  # the last measured point keeps its evidence
             store.set_campaign_status(campaign_id, "interrupted")
             raise
     store.set_campaign_status(campaign_id, "complete")
     return "complete"
+
+
+def _run_on_host(
+    store: Store,
+    spec: Spec,
+    pending: Sequence[PointRow],
+    *,
+    options: RunOptions,
+    sink: ProgressSink,
+    resumed: bool,
+) -> None:
+    """The pending points in order on this host; each point's post-processing runs
+    during the next one's setup."""
+    host = collect_host_facts()
+    formatted_before = resumed
+    in_flight = _InFlight(store)
+    try:
+        for row in pending:
+            sink.point_started(row)
+            faults.begin_point(row.seq)
+            measured = measure_point(
+                spec,
+                point_from_row(spec, row),
+                options=options,
+                host=host,
+                formatted_before=formatted_before,
+                before_measure=in_flight.settle,
+            )
+            in_flight.settle()  # the point failed before its measured window
+            in_flight.hand_over(row.id, measured.post, measured.outcome.facts)
+            formatted_before = True
+            store.save_outcome(row.id, measured.outcome)
+            sink.point_finished(row, measured.outcome)
+    finally:
+        in_flight.settle()  # the last measured point keeps its evidence, interrupted or not

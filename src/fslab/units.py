@@ -64,20 +64,3 @@ def format_duration_s(seconds: float) -> str:
         return f"{minutes}m{secs:02d}s"
     hours, minutes = divmod(minutes, 60)
     return f"{hours}h{minutes:02d}m"
-
-
-def format_metric_value(metric: str | None, value: float | None) -> str:
-    """Metric values with their unit, compactly: 31.2K IOPS, 43.8MB/s, 1.20ms."""
-    if value is None or metric is None:
-        return "-"
-    if metric.endswith("iops"):
-        return f"{value / 1000:.1f}K" if value >= 10_000 else f"{value:.0f}"
-    if metric.endswith("bw_bytes_s"):
-        if value >= 1e9:
-            return f"{value / 1e9:.2f}GB/s"
-        return f"{value / 1e6:.1f}MB/s" if value >= 1e6 else f"{value / 1e3:.0f}kB/s"
-    if "_ns" in metric:
-        if value >= 1e9:
-            return f"{value / 1e9:.2f}s"
-        return f"{value / 1e6:.2f}ms" if value >= 1e5 else f"{value / 1e3:.0f}us"
-    return f"{value:.3g}"

@@ -26,7 +26,8 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from fslab.collect import tracefs
-from fslab.collect.jbd2 import dev_filter, journal_dirs, kernel_dev_t
+from fslab.collect.common import dev_filter, kernel_dev_t
+from fslab.collect.jbd2 import journal_dirs
 from fslab.collect.offcpu import find_processes, uses_mountpoint
 from fslab.collect.tpcounters import (
     WRITEBACK_QUEUE,

@@ -28,7 +28,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
 from fslab.analyze.mechanisms import Frame, ProfileKind
-from fslab.analyze.profile import Profile
+from fslab.stacks.profile import Profile
 
 MIN_CHANGE = 0.05  # below this the two compositions are the same within sampling noise
 STATE_FRAMES = frozenset({"[D]", "[S]", "[R]"})

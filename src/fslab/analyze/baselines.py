@@ -14,6 +14,7 @@ from fslab.analyze.comparisons import Comparison, campaign_comparisons, samples,
 from fslab.analyze.dataset import CampaignData, load_campaign
 from fslab.analyze.noise import NoiseModel, fit_point_noise, host_key, spec_fingerprint
 from fslab.store.db import CampaignRow, Store
+from fslab.vocab import PointKey
 
 
 def same_spec(campaign: CampaignRow, other: CampaignRow) -> bool:
@@ -39,7 +40,7 @@ def fit_model(
 ) -> NoiseModel:
     """Per (point, metric) variance components over the given campaigns."""
     names = list(metrics)
-    by_point: dict[tuple[object, str], dict[int, list[float]]] = {}
+    by_point: dict[tuple[PointKey, str], dict[int, list[float]]] = {}
     for data in campaigns:
         for point, values in samples(data, names).items():
             for metric, runs in values.items():

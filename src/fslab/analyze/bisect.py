@@ -33,11 +33,10 @@ from typing import Literal
 import numpy as np
 from scipy import stats as sps
 
-from fslab.analyze.compare import PointKey, point_label
 from fslab.analyze.comparisons import samples
 from fslab.analyze.dataset import CampaignData
 from fslab.analyze.noise import NoiseModel, PointNoise
-from fslab.units import format_metric_value
+from fslab.vocab import PointKey, format_value, point_label
 
 CONFIDENCE = 0.99  # of the combined position's interval
 BOUNDARY = 0.5  # halfway between good (0) and bad (1)
@@ -60,7 +59,7 @@ class PointPosition:
     modelled: bool  # the noise model covered the point
 
     def describe(self) -> str:
-        good, bad, cand = (format_metric_value(self.metric, v) for v in self.levels)
+        good, bad, cand = (format_value(self.metric, v) for v in self.levels)
         return (
             f"{point_label(self.point)}: good {good}, bad {bad}, candidate {cand} "
             f"({self.runs} runs): position {self.position:+.2f} +-{self.se:.2f}"
@@ -135,11 +134,14 @@ def decide(
             continue
         t = float((runs[2].mean() - runs[0].mean()) / delta)
         var = (v_cand + v_good - 2 * t * v_good + t * t * (v_good + v_bad)) / delta**2
+        mean_good, mean_bad, mean_cand = (float(np.exp(r.mean())) for r in runs)
         positions.append(
             PointPosition(
                 point,
                 name,
-                *(float(np.exp(r.mean())) for r in runs),
+                mean_good,
+                mean_bad,
+                mean_cand,
                 runs=len(runs[2]),
                 position=t,
                 se=math.sqrt(max(var, 0.0)),

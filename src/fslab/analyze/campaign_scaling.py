@@ -26,13 +26,13 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from fslab.analyze import falloff
-from fslab.analyze.dataset import CONCURRENCY_AXES, CampaignData, PointKey, key_label, point_key
+from fslab.analyze.dataset import CONCURRENCY_AXES, CampaignData
 from fslab.analyze.falloff import Curve
 from fslab.analyze.metrics_catalog import metric_def
 from fslab.analyze.scaling import MIN_POINTS_ADVISED, MIN_POINTS_FIT, UslFit, compare_fits, fit_usl
 from fslab.errors import FslabError, UsageError
 from fslab.roles import counts_for_headline
-from fslab.units import format_metric_value
+from fslab.vocab import PointKey, format_value, point_key, point_label
 
 NSTAR_RANGE = 2.0  # N* within [N_min / 2, 2 N_max] counts as near the measured range
 
@@ -54,7 +54,7 @@ class CurveFit:
 
     @property
     def label(self) -> str:
-        return f"{self.config} {key_label(self.rest)}" if self.rest else self.config
+        return f"{self.config} {point_label(self.rest)}" if self.rest else self.config
 
     def describe(self) -> list[str]:
         lines = [f"{self.label}: {self.metric} over {self.axis}"]
@@ -74,7 +74,7 @@ class CurveFit:
         peak = curve.peak
         after = [p for p in curve.points if (p.n or 0) >= (peak.n or 0)]
         low = min(after, key=lambda p: p.median)
-        fmt = format_metric_value
+        fmt = format_value
         lines = [f"observed peak {fmt(self.metric, peak.median)} at {axis}={_num(peak.n or 0)}"]
         if low is not peak:
             lines.append(

@@ -38,7 +38,7 @@ from __future__ import annotations
 import fnmatch
 import math
 import zlib
-from collections.abc import Hashable, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any, Literal
 
@@ -46,14 +46,14 @@ import numpy as np
 
 from fslab.analyze import stats
 from fslab.analyze.metrics_catalog import metric_def
+from fslab.analyze.stats import MIN_REPS
+from fslab.vocab import PointKey, point_label
 
-PointKey = Hashable  # e.g. (("fs", "ext4"), ("numjobs", 512))
 Samples = Mapping[PointKey, Mapping[str, Sequence[float]]]
 Verdict = Literal["better", "worse", "changed", "no change shown", "needs more runs"]
 
 ALPHA = 0.05  # BH-adjusted significance level
 CONFIDENCE = 0.95  # of the ratio interval
-MIN_REPS = 3  # per side, below which nothing is concluded
 GATE_FLOOR = 0.02  # smallest change ever reported: 2%
 GATE_CV_FACTOR = 1.0  # gate grows with the baseline's run-to-run CV
 
@@ -396,14 +396,6 @@ def point_to_json(point: PointKey) -> Any:
     ):
         return {axis: _json_scalar(value) for axis, value in point}
     return _json_scalar(point)
-
-
-def point_label(point: PointKey) -> str:
-    """A point key as short text: "fs=ext4 numjobs=512"."""
-    as_json = point_to_json(point)
-    if isinstance(as_json, dict):
-        return " ".join(f"{axis}={value}" for axis, value in as_json.items())
-    return str(as_json)
 
 
 def _json_scalar(value: Any) -> Any:

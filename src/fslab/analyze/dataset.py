@@ -1,6 +1,6 @@
 """One campaign's stored results, shaped for analysis.
 
-Analysis reads only the store (DESIGN: one direction); this module is the one
+Analysis reads only the store (one direction: docs/architecture.md); this module is the one
 place that turns rows into the shapes the statistics want: per-repetition
 values keyed by sweep point, and curves over a concurrency axis.
 
@@ -16,31 +16,15 @@ from __future__ import annotations
 import statistics
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Any
 
-from fslab.analyze.summary import (
-    HEADLINE_CANDIDATES,
-    LATENCY_CANDIDATES,
-    Perturbation,
-    perturbation_of,
-    pick_metric,
-)
+from fslab.analyze.summary import Perturbation, perturbation_of
 from fslab.roles import counts_for_headline
 from fslab.store.db import CampaignRow, PointRow, Store
+from fslab.vocab import PointKey, headline_metric, latency_metric, point_key
 
-__all__ = ["CampaignData", "Perturbation", "key_label", "load_campaign", "point_key"]
+__all__ = ["CampaignData", "Perturbation", "load_campaign"]
 
-PointKey = tuple[tuple[str, Any], ...]
 CONCURRENCY_AXES = ("numjobs", "iodepth", "cpus")
-
-
-def point_key(sweep: dict[str, Any], drop: Iterable[str] = ()) -> PointKey:
-    dropped = set(drop)
-    return tuple((k, v) for k, v in sweep.items() if k not in dropped)
-
-
-def key_label(key: PointKey) -> str:
-    return " ".join(f"{k}={v}" for k, v in key) or "(no sweep)"
 
 
 @dataclass
@@ -53,8 +37,8 @@ class CampaignData:
 
     def __post_init__(self) -> None:
         ok = [self.metrics.get(p.id, {}) for p in self.ok_points()]
-        self.headline = pick_metric(HEADLINE_CANDIDATES, ok)
-        self.latency = pick_metric(LATENCY_CANDIDATES, ok)
+        self.headline = headline_metric(ok)
+        self.latency = latency_metric(ok)
 
     @property
     def id(self) -> int:

@@ -40,7 +40,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from fslab.analyze.attribution import Shift, class_label, classify
-from fslab.analyze.dataset import CampaignData, PointKey, key_label, load_campaign
+from fslab.analyze.dataset import CampaignData, load_campaign
 from fslab.analyze.falloff import FALLOFF_MIN_DROP, Falloff, campaign_falloffs
 from fslab.analyze.mechanisms import (
     PROFILE_KINDS,
@@ -51,10 +51,10 @@ from fslab.analyze.mechanisms import (
     Rule,
     load_rules,
 )
-from fslab.analyze.profile import Profile
 from fslab.errors import UsageError
+from fslab.stacks.profile import Profile
 from fslab.store.db import PointRow, Store
-from fslab.units import format_metric_value
+from fslab.vocab import PointKey, format_value, point_label
 
 RUNNING = "running"  # the off-CPU composition's class for threads on a CPU or runnable
 MIN_SCORE = 0.10  # a candidate below this explains too little to be named
@@ -86,7 +86,7 @@ class PointEvidence:
 
     @property
     def label(self) -> str:
-        return key_label(self.key)
+        return point_label(self.key)
 
     @property
     def blocked_fraction(self) -> float | None:
@@ -175,7 +175,7 @@ def _fmt(value: float | None, name: str = "") -> str:
     if value is None:
         return "n/a"
     if "_ns" in name:
-        return format_metric_value("x_ns", value)
+        return format_value("x_ns", value)
     if "utilisation" in name or name == "share":
         return f"{value:.0%}"
     if abs(value) >= 100:
@@ -416,6 +416,7 @@ def _combine(explained: Mapping[ProfileKind, float], ctx: Context) -> float:
     With only one kind measured, it carries the whole weight.
     """
     kinds = set(ctx.shifts)
+    weights: dict[ProfileKind, float]
     if kinds == {"offcpu", "oncpu"}:
         b = ctx.bad.blocked_fraction
         weights = {"offcpu": b if b is not None else 0.5}
@@ -443,7 +444,7 @@ def _counterfactuals(rule: Rule, ctx: Context) -> list[Counterfactual]:
             verdict = "weakens"
         else:
             verdict = "neutral"
-        fmt = format_metric_value
+        fmt = format_value
         text = (
             f"{config} at {other.label}: {rule.short} {theirs:.0%} {of_what} "
             f"({ours:.0%} here), {gain:+.0f}% {_metric_word(ctx.metric)} "
@@ -840,13 +841,16 @@ def describe_candidate(c: Candidate, d: ConfigDiagnosis, rank: int, width: int =
     return lines
 
 
+HypothesisVerdict = Literal["supported", "weaker", "not supported", "ruled out", "not judged"]
+
+
 @dataclass
 class HypothesisJudgement:
     """One named mechanism judged for one configuration, for or against, with its numbers."""
 
     config: str
     mechanism: str
-    verdict: Literal["supported", "weaker", "not supported", "ruled out", "not judged"]
+    verdict: HypothesisVerdict
     text: str  # the verdict and its numbers, in words
     candidate: Candidate | None
     rank: int | None  # among every judged mechanism
@@ -863,6 +867,7 @@ class HypothesisJudgement:
 
 def judge_hypothesis(d: ConfigDiagnosis, mechanism: str) -> HypothesisJudgement:
     """The verdict on one mechanism: ranked first, behind another, too weak, or ruled out."""
+    verdict: HypothesisVerdict
     c = d.candidate(mechanism)
     if c is None:
         why = d.note or f"{mechanism} does not apply to {d.fs_type}"

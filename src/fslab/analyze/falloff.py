@@ -33,8 +33,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from fslab.analyze.dataset import CampaignData, PointKey, key_label
-from fslab.units import format_metric_value
+from fslab.analyze.dataset import CampaignData
+from fslab.analyze.stats import Values
+from fslab.vocab import PointKey, format_value, point_label
 
 FALLOFF_MIN_DROP = 0.15
 KNEE_GAIN = 0.10  # per doubling of N
@@ -94,7 +95,7 @@ def _fall_per_doubling(n0: float, n1: float, x0: float, x1: float) -> float:
 
 
 def find_cliff(
-    ns: Sequence[float], reps: Sequence[Sequence[float]], medians: Sequence[float]
+    ns: Sequence[float], reps: Sequence[Values], medians: Sequence[float]
 ) -> Cliff | None:
     """The first adjacent step that falls like a threshold (see the module docstring).
 
@@ -140,7 +141,7 @@ class SweepPoint:
 
     @property
     def label(self) -> str:
-        return key_label(self.key)
+        return point_label(self.key)
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -271,7 +272,7 @@ class Falloff:
         return self.curve.knee_n if self.curve else None
 
     def figure(self, point: SweepPoint) -> str:
-        return f"{format_metric_value(self.metric, point.median)} {self.metric}"
+        return f"{format_value(self.metric, point.median)} {self.metric}"
 
     def describe(self) -> list[str]:
         lines = [self.reason]
@@ -306,7 +307,7 @@ def _separated(best: SweepPoint, worst: SweepPoint) -> bool | None:
 
 
 def _judge(best: SweepPoint, worst: SweepPoint, metric: str) -> tuple[FalloffKind, str, list[str]]:
-    fmt = format_metric_value
+    fmt = format_value
     drop = 1.0 - worst.median / best.median if best.median else 0.0
     span = (
         f"{fmt(metric, best.median)} at {best.label} (best) -> "
@@ -356,7 +357,7 @@ def config_falloff(data: CampaignData, config: str, metric: str | None = None) -
         return Falloff(config, metric, axis, points, best, worst, "single", reason, curve)
     if worst.key == best.key and axis is not None and curve is not None:
         reason = (
-            f"no falloff: {format_metric_value(metric, best.median)} is highest at the "
+            f"no falloff: {format_value(metric, best.median)} is highest at the "
             f"largest {axis} ({best.label}); nothing falls off in the range measured"
         )
         return Falloff(config, metric, axis, points, best, worst, "none", reason, curve)

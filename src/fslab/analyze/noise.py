@@ -43,7 +43,8 @@ from typing import Any
 import numpy as np
 from scipy import stats as sps
 
-from fslab.analyze.compare import CONFIDENCE, ComparisonRow, PointKey, unjudged_row
+from fslab.analyze.compare import CONFIDENCE, ComparisonRow, unjudged_row
+from fslab.vocab import PointKey
 
 MIN_CAMPAIGNS = 3  # baselines below which no between-campaign variance is estimated
 MIN_RUNS_PER_CAMPAIGN = 2  # a campaign with fewer runs at a point says nothing about within

@@ -17,12 +17,13 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from fslab.analyze import profile as prof
-from fslab.analyze.dataset import CampaignData, key_label, point_key
+from fslab.analyze.dataset import CampaignData
 from fslab.analyze.falloff import campaign_falloffs, config_falloff, focus_config
-from fslab.analyze.profile import DiffRow, FuncShare, HotChain, Profile
 from fslab.errors import FslabError, UsageError
+from fslab.stacks import profile as prof
+from fslab.stacks.profile import DiffRow, FuncShare, HotChain, Profile
 from fslab.store.db import PointRow, Store
+from fslab.vocab import point_label
 
 ProfileKind = Literal["oncpu", "offcpu"]
 COLLECTOR_OF: dict[str, str] = {"oncpu": "perf", "offcpu": "offcpu"}
@@ -66,9 +67,9 @@ def parse_sweep(items: list[str]) -> tuple[tuple[str, str], ...]:
     return tuple(pairs)
 
 
-def point_label(point: PointRow) -> str:
+def row_label(point: PointRow) -> str:
     """The point as "#12 ext4-default numjobs=1024 rep 0": enough to find it again."""
-    sweep = key_label(point_key(point.sweep))
+    sweep = point_label(point.sweep)
     return f"#{point.seq} {point.config} {sweep} rep {point.repeat}"
 
 
@@ -134,9 +135,9 @@ def _matching(data: CampaignData, selector: Selector) -> list[PointRow]:
         if p.config == config and all(str(p.sweep.get(a)) == v for a, v in wanted.items())
     ]
     if not found:
-        have = sorted({key_label(point_key(p.sweep)) for p in data.points if p.config == config})
+        have = sorted({point_label(p.sweep) for p in data.points if p.config == config})
         raise UsageError(
-            f"no point of {config} with {key_label(tuple(wanted.items()))} "
+            f"no point of {config} with {point_label(tuple(wanted.items()))} "
             f"(it has: {'; '.join(have)})"
         )
     if not wanted:  # a config alone: its worst point
@@ -148,7 +149,7 @@ def _matching(data: CampaignData, selector: Selector) -> list[PointRow]:
 
 def missing_reason(store: Store, data: CampaignData, point: PointRow, kind: ProfileKind) -> str:
     """Why `point` has no profile of `kind`, from its status and the collectors table."""
-    label = point_label(point)
+    label = row_label(point)
     if point.status == "pending":
         return f"point {label} has not run yet (fslab run --resume {data.id})"
     name = COLLECTOR_OF[kind]
@@ -179,7 +180,7 @@ def load_profile(
         raise NoProfile(missing_reason(store, data, point, kind))
     profile = Profile.from_folded(text)
     if profile.total == 0:
-        raise NoProfile(f"point {point_label(point)}: the {kind} profile has no samples")
+        raise NoProfile(f"point {row_label(point)}: the {kind} profile has no samples")
     return profile
 
 

@@ -21,9 +21,10 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from fslab.analyze.dataset import CampaignData, PointKey, key_label
+from fslab.analyze.dataset import CampaignData
 from fslab.analyze.falloff import as_number
 from fslab.spec_reported import ReportedFigure, ReportedSpec
+from fslab.vocab import PointKey, point_label
 
 
 def reported_spec(spec: Mapping[str, Any]) -> ReportedSpec | None:
@@ -47,7 +48,7 @@ class MatchedPoint:
 
     @property
     def label(self) -> str:
-        return key_label(self.key)
+        return point_label(self.key)
 
 
 def _distance(measured: Any, wanted: Any) -> float | None:

@@ -99,7 +99,7 @@ class UslFit:
     n_boot: int
     warnings: list[str] = field(default_factory=list)
 
-    def predict(self, n: Sequence[float] | float) -> np.ndarray:
+    def predict(self, n: stats.Values | float) -> np.ndarray:
         """Model throughput at concurrency n."""
         return usl(np.asarray(n, dtype=float), self.gamma.value, self.sigma.value, self.kappa.value)
 
@@ -314,13 +314,14 @@ def _fit_with_ci(
     samples = _bootstrap(ns, reps, medians, theta, n_boot, generator, warnings)
     nstar_samples = np.array([n_star(s, k) for _, s, k in samples])
     point_nstar = n_star(params[1], params[2])
-    intervals = tuple(
-        _interval(value, column)
-        for value, column in zip(
-            (*params, point_nstar), (*np.asarray(samples).T, nstar_samples), strict=True
-        )
+    gamma, sigma, kappa = np.asarray(samples).T
+    intervals = (
+        _interval(params[0], gamma),
+        _interval(params[1], sigma),
+        _interval(params[2], kappa),
+        _interval(point_nstar, nstar_samples),
     )
-    return params, _r_squared(ns, medians, theta), intervals  # type: ignore[return-value]
+    return params, _r_squared(ns, medians, theta), intervals
 
 
 def _bootstrap(
@@ -458,12 +459,10 @@ def compare_fits(a: UslFit, b: UslFit) -> list[str]:
         lines.append(f"N* moved: {_num(a.n_star.value)} -> {_num(b.n_star.value)}")
     if a.classification != b.classification:
         lines.append(f"class changed: {a.classification} -> {b.classification}")
-    if (a.cliff is None) != (b.cliff is None):
-        lines.append(
-            f"cliff appeared: {b.cliff.describe()[0]}"
-            if b.cliff
-            else f"cliff gone (was {a.cliff.describe()[0]})"  # type: ignore[union-attr]
-        )
+    if b.cliff and a.cliff is None:
+        lines.append(f"cliff appeared: {b.cliff.describe()[0]}")
+    elif a.cliff and b.cliff is None:
+        lines.append(f"cliff gone (was {a.cliff.describe()[0]})")
     return lines or ["no coefficient moved beyond its 95% interval"]
 
 

@@ -24,11 +24,12 @@ from typing import Any
 import numpy as np
 from scipy import stats as sps
 
-from fslab.analyze.compare import PointKey, point_label, point_to_json
+from fslab.analyze.compare import point_to_json
 from fslab.analyze.comparisons import samples
 from fslab.analyze.dataset import CampaignData, load_campaign
 from fslab.analyze.noise import spec_fingerprint
 from fslab.store.db import CampaignRow, Store
+from fslab.vocab import PointKey, point_label
 
 P_VALUE = 0.01  # a split is kept when the t test between its segments gives p below this
 MIN_SEGMENT = 2  # campaigns: a single campaign off the level is an outlier, not a level
@@ -197,7 +198,9 @@ def build_series(
 
 def _entry(data: CampaignData, metric: str | None) -> SeriesEntry:
     per_point = samples(data, [metric]) if metric else {}
-    medians = {p: statistics.median(v[metric]) for p, v in per_point.items() if v.get(metric)}
+    medians = {
+        p: statistics.median(v[metric]) for p, v in per_point.items() if metric and v.get(metric)
+    }
     host = data.campaign.host
     return SeriesEntry(
         campaign_id=data.id,

@@ -21,9 +21,15 @@ from scipy import stats as sps
 
 RngLike = np.random.Generator | int | None
 
+Values = Sequence[float] | np.ndarray  # repetitions: a list, or an array of them
+
 #: Seed used when the caller gives none, so the same data always gives the same
 #: interval (a report must not change when it is re-rendered).
 DEFAULT_SEED = 20240917
+
+#: Repetitions a point (a side of a comparison) needs before anything is concluded:
+#: below it there is no interval, no verdict and no adaptive stop.
+MIN_REPS = 3
 
 #: Both sides need at least this many repetitions before Mann-Whitney is used.
 MANN_WHITNEY_MIN_REPS = 5
@@ -49,7 +55,7 @@ class TestResult(NamedTuple):
     p: float
 
 
-def as_array(values: Sequence[float]) -> np.ndarray:
+def as_array(values: Values) -> np.ndarray:
     """Finite values as a float array: a NaN repetition is a failed run, not data."""
     arr = np.asarray(values, dtype=float).ravel()
     return arr[np.isfinite(arr)]
@@ -68,8 +74,8 @@ def _ratio_of_medians(a: np.ndarray, b: np.ndarray, axis: int = -1) -> np.ndarra
 
 
 def bootstrap_ratio_ci(
-    a: Sequence[float],
-    b: Sequence[float],
+    a: Values,
+    b: Values,
     *,
     confidence: float = 0.95,
     n_resamples: int = 10000,
@@ -123,7 +129,7 @@ def bootstrap_ratio_ci(
 
 
 def bootstrap_median_ci(
-    values: Sequence[float],
+    values: Values,
     *,
     confidence: float = 0.95,
     n_resamples: int = 10000,
@@ -157,7 +163,7 @@ def _degenerate_p(x: np.ndarray, y: np.ndarray) -> float | None:
     return None
 
 
-def welch_t(a: Sequence[float], b: Sequence[float]) -> float:
+def welch_t(a: Values, b: Values) -> float:
     """Two-sided p of Welch's unequal-variance t-test on the raw values."""
     x, y = as_array(a), as_array(b)
     degenerate = _degenerate_p(x, y)
@@ -166,7 +172,7 @@ def welch_t(a: Sequence[float], b: Sequence[float]) -> float:
     return float(sps.ttest_ind(x, y, equal_var=False).pvalue)
 
 
-def welch_log_t(a: Sequence[float], b: Sequence[float]) -> float:
+def welch_log_t(a: Values, b: Values) -> float:
     """Two-sided p of Welch's t-test on log values: a test of the ratio of geometric means.
 
     Logs make multiplicative run-to-run noise additive and symmetric. All
@@ -179,7 +185,7 @@ def welch_log_t(a: Sequence[float], b: Sequence[float]) -> float:
     return welch_t(np.log(x), np.log(y))
 
 
-def mann_whitney(a: Sequence[float], b: Sequence[float]) -> float:
+def mann_whitney(a: Values, b: Values) -> float:
     """Two-sided p of the Mann-Whitney U test (scipy's exact/asymptotic choice).
 
     Rank-based, so one straggler run cannot dominate it; but with n values a
@@ -192,7 +198,7 @@ def mann_whitney(a: Sequence[float], b: Sequence[float]) -> float:
     return float(sps.mannwhitneyu(x, y, alternative="two-sided").pvalue)
 
 
-def two_sample_test(a: Sequence[float], b: Sequence[float]) -> TestResult:
+def two_sample_test(a: Values, b: Values) -> TestResult:
     """The test fslab uses for a point: Mann-Whitney from 5 reps a side, else Welch on logs.
 
     Welch on raw values replaces Welch on logs when a value is zero or
@@ -208,7 +214,7 @@ def two_sample_test(a: Sequence[float], b: Sequence[float]) -> TestResult:
     return TestResult("welch-t", welch_t(x, y))
 
 
-def benjamini_hochberg(pvalues: Sequence[float]) -> np.ndarray:
+def benjamini_hochberg(pvalues: Values) -> np.ndarray:
     """Benjamini-Hochberg adjusted p-values (scipy.stats.false_discovery_control, "bh").
 
     Controls the expected share of false discoveries among all flagged
@@ -223,7 +229,7 @@ def benjamini_hochberg(pvalues: Sequence[float]) -> np.ndarray:
     return adjusted
 
 
-def cv(values: Sequence[float]) -> float:
+def cv(values: Values) -> float:
     """Coefficient of variation: sample standard deviation (n-1) / arithmetic mean.
 
     NaN with fewer than 2 values or a zero mean.
@@ -234,7 +240,7 @@ def cv(values: Sequence[float]) -> float:
     return float(np.std(x, ddof=1) / abs(np.mean(x)))
 
 
-def median_and_spread(values: Sequence[float]) -> MedianSpread:
+def median_and_spread(values: Values) -> MedianSpread:
     """Median, minimum and maximum of the repetitions (NaNs if there are none)."""
     x = as_array(values)
     if len(x) == 0:

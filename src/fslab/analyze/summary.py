@@ -13,33 +13,17 @@ from __future__ import annotations
 import statistics
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
-from typing import Any
 
 from fslab.roles import counts_for_headline
 from fslab.store.db import PointRow
-from fslab.units import format_metric_value
-
-HEADLINE_CANDIDATES = (
-    "fio.total.iops",
-    "fio.write.iops",
-    "fio.read.iops",
-    "dd.bw_bytes_s",
+from fslab.vocab import (
+    PointKey,
+    ScalarValue,
+    format_value,
+    headline_metric,
+    latency_metric,
+    point_key,
 )
-LATENCY_CANDIDATES = (
-    "fio.sync.lat_ns_p99",
-    "fio.write.clat_ns_p99",
-    "fio.read.clat_ns_p99",
-)
-
-
-def pick_metric(
-    candidates: Sequence[str], metric_sets: Sequence[Mapping[str, float]]
-) -> str | None:
-    """The first candidate present in any point (so one campaign uses one headline)."""
-    for name in candidates:
-        if any(name in metrics for metrics in metric_sets):
-            return name
-    return None
 
 
 @dataclass(frozen=True)
@@ -65,8 +49,8 @@ class Perturbation:
         perturbation -19%"."""
         unit = " IOPS" if self.metric.endswith("iops") else ""
         return (
-            f"evidence run: {format_metric_value(self.metric, self.evidence)}{unit} vs "
-            f"{format_metric_value(self.metric, self.clean_median)} clean, "
+            f"evidence run: {format_value(self.metric, self.evidence)}{unit} vs "
+            f"{format_value(self.metric, self.clean_median)} clean, "
             f"perturbation {round(self.pct):+d}%"
         )
 
@@ -97,9 +81,28 @@ def perturbation_of(
 
 
 @dataclass
+class RowFacts:
+    """What a row's points say about free space and ext4's free-cluster watermark."""
+
+    ext4_watermark_bytes: int | None = None
+    below_ext4_watermark: bool | None = None
+    free_bytes_start: float | None = None  # the first point's, when the workload started
+    filled: bool = False  # the filesystem was filled before the workload
+
+    def to_dict(self) -> dict[str, float | bool]:
+        """As `fslab show --json` prints them: only what the points said."""
+        out: dict[str, float | bool] = {
+            k: v for k, v in asdict(self).items() if v is not None and k != "filled"
+        }
+        if self.filled:
+            out["filled"] = True
+        return out
+
+
+@dataclass
 class SummaryRow:
     config: str
-    sweep: dict[str, Any]
+    sweep: dict[str, ScalarValue]
     n_ok: int
     n_failed: int
     headline: str | None
@@ -109,17 +112,13 @@ class SummaryRow:
     latency: str | None
     latency_median: float | None
     values: list[float] = field(default_factory=list)
-    facts: dict[str, Any] = field(default_factory=dict)
+    facts: RowFacts = field(default_factory=RowFacts)
     evidence: float | None = None  # the evidence run's headline
     perturbation_pct: float | None = None  # evidence vs clean median, signed %
     evidence_failed: bool = False  # the point's evidence run failed
 
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
-
-
-def _sweep_key(sweep: Mapping[str, Any]) -> tuple[tuple[str, str], ...]:
-    return tuple((k, str(v)) for k, v in sweep.items())
+    def to_dict(self) -> dict[str, object]:
+        return {**asdict(self), "facts": self.facts.to_dict()}
 
 
 def summarize(
@@ -129,11 +128,11 @@ def summarize(
     ok_metrics = [
         metrics.get(p.id, {}) for p in points if p.status == "ok" and counts_for_headline(p.role)
     ]
-    headline = pick_metric(HEADLINE_CANDIDATES, ok_metrics)
-    latency = pick_metric(LATENCY_CANDIDATES, ok_metrics)
-    groups: dict[tuple[str, tuple[tuple[str, str], ...]], list[PointRow]] = {}
+    headline = headline_metric(ok_metrics)
+    latency = latency_metric(ok_metrics)
+    groups: dict[tuple[str, PointKey], list[PointRow]] = {}
     for point in sorted(points, key=lambda p: p.seq):
-        groups.setdefault((point.config, _sweep_key(point.sweep)), []).append(point)
+        groups.setdefault((point.config, point_key(point.sweep)), []).append(point)
     config_order = list(dict.fromkeys(p.config for p in sorted(points, key=lambda p: p.seq)))
     rows: list[SummaryRow] = []
     for (config, _), members in sorted(
@@ -165,16 +164,17 @@ def _row(
     lat_values = [
         metrics[p.id][latency] for p in ok if latency and latency in metrics.get(p.id, {})
     ]
-    facts: dict[str, Any] = {}
+    facts = RowFacts()
     for p in ok:
-        for key in ("ext4_watermark_bytes", "below_ext4_watermark"):
-            if key in p.facts:
-                facts[key] = p.facts[key]
+        if "ext4_watermark_bytes" in p.facts:
+            facts.ext4_watermark_bytes = int(p.facts["ext4_watermark_bytes"])
+        if "below_ext4_watermark" in p.facts:
+            facts.below_ext4_watermark = bool(p.facts["below_ext4_watermark"])
         free = metrics.get(p.id, {}).get("fs.free_bytes_start")
-        if free is not None:
-            facts.setdefault("free_bytes_start", free)
+        if free is not None and facts.free_bytes_start is None:
+            facts.free_bytes_start = free
         if "fs.fill_bytes" in metrics.get(p.id, {}):
-            facts["filled"] = True
+            facts.filled = True
     return SummaryRow(
         config=config,
         sweep=dict(members[0].sweep),
@@ -192,3 +192,10 @@ def _row(
         perturbation_pct=perturbation.pct if perturbation else None,
         evidence_failed=any(p.role == "evidence" and p.status == "failed" for p in members),
     )
+
+
+def watermark_relevant(rows: Sequence[SummaryRow]) -> bool:
+    """ext4's free-cluster watermark matters for dd-style writes or pre-filled filesystems."""
+    has_ext4 = any(r.facts.ext4_watermark_bytes is not None for r in rows)
+    relevant = any(r.facts.filled or r.headline == "dd.bw_bytes_s" for r in rows)
+    return has_ext4 and relevant

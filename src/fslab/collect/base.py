@@ -6,6 +6,21 @@ itself unavailable with the reason. Everything it measures becomes flat metrics
 (`wq.ext4-rsv-conversion.queue_delay_ns_p99`, `jbd2.avg_commit_ms`, ...) and
 text artifacts (folded profiles, raw snapshots) stored with the point.
 
+A collector declares what the rest of fslab needs to know about it, so that
+adding one touches its own module and the registry only:
+
+- `Options`, a pydantic model of its settings: the spec's `[collect]` table
+  offers `<name> = true|false` and `<name>_<option>` for each of them
+  (spec.CollectSpec is built from the registry);
+- `catalog`, the metric families it writes with their units and directions
+  (analyze.metrics_catalog gathers them);
+- `no_data`, what a report says when it ran but stored none of its metrics.
+
+The base class owns the life cycle's failure states: `start()` runs
+`begin()`, and a collector that raises `Unavailable` there (not ext4, no such
+tracepoint) or fails is reported as such at stop, without its `end()` being
+called; a stop without a start is a failure too.
+
 Stopping has two halves. `stop_observing()` ends the observation at once
 (kernel resources released, raw data kept) and hands back a `PendingResult`;
 its `finish()` does the heavy part (perf script and folding, ftrace decoding),
@@ -20,6 +35,10 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import ClassVar, Literal
+
+from pydantic import BaseModel, ConfigDict
+
+from fslab.vocab import CatalogEntry
 
 CollectorStatus = Literal["ok", "unavailable", "failed"]
 
@@ -66,27 +85,83 @@ class PendingResult:
             return CollectorResult(status="failed", reason=f"post-processing: {exc!r}")
 
 
+class CollectorOptions(BaseModel):
+    """A collector's own settings (none by default); `[collect] <name>_<field>` in a spec."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class Unavailable(Exception):
+    """Raised by begin(): this point cannot be observed, and why (not a failure)."""
+
+
+class StartFailed(Exception):
+    """Raised by begin(): the collector could not start, in its own words."""
+
+
 class Collector(ABC):
     """One source of evidence about what the kernel did during a point."""
 
     name: ClassVar[str]
+    Options: ClassVar[type[CollectorOptions]] = CollectorOptions
+    catalog: ClassVar[tuple[CatalogEntry, ...]] = ()
+    no_data: ClassVar[str] = "the collector ran but stored none of its metrics"
+
+    _start_outcome: CollectorResult | None = None  # why there is nothing to end
+    _started: bool = False
+
+    @classmethod
+    def from_options(cls, options: CollectorOptions) -> Collector:
+        """The collector as a spec configures it: its options are its keyword arguments."""
+        return cls(**options.model_dump())
+
+    @classmethod
+    def families(cls) -> frozenset[str]:
+        """The first segments of its metric names ("wq", "sys", "blk", ...)."""
+        return frozenset(pattern.split(".", 1)[0] for pattern, _ in cls.catalog)
 
     @classmethod
     @abstractmethod
     def unavailable_reason(cls) -> str | None:
         """None when this machine can run the collector, else why not (for doctor)."""
 
-    @abstractmethod
     def start(self, ctx: PointContext) -> None:
-        """Begin observing; must return quickly (spawn, don't wait)."""
-
-    @abstractmethod
-    def stop(self) -> CollectorResult:
-        """Stop observing, release everything started, return results."""
+        """Begin observing; returns quickly and never raises (stop says what went wrong)."""
+        self._started, self._start_outcome = True, None
+        try:
+            self.begin(ctx)
+        except Unavailable as exc:
+            self._start_outcome = CollectorResult(status="unavailable", reason=str(exc))
+        except StartFailed as exc:
+            self._start_outcome = CollectorResult(status="failed", reason=str(exc))
+        except Exception as exc:
+            reason = f"start: {type(exc).__name__}: {exc}"
+            self._start_outcome = CollectorResult(status="failed", reason=reason)
 
     def stop_observing(self) -> PendingResult:
-        """Stop observing and release everything now; leave the heavy part for later.
+        """Stop observing and release everything now; leave the heavy part for later."""
+        if not self._started:
+            return PendingResult.ready(
+                CollectorResult(status="failed", reason="stop() without a successful start()")
+            )
+        self._started = False
+        if self._start_outcome is not None:
+            return PendingResult.ready(self._start_outcome)
+        try:
+            ended = self.end()
+        except Exception as exc:  # a collector never fails the point
+            ended = CollectorResult(status="failed", reason=f"{type(exc).__name__}: {exc}")
+        return PendingResult.ready(ended) if isinstance(ended, CollectorResult) else ended
 
-        Collectors whose results are cheap to compute do it all here.
-        """
-        return PendingResult.ready(self.stop())
+    def stop(self) -> CollectorResult:
+        """Stop observing, release everything started, return results."""
+        return self.stop_observing().finish()
+
+    @abstractmethod
+    def begin(self, ctx: PointContext) -> None:
+        """Start observing (spawn, don't wait); raise Unavailable or StartFailed to say why not."""
+
+    @abstractmethod
+    def end(self) -> CollectorResult | PendingResult:
+        """Stop observing after a successful begin(); collectors whose results are cheap
+        compute them here, the others return what is left to compute."""

@@ -13,7 +13,6 @@ instance filtered to this device.
 from __future__ import annotations
 
 import contextlib
-import os
 import re
 import time
 from dataclasses import dataclass
@@ -23,9 +22,16 @@ from typing import ClassVar
 import numpy as np
 
 from fslab.collect import tracefs
-from fslab.collect.base import Collector, CollectorResult, PendingResult, PointContext
-from fslab.collect.sysstat import RampSnapshot
+from fslab.collect.base import (
+    Collector,
+    CollectorResult,
+    PendingResult,
+    PointContext,
+    Unavailable,
+)
+from fslab.collect.common import RampSnapshot, dev_filter, kernel_dev_t
 from fslab.collect.tracefs import Ticker, TraceInstance
+from fslab.vocab import CatalogEntry, MetricDef
 
 JBD2_PROC = Path("/proc/fs/jbd2")
 RUN_STATS_EVENT = "jbd2/jbd2_run_stats"
@@ -181,8 +187,15 @@ def parse_run_stats(text: str) -> list[RunStats]:
                     major=int(match.group(2)),
                     minor=int(match.group(3)),
                     tid=int(kv["tid"]),
-                    **{f: float(kv[f]) for f in RUN_TIME_FIELDS},
-                    **{f: int(kv[f]) for f in RUN_SIZE_FIELDS},
+                    wait=float(kv["wait"]),
+                    request_delay=float(kv["request_delay"]),
+                    running=float(kv["running"]),
+                    locked=float(kv["locked"]),
+                    flushing=float(kv["flushing"]),
+                    logging=float(kv["logging"]),
+                    handle_count=int(kv["handle_count"]),
+                    blocks=int(kv["blocks"]),
+                    blocks_logged=int(kv["blocks_logged"]),
                 )
             )
         except (KeyError, ValueError):
@@ -209,22 +222,6 @@ def run_stats_metrics(commits: list[RunStats], elapsed_s: float) -> dict[str, fl
     return out
 
 
-def kernel_dev_t(device: str) -> tuple[int, int] | None:
-    """(major, minor) of a block device node, or None."""
-    try:
-        rdev = os.stat(device).st_rdev
-    except OSError:
-        return None
-    return (os.major(rdev), os.minor(rdev)) if rdev else None
-
-
-def dev_filter(majmin: tuple[int, int] | None, field_name: str = "dev") -> str | None:
-    """An ftrace filter on a dev_t field (the kernel's MKDEV: major << 20 | minor)."""
-    if majmin is None:
-        return None
-    return f"{field_name} == {(majmin[0] << 20) | majmin[1]}"
-
-
 # --------------------------------------------------------------------------
 # The collector
 
@@ -233,6 +230,13 @@ class Jbd2Collector(Collector):
     """Journal commit statistics of the point's ext4 filesystem."""
 
     name: ClassVar[str] = "jbd2"
+    catalog: ClassVar[tuple[CatalogEntry, ...]] = (
+        ("jbd2.*_ms", MetricDef("none", "ms", "jbd2 journal commit statistics (/proc)")),
+        ("jbd2.run.*_ms_*", MetricDef("none", "ms", "jbd2_run_stats phase times per commit")),
+        ("jbd2.**_per_s", MetricDef("none", "1/s", "journal commits per second")),
+        ("jbd2.**", MetricDef("none", "", "jbd2 journal statistics")),
+    )
+    no_data: ClassVar[str] = "the collector ran but stored no jbd2.* metrics"
 
     def __init__(
         self,
@@ -246,7 +250,6 @@ class Jbd2Collector(Collector):
         self.tracefs_root = tracefs_root
         self.read_interval_s = read_interval_s
         self.run_stats = run_stats
-        self._skip = ""
         self._dirs: list[Path] = []
         self._before: RampSnapshot[dict[Path, str]] | None = None
         self._instance: TraceInstance | None = None
@@ -265,20 +268,19 @@ class Jbd2Collector(Collector):
     def _read_infos(self) -> dict[Path, str]:
         return {d: (d / "info").read_text() for d in self._dirs}
 
-    def start(self, ctx: PointContext) -> None:
+    def begin(self, ctx: PointContext) -> None:
         if ctx.fs_type != "ext4":
-            self._skip = "not ext4"
-            return
+            raise Unavailable("not ext4")
         self._dirs = journal_dirs(ctx.device_name, self.proc_root)
         if not self._dirs:
-            self._skip = f"no journal for {ctx.device_name} under {self.proc_root} (no journal?)"
-            return
+            raise Unavailable(
+                f"no journal for {ctx.device_name} under {self.proc_root} (no journal?)"
+            )
         self._majmin = kernel_dev_t(ctx.device)
         try:
             self._before = RampSnapshot(self._read_infos, ctx.ramp_s)
         except (OSError, ValueError) as exc:
-            self._skip = f"cannot read {self._dirs[0]}/info: {exc}"
-            return
+            raise Unavailable(f"cannot read {self._dirs[0]}/info: {exc}") from exc
         if self.run_stats:
             self._start_trace(ctx)
 
@@ -319,14 +321,10 @@ class Jbd2Collector(Collector):
             self._instance = None
         return ""
 
-    def stop(self) -> CollectorResult:
-        return self.stop_observing().finish()
-
-    def stop_observing(self) -> PendingResult:
+    def end(self) -> PendingResult:
         """Read the journal and the trace at the window's end; parsing the commits and
         removing the instance (~40 ms in the kernel) are left to finish()."""
-        if self._skip:
-            return PendingResult.ready(CollectorResult(status="unavailable", reason=self._skip))
+        window: CollectorResult | tuple[dict[Path, str], float, float, int]
         try:
             window = self._end_window()
         except Exception as exc:

@@ -24,13 +24,22 @@ import os
 import random
 import re
 import time
-from collections import Counter
+from collections import defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import ClassVar
+from typing import Annotated, ClassVar, TypeVar
 
-from fslab.collect.base import Collector, CollectorResult, PointContext
+from pydantic import Field
+
+from fslab.collect.base import (
+    Collector,
+    CollectorOptions,
+    CollectorResult,
+    PointContext,
+    Unavailable,
+)
 from fslab.collect.tracefs import Ticker
+from fslab.vocab import CatalogEntry, MetricDef, metric_safe
 
 PROC = Path("/proc")
 BLOCKED_STATES = ("D", "S")
@@ -74,6 +83,8 @@ def folded_key(comm: str, state: str, frames_leaf_first: list[str]) -> str:
 # --------------------------------------------------------------------------
 # Profile
 
+_K = TypeVar("_K")
+
 
 @dataclass
 class OffcpuProfile:
@@ -81,10 +92,13 @@ class OffcpuProfile:
 
     samples: int = 0
     population_total: float = 0.0
-    state_weight: Counter[str] = field(default_factory=Counter)
-    stack_weight: Counter[str] = field(default_factory=Counter)
-    wchan_weight: Counter[tuple[str, str]] = field(default_factory=Counter)  # (state, wchan)
-    wchan_stack: dict[tuple[str, str], Counter[str]] = field(default_factory=dict)
+    state_weight: defaultdict[str, float] = field(default_factory=lambda: defaultdict(float))
+    stack_weight: defaultdict[str, float] = field(default_factory=lambda: defaultdict(float))
+    # (state, wchan) -> weight, and the stacks seen there
+    wchan_weight: defaultdict[tuple[str, str], float] = field(
+        default_factory=lambda: defaultdict(float)
+    )
+    wchan_stack: dict[tuple[str, str], defaultdict[str, float]] = field(default_factory=dict)
     observed: int = 0
 
     def add(self, comm: str, state: str, frames: list[str], wchan: str, weight: float) -> None:
@@ -97,7 +111,7 @@ class OffcpuProfile:
         # the kernel's wchan skips scheduler functions; without one use the leaf frame
         where = wchan or (frames[0] if frames else "[unknown]")
         self.wchan_weight[(state, where)] += weight
-        self.wchan_stack.setdefault((state, where), Counter())[key] += weight
+        self.wchan_stack.setdefault((state, where), defaultdict(float))[key] += weight
 
     def folded(self) -> str:
         lines = [
@@ -118,25 +132,26 @@ class OffcpuProfile:
             "offcpu.s_threads_mean": self.state_weight["S"] / n,
             "offcpu.running_threads_mean": self.state_weight["R"] / n,
         }
-        per_func: Counter[str] = Counter()
+        per_func: defaultdict[str, float] = defaultdict(float)
         for (_, where), w in self.wchan_weight.items():
             per_func[where] += w
         for func, w in per_func.items():
-            out[f"offcpu.wchan.{_metric_safe(func)}.threads_mean"] = w / n
+            out[f"offcpu.wchan.{metric_safe(func)}.threads_mean"] = w / n
         return out
 
     def top_tsv(self, limit: int = 50) -> str:
         n = max(self.samples, 1)
         blocked = sum(self.wchan_weight.values()) or 1.0
         rows = ["state\twchan\tthreads_mean\tshare_pct\ttop_stack"]
-        for (state, where), w in self.wchan_weight.most_common(limit):
-            top = self.wchan_stack[(state, where)].most_common(1)[0][0]
+        for (state, where), w in _heaviest(self.wchan_weight, limit):
+            top = _heaviest(self.wchan_stack[(state, where)], 1)[0][0]
             rows.append(f"{state}\t{where}\t{w / n:.2f}\t{100 * w / blocked:.1f}\t{top}")
         return "\n".join(rows) + "\n"
 
 
-def _metric_safe(name: str) -> str:
-    return re.sub(r"[^A-Za-z0-9_+-]", "_", name) or "_"
+def _heaviest(weights: dict[_K, float], n: int) -> list[tuple[_K, float]]:
+    """The n heaviest entries, heaviest first; ties in insertion order (as Counter's)."""
+    return sorted(weights.items(), key=lambda item: -item[1])[:n]
 
 
 # --------------------------------------------------------------------------
@@ -279,10 +294,26 @@ class OffcpuSampler:
 # The collector
 
 
+class OffcpuOptions(CollectorOptions):
+    # share of one CPU the sampler may use: 2% keeps IOPS within ~5% of a run without
+    # collectors on 2 CPUs (bench/collector_overhead.py)
+    cpu_budget: Annotated[float, Field(gt=0, le=0.5)] = 0.02
+
+
 class OffcpuCollector(Collector):
     """Sampled kernel stacks of the workload's blocked threads (off-CPU profile)."""
 
     name: ClassVar[str] = "offcpu"
+    Options: ClassVar[type[CollectorOptions]] = OffcpuOptions
+    catalog: ClassVar[tuple[CatalogEntry, ...]] = (
+        (
+            "offcpu.wchan.**.threads_mean",
+            MetricDef("none", "threads", "mean threads blocked in this kernel function"),
+        ),
+        ("offcpu.*threads_mean", MetricDef("none", "threads", "mean threads per state sample")),
+        ("offcpu.**", MetricDef("none", "", "off-CPU (blocked thread) statistics")),
+    )
+    no_data: ClassVar[str] = "no thread of the workload was seen blocked in the kernel"
 
     def __init__(
         self,
@@ -301,7 +332,6 @@ class OffcpuCollector(Collector):
         self._sampler: OffcpuSampler | None = None
         self._ticker: Ticker | None = None
         self._ramp_end = 0.0
-        self._unavailable = ""
 
     @classmethod
     def unavailable_reason(cls) -> str | None:
@@ -311,10 +341,9 @@ class OffcpuCollector(Collector):
             return "reading kernel stacks in /proc/<pid>/stack needs root"
         return None
 
-    def start(self, ctx: PointContext) -> None:
+    def begin(self, ctx: PointContext) -> None:
         if not self.proc.is_dir():
-            self._unavailable = f"{self.proc} does not exist"
-            return
+            raise Unavailable(f"{self.proc} does not exist")
         self._sampler = OffcpuSampler(
             ctx.workload_comm,
             mountpoint=ctx.mountpoint if self.only_mountpoint else "",
@@ -331,44 +360,38 @@ class OffcpuCollector(Collector):
         if self._sampler is not None and time.monotonic() >= self._ramp_end:
             self._sampler.sample()
 
-    def stop(self) -> CollectorResult:
-        if self._unavailable:
-            return CollectorResult(status="unavailable", reason=self._unavailable)
-        if self._ticker is None or self._sampler is None:
-            return CollectorResult(status="failed", reason="stop() without a successful start()")
-        try:
-            self._ticker.stop()
-            sampler = self._sampler
-            prof = sampler.profile
-            if self._ticker.error is not None:
-                return CollectorResult(status="failed", reason=f"sampler: {self._ticker.error!r}")
-            if prof.samples == 0:
-                where = f" using {sampler.mountpoint}" if sampler.mountpoint else ""
-                return CollectorResult(
-                    status="failed",
-                    reason=f"no thread of a process named {sampler.comm!r}{where} was seen",
-                )
-            metrics = prof.metrics()
-            metrics["offcpu.collector_cpu_s"] = sampler.cpu_s
-            metrics["offcpu.sample_cpu_ms_mean"] = 1000 * sampler.cpu_s / prof.samples
-            metrics["offcpu.threads_per_sample_mean"] = sum(sampler.threads_per_sample) / len(
-                sampler.threads_per_sample
-            )
-            reasons = []
-            if sampler.ignored_pids:
-                reasons.append(
-                    f"ignored {len(sampler.ignored_pids)} other {sampler.comm!r} process(es) "
-                    "not using the mountpoint"
-                )
-            if sampler.unreadable_stacks:
-                reasons.append(f"{sampler.unreadable_stacks} stacks unreadable (not root?)")
+    def end(self) -> CollectorResult:
+        assert self._ticker is not None and self._sampler is not None
+        self._ticker.stop()
+        sampler = self._sampler
+        prof = sampler.profile
+        if self._ticker.error is not None:
+            return CollectorResult(status="failed", reason=f"sampler: {self._ticker.error!r}")
+        if prof.samples == 0:
+            where = f" using {sampler.mountpoint}" if sampler.mountpoint else ""
             return CollectorResult(
-                metrics=metrics,
-                artifacts={
-                    "profile.offcpu.folded": prof.folded(),
-                    "offcpu.top.tsv": prof.top_tsv(),
-                },
-                reason="; ".join(reasons),
+                status="failed",
+                reason=f"no thread of a process named {sampler.comm!r}{where} was seen",
             )
-        except Exception as exc:
-            return CollectorResult(status="failed", reason=f"{type(exc).__name__}: {exc}")
+        metrics = prof.metrics()
+        metrics["offcpu.collector_cpu_s"] = sampler.cpu_s
+        metrics["offcpu.sample_cpu_ms_mean"] = 1000 * sampler.cpu_s / prof.samples
+        metrics["offcpu.threads_per_sample_mean"] = sum(sampler.threads_per_sample) / len(
+            sampler.threads_per_sample
+        )
+        reasons = []
+        if sampler.ignored_pids:
+            reasons.append(
+                f"ignored {len(sampler.ignored_pids)} other {sampler.comm!r} process(es) "
+                "not using the mountpoint"
+            )
+        if sampler.unreadable_stacks:
+            reasons.append(f"{sampler.unreadable_stacks} stacks unreadable (not root?)")
+        return CollectorResult(
+            metrics=metrics,
+            artifacts={
+                "profile.offcpu.folded": prof.folded(),
+                "offcpu.top.tsv": prof.top_tsv(),
+            },
+            reason="; ".join(reasons),
+        )

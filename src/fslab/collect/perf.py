@@ -13,6 +13,13 @@ that exist) then happens before fio's threads exist and outside the measured
 window, and the threads fio creates are tracked by the kernel's fork/comm
 records. `perf script` and the folding run after the window
 (`stop_observing()` then `finish()`), off the measured path.
+
+`start()` returns once perf is recording: once it has exec'd its `sleep`,
+which perf does only after opening its events and synthesising the threads
+that exist. That takes a fraction of a second on a host and 20 to 36 s in a
+TCG guest (an emulated CPU walking /proc); without the wait the workload
+would be over before perf sampled anything. The grace perf gets to write its
+buffers at the end scales with how long it took to start.
 """
 
 from __future__ import annotations
@@ -27,20 +34,35 @@ import tempfile
 import threading
 import time
 from pathlib import Path
+from typing import Annotated, ClassVar
 
-from fslab.analyze.profile import Profile
-from fslab.collect.base import Collector, CollectorResult, PendingResult, PointContext
-from fslab.collect.perf_fold import fold_perf_script_stream, folded_to_text
+from pydantic import Field
+
+from fslab.collect.base import (
+    Collector,
+    CollectorOptions,
+    CollectorResult,
+    PendingResult,
+    PointContext,
+    StartFailed,
+    Unavailable,
+)
 from fslab.errors import ToolError
 from fslab.proc import CommandLog, CommandRecord, run
+from fslab.stacks.fold import fold_perf_script_stream, folded_to_text
+from fslab.stacks.profile import Profile
+from fslab.vocab import CatalogEntry, MetricDef
 
 DEFAULT_FREQ_HZ = 199  # ~400 samples/s on 2 CPUs; odd, so it doesn't beat with timers
 END_MARGIN_S = 0.5  # stop recording a little before the workload is expected to end
 MIN_RECORD_S = 0.5
 TOP_FUNCS = 30
 SCRIPT_FIELDS = "comm,pid,tid,ip,sym"
-TRIAL_TIMEOUT_S = 60.0
+TRIAL_TIMEOUT_S = 180.0  # a TCG guest's perf takes up to ~40 s to start
+READY_TIMEOUT_S = 180.0  # perf record opening its events and synthesising threads
+READY_POLL_S = 0.01
 STOP_GRACE_S = 20.0  # perf writes its buffers after SIGINT; big runs take a while
+STOP_GRACE_PER_START = 2.0  # ... and twice its start-up time where that was longer
 ARTIFACT_FOLDED = "profile.oncpu.folded"
 ARTIFACT_COMMANDS = "profile.oncpu.commands"
 
@@ -160,10 +182,31 @@ def profile_metrics(profile: Profile, top_n: int = TOP_FUNCS) -> dict[str, float
     return metrics
 
 
+class PerfOptions(CollectorOptions):
+    # sampling rate per CPU: 199 Hz keeps IOPS within ~5% of a run without collectors
+    # on 2 CPUs, where 499 Hz costs ~13% (bench/collector_overhead.py)
+    freq_hz: Annotated[int, Field(ge=1, le=20000)] = DEFAULT_FREQ_HZ
+
+
 class PerfCollector(Collector):
     """On-CPU call graphs of all CPUs during the steady state of a point."""
 
-    name = "perf"
+    name: ClassVar[str] = "perf"
+    Options: ClassVar[type[CollectorOptions]] = PerfOptions
+    catalog: ClassVar[tuple[CatalogEntry, ...]] = (
+        (
+            "profile.inclusive.**",
+            MetricDef("none", "share", "share of profile samples with the function on the stack"),
+        ),
+        (
+            "profile.self.**",
+            MetricDef("none", "share", "share of profile samples with the function on top"),
+        ),
+        ("profile.*_share", MetricDef("none", "share", "share of profile samples")),
+        ("profile.samples", MetricDef("none", "samples", "profile samples taken")),
+        ("profile.freq_hz", MetricDef("none", "Hz", "profile sampling frequency")),
+        ("profile.**", MetricDef("none", "", "profile statistics")),
+    )
 
     def __init__(
         self,
@@ -209,14 +252,13 @@ class PerfCollector(Collector):
         """Ramp and steady state minus a margin, so perf ends before the workload."""
         return ctx.ramp_s + max(ctx.runtime_s - self.end_margin_s, MIN_RECORD_S)
 
-    def start(self, ctx: PointContext) -> None:
+    def begin(self, ctx: PointContext) -> None:
         """Launch perf now, sampling from the end of the ramp; returns at once."""
         self._reset()
         self._ctx = ctx
         self._perf = shutil.which("perf")
         if self._perf is None:
-            self._unavailable = "perf not found in PATH"
-            return
+            raise Unavailable("perf not found in PATH")
         ctx.artifact_dir.mkdir(parents=True, exist_ok=True)
         self._ramp_end = time.monotonic() + max(ctx.ramp_s, 0.0)
         argv = perf_record_argv(
@@ -236,28 +278,42 @@ class PerfCollector(Collector):
                     start_new_session=True,  # a terminal ^C must not cut the file short
                 )
         except OSError as exc:
-            self._launch_error = f"cannot start perf record: {exc}"
-            return
+            raise StartFailed(f"cannot start perf record: {exc}") from exc
         self._proc_argv = argv
         self._proc_started = time.monotonic()
+        self._wait_recording()
+
+    def _wait_recording(self) -> None:
+        """Until perf has exec'd its `sleep` (it is then recording), it exits, or the
+        deadline passes (then it is stopped and the point records why)."""
+        proc = self._proc
+        assert proc is not None
+        deadline = self._proc_started + READY_TIMEOUT_S
+        while not _workload_started(proc.pid):
+            if proc.poll() is not None:
+                return  # it failed: stop_observing() reports its log
+            if time.monotonic() > deadline:
+                _kill_group(proc)
+                self._launch_error = f"perf record did not start within {READY_TIMEOUT_S:.0f} s"
+                self._proc = None
+                return
+            time.sleep(READY_POLL_S)
+        self.start_s = time.monotonic() - self._proc_started
+        # the ramp (perf's --delay) runs from here: the workload starts after start()
+        self._ramp_end = time.monotonic() + max(self._ctx.ramp_s if self._ctx else 0.0, 0.0)
 
     def _reset(self) -> None:
         """Forget the previous point, so one collector can observe many."""
         self.command_log = CommandLog()
         self._proc = None
         self._proc_argv = []
-        self._launch_error = ""
-        self._unavailable = ""
         self._interrupted = False
         self._ramp_end = 0.0
+        self.start_s = 0.0  # how long perf took to start recording
 
     # --- stop -----------------------------------------------------------------
 
-    def stop(self) -> CollectorResult:
-        """End perf if still running, fold its samples, always clean up."""
-        return self.stop_observing().finish()
-
-    def stop_observing(self) -> PendingResult:
+    def end(self) -> PendingResult:
         """End perf record now; `perf script` and folding are left to finish()."""
         proc = self._proc
         try:
@@ -291,10 +347,8 @@ class PerfCollector(Collector):
 
     def _end_observation(self, proc: subprocess.Popen[bytes] | None) -> CollectorResult | None:
         """Stop perf record; a result if there is nothing to fold, else None."""
-        if self._unavailable:
-            return CollectorResult(status="unavailable", reason=self._unavailable)
         if proc is None:
-            return CollectorResult(status="failed", reason=self._launch_error or "perf not started")
+            return CollectorResult(status="failed", reason="perf not started")
         if time.monotonic() < self._ramp_end:
             return CollectorResult(
                 status="failed",
@@ -329,7 +383,7 @@ class PerfCollector(Collector):
             with contextlib.suppress(ProcessLookupError):
                 proc.send_signal(signal.SIGINT)
             try:
-                proc.wait(timeout=STOP_GRACE_S)
+                proc.wait(timeout=max(STOP_GRACE_S, STOP_GRACE_PER_START * self.start_s))
             except subprocess.TimeoutExpired:
                 _kill_group(proc)
         return proc.wait()
@@ -354,6 +408,7 @@ class PerfCollector(Collector):
         metrics = profile_metrics(profile, self.top_n)
         metrics["profile.freq_hz"] = float(self.freq_hz)
         metrics["profile.script_s"] = time.monotonic() - started
+        metrics["profile.start_s"] = self.start_s
         return CollectorResult(
             status="ok",
             metrics=metrics,
@@ -398,6 +453,15 @@ def _run_script(
         if proc.stdout is not None:
             proc.stdout.close()
     return folded, returncode, timed_out.is_set()
+
+
+def _workload_started(pid: int) -> bool:
+    """True once perf's forked child has exec'd the workload (its comm is no longer perf's)."""
+    try:
+        children = Path(f"/proc/{pid}/task/{pid}/children").read_text().split()
+        return any(Path(f"/proc/{c}/comm").read_text().strip() == "sleep" for c in children)
+    except OSError:
+        return False
 
 
 def _kill_group(proc: subprocess.Popen[bytes]) -> None:

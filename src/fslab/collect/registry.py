@@ -1,4 +1,9 @@
-"""All collectors by name, and what `fslab doctor` says about each."""
+"""All collectors by name, what `fslab doctor` says about each, and their metric catalog.
+
+Adding a collector: its module (a Collector subclass declaring its name, Options,
+catalog and no_data) and one line here; the spec, the runner, the catalog and
+the reports follow from these declarations.
+"""
 
 from __future__ import annotations
 
@@ -9,6 +14,7 @@ from fslab.collect.perf import PerfCollector
 from fslab.collect.sysstat import SysstatCollector
 from fslab.collect.tpcounters import TpCountersCollector
 from fslab.collect.workqueue import WorkqueueCollector
+from fslab.vocab import CatalogEntry
 
 ALL_COLLECTORS: dict[str, type[Collector]] = {
     cls.name: cls
@@ -32,3 +38,13 @@ def availability() -> dict[str, str | None]:
         except Exception as exc:
             out[name] = f"check failed: {type(exc).__name__}: {exc}"
     return out
+
+
+def collector_catalog() -> tuple[CatalogEntry, ...]:
+    """Every collector's declared metric families, in registry order."""
+    return tuple(entry for cls in ALL_COLLECTORS.values() for entry in cls.catalog)
+
+
+def collector_of_family(family: str) -> type[Collector] | None:
+    """The collector that writes metrics whose names start with `family.`."""
+    return next((c for c in ALL_COLLECTORS.values() if family in c.families()), None)

@@ -9,15 +9,15 @@ peak over the steady-state window.
 from __future__ import annotations
 
 import contextlib
-import threading
 import time
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import ClassVar, Generic, TypeVar
+from typing import ClassVar
 
-from fslab.collect.base import Collector, CollectorResult, PointContext
+from fslab.collect.base import Collector, CollectorResult, PointContext, Unavailable
+from fslab.collect.common import RampSnapshot
 from fslab.collect.tracefs import Ticker
+from fslab.vocab import CatalogEntry, MetricDef
 
 PROC = Path("/proc")
 SYS_BLOCK = Path("/sys/block")
@@ -67,8 +67,6 @@ VMSTAT_DELTAS = (
     "pgmajfault",
 )
 VMSTAT_GAUGES = ("nr_dirty", "nr_writeback")
-
-T = TypeVar("T")
 
 
 # --------------------------------------------------------------------------
@@ -181,30 +179,6 @@ def block_metrics(before: dict[str, float], after: dict[str, float], elapsed_s: 
 # Steady-state snapshots
 
 
-class RampSnapshot(Generic[T]):
-    """A snapshot taken now and retaken when the ramp ends (if the point lasts)."""
-
-    def __init__(self, take: Callable[[], T], ramp_s: float) -> None:
-        self._take = take
-        self.value: T = take()
-        self.at = time.monotonic()
-        self._timer: threading.Timer | None = None
-        if ramp_s > 0:
-            self._timer = threading.Timer(ramp_s, self._retake)
-            self._timer.daemon = True
-            self._timer.start()
-
-    def _retake(self) -> None:
-        with contextlib.suppress(Exception):
-            value = self._take()
-            self.value, self.at = value, time.monotonic()
-
-    def cancel(self) -> None:
-        if self._timer is not None:
-            self._timer.cancel()
-            self._timer.join(timeout=10)
-
-
 @dataclass
 class _Snapshot:
     stat: dict[str, float] = field(default_factory=dict)
@@ -217,6 +191,20 @@ class SysstatCollector(Collector):
     """CPU split, context switches, VM writeback counters, block device counters."""
 
     name: ClassVar[str] = "sysstat"
+    catalog: ClassVar[tuple[CatalogEntry, ...]] = (
+        ("blk.*_pct", MetricDef("none", "%", "block device time busy / utilisation")),
+        ("blk.*_lat_ms_mean", MetricDef("none", "ms", "device time per I/O (diskstats ticks/ios)")),
+        ("blk.*_bytes_per_s", MetricDef("none", "B/s", "bytes per second at the block device")),
+        ("blk.**", MetricDef("none", "", "block layer statistics")),
+        ("sys.cpu.*_pct", MetricDef("none", "%", "system-wide CPU time share by state")),
+        ("sys.*_per_s", MetricDef("none", "1/s", "system-wide event rate (/proc/stat, vmstat)")),
+        ("sys.elapsed_s", MetricDef("none", "s", "time the system statistics cover")),
+        ("sys.**", MetricDef("none", "", "system-wide statistics")),
+        ("vm.*_per_s", MetricDef("none", "pages/s", "pages dirtied or written back per second")),
+        ("vm.*_delta", MetricDef("none", "events", "/proc/vmstat counter change during the run")),
+        ("vm.*_pages_*", MetricDef("none", "pages", "dirty or writeback pages during the run")),
+        ("vm.**", MetricDef("none", "", "virtual memory statistics (/proc/vmstat)")),
+    )
 
     def __init__(
         self, *, proc: Path = PROC, sys_block: Path = SYS_BLOCK, sample_interval_s: float = 0.25
@@ -262,15 +250,15 @@ class SysstatCollector(Collector):
                 snap.block = parse_block_stat(snap.raw["block"])
         return snap
 
-    def start(self, ctx: PointContext) -> None:
+    def begin(self, ctx: PointContext) -> None:
         self._ctx = ctx
         self._peaks, self._gauge_sums, self._gauge_samples = {}, {}, 0
         self._ramp_end = time.monotonic() + ctx.ramp_s
         try:
             self._before = RampSnapshot(self._snapshot, ctx.ramp_s)
-        except (OSError, ValueError, IndexError):
+        except (OSError, ValueError, IndexError) as exc:
             self._before = None
-            return
+            raise Unavailable("cannot read /proc/stat") from exc
         self._ticker = Ticker(self._sample_gauges, self.sample_interval_s, "fslab-sysstat")
         self._ticker.start()
 
@@ -291,31 +279,26 @@ class SysstatCollector(Collector):
             self._gauge_sums[key] = self._gauge_sums.get(key, 0.0) + value
         self._gauge_samples += 1
 
-    def stop(self) -> CollectorResult:
-        try:
-            if self._ticker is not None:
-                self._ticker.stop()
-            if self._before is not None:
-                self._before.cancel()
-            if self._before is None:
-                return CollectorResult(status="unavailable", reason="cannot read /proc/stat")
-            after = self._snapshot()
-            before = self._before.value
-            elapsed_s = time.monotonic() - self._before.at
-            metrics: dict[str, float] = {"sys.elapsed_s": elapsed_s}
-            metrics.update(cpu_metrics(before.stat, after.stat, elapsed_s))
-            metrics.update(vm_metrics(before.vmstat, after.vmstat, elapsed_s))
-            metrics.update(block_metrics(before.block, after.block, elapsed_s))
-            for key, peak in self._peaks.items():
-                metrics[f"{key}_peak"] = peak
-                metrics[f"{key}_mean"] = self._gauge_sums[key] / max(1, self._gauge_samples)
-            reasons = []
-            if not after.block:
-                reasons.append(f"no block stats for device {self._ctx.device_name!r}")
-            if self._ticker is not None and self._ticker.error is not None:
-                reasons.append(f"gauge sampler stopped: {self._ticker.error}")
-            artifacts = {f"sysstat.{k}.before": v for k, v in before.raw.items()}
-            artifacts.update({f"sysstat.{k}.after": v for k, v in after.raw.items()})
-            return CollectorResult(metrics=metrics, artifacts=artifacts, reason="; ".join(reasons))
-        except Exception as exc:
-            return CollectorResult(status="failed", reason=f"{type(exc).__name__}: {exc}")
+    def end(self) -> CollectorResult:
+        assert self._before is not None and self._ticker is not None
+        self._ticker.stop()
+        self._before.cancel()
+        after = self._snapshot()
+        before = self._before.value
+        elapsed_s = time.monotonic() - self._before.at
+        metrics: dict[str, float] = {"sys.elapsed_s": elapsed_s}
+        metrics.update(cpu_metrics(before.stat, after.stat, elapsed_s))
+        metrics.update(vm_metrics(before.vmstat, after.vmstat, elapsed_s))
+        metrics.update(block_metrics(before.block, after.block, elapsed_s))
+        for key, peak in self._peaks.items():
+            metrics[f"{key}_peak"] = peak
+            metrics[f"{key}_mean"] = self._gauge_sums[key] / max(1, self._gauge_samples)
+        reasons = []
+        if not after.block:
+            device = self._ctx.device_name if self._ctx else None
+            reasons.append(f"no block stats for device {device!r}")
+        if self._ticker.error is not None:
+            reasons.append(f"gauge sampler stopped: {self._ticker.error}")
+        artifacts = {f"sysstat.{k}.before": v for k, v in before.raw.items()}
+        artifacts.update({f"sysstat.{k}.after": v for k, v in after.raw.items()})
+        return CollectorResult(metrics=metrics, artifacts=artifacts, reason="; ".join(reasons))

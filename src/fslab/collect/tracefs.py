@@ -24,7 +24,8 @@ from pathlib import Path
 import numpy as np
 
 from fslab.errors import FslabError, ToolError
-from fslab.proc import CommandLog, run
+from fslab.hostfacts import parse_cpu_list
+from fslab.proc import CommandLog, pid_alive, run
 
 DEFAULT_ROOT = Path("/sys/kernel/tracing")
 LEGACY_ROOT = Path("/sys/kernel/debug/tracing")
@@ -148,6 +149,16 @@ class EventField:
     signed: bool
     data_loc: bool = False  # __data_loc: u32 (len << 16 | offset from record start)
     rel_loc: bool = False  # __rel_loc: u32 (len << 16 | offset from after this field)
+
+
+ONLINE_CPUS = Path("/sys/devices/system/cpu/online")
+
+
+def _read_text(path: Path) -> str:
+    try:
+        return path.read_text()
+    except OSError:
+        return ""
 
 
 @dataclass(frozen=True)
@@ -383,16 +394,6 @@ def _page_times_exact(
 # Private instances
 
 
-def _pid_alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
-
-
 def remove_stale_instances(root: Path) -> list[str]:
     """Remove fslab instances left behind by fslab processes that no longer exist."""
     removed: list[str] = []
@@ -400,7 +401,7 @@ def remove_stale_instances(root: Path) -> list[str]:
     with contextlib.suppress(OSError):
         for entry in inst_dir.iterdir():
             match = re.fullmatch(rf"{INSTANCE_PREFIX}(\d+)-[0-9a-f]+", entry.name)
-            if match and not _pid_alive(int(match.group(1))):
+            if match and not pid_alive(int(match.group(1))):
                 with contextlib.suppress(OSError):
                     entry.rmdir()
                     removed.append(entry.name)
@@ -495,8 +496,12 @@ class TraceInstance:
         self._write("tracing_on", "1" if on else "0")
 
     def cpus(self) -> list[int]:
+        """The online CPUs' buffers: tracefs has one per possible CPU, and a guest with
+        possible_cpus=1728 and 2 online would otherwise open 1728 pipes (EMFILE)."""
         names = os.listdir(self.path / "per_cpu")
-        return sorted(int(n[3:]) for n in names if n.startswith("cpu") and n[3:].isdigit())
+        present = sorted(int(n[3:]) for n in names if n.startswith("cpu") and n[3:].isdigit())
+        online = set(parse_cpu_list(_read_text(ONLINE_CPUS)))
+        return [cpu for cpu in present if cpu in online] if online else present
 
     def stats(self) -> dict[int, dict[str, float]]:
         out: dict[int, dict[str, float]] = {}

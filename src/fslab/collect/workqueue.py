@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import bisect
 import contextlib
+import errno
 import os
 import re
 import time
@@ -30,10 +31,19 @@ from pathlib import Path
 from typing import ClassVar
 
 import numpy as np
+from pydantic import Field
 
 from fslab.collect import tracefs
-from fslab.collect.base import Collector, CollectorResult, PendingResult, PointContext
+from fslab.collect.base import (
+    Collector,
+    CollectorOptions,
+    CollectorResult,
+    PendingResult,
+    PointContext,
+    Unavailable,
+)
 from fslab.collect.tracefs import EventFormat, RawRecords, TraceInstance
+from fslab.vocab import CatalogEntry, MetricDef, metric_safe
 
 QUEUE, ACTIVATE, START, END = 0, 1, 2, 3
 EVENTS: dict[str, int] = {
@@ -68,11 +78,6 @@ def normalise_wq_name(name: str, device_name: str = "") -> str:
         base = base.rstrip("0123456789") or base
     match = _DEVICE_WQ_RE.match(base) or _HOST_SUFFIX_RE.match(base)
     return match.group(1) if match else base
-
-
-def metric_safe(name: str) -> str:
-    """A name usable between dots of a metric key."""
-    return re.sub(r"[^A-Za-z0-9_+-]", "_", name) or "_"
 
 
 # --------------------------------------------------------------------------
@@ -251,7 +256,12 @@ def decode_wq(records: RawRecords, layout: WqLayout, names: NameTable) -> WqEven
                 ts=records.ts_ns[mask],
                 kind=np.full(count, kind, dtype=np.int8),
                 work=records.column(fmt["work"], mask).astype(np.uint64),
-                fn=records.column(fmt["function"], mask).astype(np.uint64),
+                # 6.1's and 5.10's activate_work has no function: 0, the queue's is used
+                fn=(
+                    records.column(fmt["function"], mask).astype(np.uint64)
+                    if "function" in fmt.fields
+                    else np.zeros(count, np.uint64)
+                ),
                 wq=wq,
             )
         )
@@ -396,7 +406,10 @@ class WorkqueueAggregator:
         owner = np.where(ev.kind == END, p.end_wq, np.where(ev.kind == QUEUE, ev.wq, p.wq_at))
         interesting = counted & (owner >= 0)
         key = np.full(len(ev), -1, np.int64)
-        key[interesting] = self._key_index(owner[interesting], ev.fn[interesting])
+        fn = ev.fn.copy()
+        unnamed = (fn == 0) & (p.lq >= 0)  # an event without a function field: its queue's
+        fn[unnamed] = ev.fn[p.lq[unnamed]]
+        key[interesting] = self._key_index(owner[interesting], fn[interesting])
         queued = counted & (ev.kind == QUEUE) & (key >= 0)
         self.items += np.bincount(key[queued], minlength=len(self.items))
         for quantity, (mask, earlier) in selections.items():
@@ -513,10 +526,12 @@ class KernelSymbols:
         self.path = path
         self._addrs: list[int] = []
         self._names: list[str] = []
+        self._by_name: dict[str, int] | None = None
         self._loaded = False
 
     def _load(self, *, fresh: bool = False) -> None:
         self._loaded = True
+        self._by_name = None
         if not fresh and self.path in self._shared:
             self._addrs, self._names = self._shared[self.path]
             return
@@ -532,6 +547,14 @@ class KernelSymbols:
         self._addrs = [a for a, _ in pairs]
         self._names = [n for _, n in pairs]
         self._shared[self.path] = (self._addrs, self._names)
+
+    def address(self, name: str) -> int | None:
+        """A function's address; None when this kernel has none by that name."""
+        if not self._loaded:
+            self._load()
+        if self._by_name is None:
+            self._by_name = dict(zip(self._names, self._addrs, strict=True))
+        return self._by_name.get(name)
 
     def name(self, addr: int) -> str:
         if not self._loaded:
@@ -625,9 +648,32 @@ def default_buffer_kb_per_cpu(ncpu: int | None = None) -> int:
 
 
 def function_filter(include: Iterable[str] = (), exclude: Iterable[str] = ()) -> str | None:
-    """An ftrace filter on the work function, valid for all four events."""
+    """An ftrace filter on the work function by name, valid for all four events.
+
+    Comparing a function pointer with a symbol name (`.function`) is newer than
+    6.1 and 5.10, which refuse it with EINVAL: `address_filter` says the same
+    with the functions' addresses.
+    """
     inc = [f"function.function == {name}" for name in include]
     exc = [f"function.function != {name}" for name in exclude]
+    return _conjunction(inc, exc)
+
+
+def address_filter(
+    include: Iterable[str], exclude: Iterable[str], symbols: KernelSymbols
+) -> str | None:
+    """The same filter with the functions' addresses from /proc/kallsyms, which every
+    kernel takes. A function this kernel does not have is left out (an included one
+    matches nothing: `function == 0`)."""
+    inc_names = list(include)
+    inc = [f"function == 0x{a:x}" for a in filter(None, map(symbols.address, inc_names))]
+    if inc_names and not inc:
+        inc = ["function == 0"]
+    exc = [f"function != 0x{a:x}" for a in filter(None, map(symbols.address, exclude))]
+    return _conjunction(inc, exc)
+
+
+def _conjunction(inc: list[str], exc: list[str]) -> str | None:
     parts = []
     if inc:
         parts.append("(" + " || ".join(inc) + ")")
@@ -635,10 +681,29 @@ def function_filter(include: Iterable[str] = (), exclude: Iterable[str] = ()) ->
     return " && ".join(parts) or None
 
 
+class WorkqueueOptions(CollectorOptions):
+    # work functions left out of tracing (an in-kernel filter): by default the loop
+    # device's own I/O work, which on a loop target is the emulated device, not the
+    # filesystem, and would be most of the events
+    exclude: list[str] = Field(
+        default_factory=lambda: ["loop_rootcg_workfn", "loop_workfn", "blk_mq_requeue_work"]
+    )
+
+
 class WorkqueueCollector(Collector):
     """Per-workqueue items/s, queueing/start delays, execution time, concurrency."""
 
     name: ClassVar[str] = "workqueue"
+    Options: ClassVar[type[CollectorOptions]] = WorkqueueOptions
+    catalog: ClassVar[tuple[CatalogEntry, ...]] = (
+        ("wq.*.*_ns_*", MetricDef("none", "ns", "workqueue delay or execution time")),
+        ("wq.*.items_per_s", MetricDef("none", "1/s", "work items executed per second")),
+        ("wq.*.peak_concurrency", MetricDef("none", "items", "most work items running at once")),
+        ("wq.*.utilisation", MetricDef("none", "fraction", "busy time / elapsed (may exceed 1)")),
+        ("wq.events_per_s", MetricDef("none", "1/s", "workqueue trace events per second")),
+        ("wq.**", MetricDef("none", "", "workqueue collector bookkeeping")),
+    )
+    no_data: ClassVar[str] = "no workqueue had 10 or more items in the window"
 
     def __init__(
         self,
@@ -647,18 +712,18 @@ class WorkqueueCollector(Collector):
         read_interval_s: float = 0.1,
         spool_limit_bytes: int = SPOOL_LIMIT_BYTES,
         buffer_kb_per_cpu: int | None = None,
-        include_functions: Iterable[str] = (),
-        exclude_functions: Iterable[str] = (),
+        include: Iterable[str] = (),
+        exclude: Iterable[str] = (),
     ) -> None:
         self.tracefs_root = tracefs_root
         self.read_interval_s = read_interval_s
         self.spool_limit_bytes = spool_limit_bytes
         self.buffer_kb_per_cpu = buffer_kb_per_cpu or default_buffer_kb_per_cpu()
-        self.filter = function_filter(include_functions, exclude_functions)
+        self.include_functions = list(include)
+        self.exclude_functions = list(exclude)
+        self.filter = function_filter(self.include_functions, self.exclude_functions)
         self._instance: TraceInstance | None = None
         self._ticker: tracefs.Ticker | None = None
-        self._unavailable = ""
-        self._start_failure = ""
         self._note = ""
         self._spool: list[bytes] = []
         self._spool_bytes = 0
@@ -675,7 +740,7 @@ class WorkqueueCollector(Collector):
     def unavailable_reason(cls) -> str | None:
         return tracefs.unavailable_reason(None, list(EVENTS))
 
-    def start(self, ctx: PointContext) -> None:
+    def begin(self, ctx: PointContext) -> None:
         self._names = NameTable(device_name=ctx.device_name)
         try:
             root, self._note = tracefs.ensure_tracefs(self.tracefs_root)
@@ -688,22 +753,43 @@ class WorkqueueCollector(Collector):
             inst.create(buffer_kb_per_cpu=self.buffer_kb_per_cpu)
             self._page_size = inst.page_size()
             self._layout = WqLayout.from_formats({ev: inst.event_format(ev) for ev in EVENTS})
-            for ev in EVENTS:
-                inst.enable_event(ev, self.filter)
+            self._enable_events(inst)
             inst.open_raw()
             inst.set_tracing(True)
             self._t_start_ns = inst.clock_now_ns()
         except (OSError, tracefs.TracefsError) as exc:
-            self._unavailable = str(exc)
             self._release()
-            return
-        except Exception as exc:  # start never raises: the runner would not call stop()
-            self._start_failure = f"start: {type(exc).__name__}: {exc}"
+            raise Unavailable(str(exc)) from exc
+        except Exception:
             self._release()
-            return
+            raise
         self._agg = WorkqueueAggregator(self._t_start_ns + int(ctx.ramp_s * 1e9))
         self._ticker = tracefs.Ticker(self._tick, self.read_interval_s, "fslab-workqueue")
         self._ticker.start()
+
+    def _enable_events(self, inst: TraceInstance) -> None:
+        """Enable the events with the filter by name, or by address where the kernel
+        does not compare function pointers with names (6.1, 5.10: EINVAL)."""
+        expr = self.filter
+        for ev in EVENTS:
+            if "function" not in inst.event_format(ev).fields:
+                inst.enable_event(ev)  # 6.1's activate_work: nothing to filter on
+                continue
+            try:
+                inst.enable_event(ev, expr)
+            except tracefs.TracefsError as exc:
+                cause = exc.__cause__
+                if expr != self.filter or not isinstance(cause, OSError):
+                    raise
+                if cause.errno != errno.EINVAL:
+                    raise
+                expr = address_filter(
+                    self.include_functions, self.exclude_functions, KernelSymbols()
+                )
+                inst.enable_event(ev, expr)
+                self._note = "; ".join(
+                    filter(None, [self._note, "work functions filtered by address"])
+                )
 
     def _tick(self) -> None:
         self._read()
@@ -734,21 +820,9 @@ class WorkqueueCollector(Collector):
         for first in range(0, len(ready), _AGGREGATE_CHUNK):  # small arrays stay in cache
             self._agg.add(ready.take(np.arange(first, min(first + _AGGREGATE_CHUNK, len(ready)))))
 
-    def stop(self) -> CollectorResult:
-        return self.stop_observing().finish()
-
-    def stop_observing(self) -> PendingResult:
+    def end(self) -> PendingResult:
         """Stop tracing, read what is left, remove the instance; decoding is left to finish()."""
-        if self._unavailable:
-            return PendingResult.ready(
-                CollectorResult(status="unavailable", reason=self._unavailable)
-            )
-        if self._start_failure:
-            return PendingResult.ready(CollectorResult(status="failed", reason=self._start_failure))
-        if self._instance is None:
-            return PendingResult.ready(
-                CollectorResult(status="failed", reason="stop() without a successful start()")
-            )
+        window: CollectorResult | tuple[int, float, float]
         try:
             window = self._end_window()
         except Exception as exc:
@@ -758,8 +832,7 @@ class WorkqueueCollector(Collector):
             # removing the instance takes ~50 ms in the kernel: off the path too
             problem = self._release(keep_spool=True)
             try:
-                done = isinstance(window, CollectorResult)
-                result = window if done else self._summary(*window)  # type: ignore[misc]
+                result = window if isinstance(window, CollectorResult) else self._summary(*window)
             finally:
                 self._spool, self._spool_bytes = [], 0
             if problem:

@@ -14,7 +14,7 @@ import zlib
 from dataclasses import dataclass, field
 from xml.sax.saxutils import escape, quoteattr
 
-from fslab.analyze.profile import Profile
+from fslab.stacks.profile import Profile
 
 FRAME_HEIGHT_PX = 16
 FONT_SIZE_PX = 11

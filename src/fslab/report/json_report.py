@@ -16,8 +16,8 @@ import json
 import math
 from typing import Any
 
-from fslab.analyze.profile import DiffRow, HotChain
 from fslab.report.model import PointRef, Report
+from fslab.stacks.profile import DiffRow, HotChain
 
 FORMAT = "fslab-report"
 VERSION = 1

@@ -27,83 +27,41 @@ import statistics
 from dataclasses import dataclass, field
 from typing import Any
 
-from fslab.analyze import stats
 from fslab.analyze.campaign_scaling import CurveFit, ScaleReport, fit_campaign
-from fslab.analyze.compare import MIN_REPS
 from fslab.analyze.comparisons import Comparison, config_comparisons, with_profile_shares
-from fslab.analyze.dataset import CampaignData, key_label, load_campaign, point_key
+from fslab.analyze.dataset import CampaignData, load_campaign
 from fslab.analyze.diagnose import ConfigDiagnosis, diagnose_campaign
 from fslab.analyze.falloff import campaign_falloffs, focus_config
+from fslab.analyze.figures import (
+    BarGroup,
+    MetricPair,
+    WchanRow,
+    WorkqueueRow,
+    headline_bars,
+    jbd2_pairs,
+    latency_distribution,
+    wchan_rows,
+    workqueue_rows,
+)
+from fslab.analyze.guests import TCG_CAVEAT, guest_label, runs_under_tcg
 from fslab.analyze.point_profile import NoProfile, ProfileKind, load_profile
-from fslab.analyze.profile import DiffRow, HotChain, Profile, diff
 from fslab.analyze.series import Series, build_series, select_campaigns
-from fslab.analyze.summary import SummaryRow, summarize
+from fslab.analyze.stats import MIN_REPS
+from fslab.analyze.summary import SummaryRow, summarize, watermark_relevant
+from fslab.collect.registry import ALL_COLLECTORS
 from fslab.errors import FslabError
 from fslab.roles import mode_of_roles
+from fslab.stacks.profile import DiffRow, HotChain, Profile, diff
 from fslab.store.db import PointRow, Store
 from fslab.target.limits import DeviceLimits
 from fslab.timing import CampaignTiming, PointTiming
 from fslab.units import format_bytes
-from fslab.workload.fio_json import merge_bins
+from fslab.vocab import PERCENTILES, metric_label, point_key, point_label
 
-PERCENTILES = ("p50", "p99", "p99_9")
 PROFILE_KINDS: tuple[ProfileKind, ...] = ("oncpu", "offcpu")
 CHAINS = 3  # perf-style chains are 15-20 lines each: the top three tell the story
 DIFF_ROWS = 12
-TOP_WORKQUEUES = 5
-TOP_WCHANS = 8
-COLLECTOR_FAMILIES = frozenset({"wq", "jbd2", "offcpu", "sys", "tp", "blk", "vm", "profile"})
-WQ_FIELDS = (
-    "items_per_s",
-    "queue_delay_ns_p99",
-    "start_delay_ns_p99",
-    "exec_ns_p99",
-    "utilisation",
-    "peak_concurrency",
-)
-JBD2_FIELDS = (
-    ("jbd2.transactions_per_s", "commits per second"),
-    ("jbd2.avg_commit_ms", "commit time, ms (kernel average)"),
-    ("jbd2.avg_wait_ms", "waiting for a transaction, ms"),
-    ("jbd2.avg_request_delay_ms", "request delay, ms"),
-    ("jbd2.avg_running_ms", "transaction running, ms"),
-    ("jbd2.avg_locked_ms", "transaction locked, ms"),
-    ("jbd2.avg_flushing_ms", "flushing ordered data, ms"),
-    ("jbd2.avg_logging_ms", "logging, ms"),
-    ("jbd2.handles_per_txn", "handles per transaction"),
-    ("jbd2.blocks_per_txn", "blocks per transaction"),
-    ("jbd2.run.wait_ms_p99", "wait per commit p99, ms"),
-    ("jbd2.run.running_ms_p99", "running per commit p99, ms"),
-    ("jbd2.run.locked_ms_p99", "locked per commit p99, ms"),
-    ("jbd2.run.logging_ms_p99", "logging per commit p99, ms"),
-)
-METRIC_LABELS = {
-    "fio.write.iops": "write IOPS",
-    "fio.read.iops": "read IOPS",
-    "fio.total.iops": "IOPS",
-    "dd.bw_bytes_s": "dd rate",
-    "fio.sync.lat_ns": "fsync latency",
-    "fio.write.clat_ns": "write completion latency",
-    "fio.read.clat_ns": "read completion latency",
-}
-LATENCY_SECTIONS = {  # metric family -> (fio json direction, latency key)
-    "fio.sync.lat_ns": ("sync", "lat_ns"),
-    "fio.write.clat_ns": ("write", "clat_ns"),
-    "fio.read.clat_ns": ("read", "clat_ns"),
-}
-
-
-def metric_label(metric: str | None) -> str:
-    """Short reader-facing names: "write IOPS", "fsync p99"; others as stored."""
-    if metric is None:
-        return "-"
-    if metric in METRIC_LABELS:
-        return METRIC_LABELS[metric]
-    family, _, pct = metric.rpartition("_")
-    if family in METRIC_LABELS and pct in PERCENTILES:
-        kind = family.split(".")[1]
-        return f"{'fsync' if kind == 'sync' else kind} {pct.replace('_', '.')}"
-    return metric
+COLLECTOR_FAMILIES = frozenset().union(*(c.families() for c in ALL_COLLECTORS.values()))
 
 
 # ------------------------------------------------------------------ the tree
@@ -123,7 +81,7 @@ class PointRef:
 
     @property
     def sweep_label(self) -> str:
-        return key_label(point_key(self.sweep))
+        return point_label(self.sweep)
 
     @property
     def label(self) -> str:
@@ -180,6 +138,7 @@ class Setup:
     sweep: dict[str, list[Any]]
     run: dict[str, Any]
     notes: list[str] = field(default_factory=list)
+    guests: list[str] = field(default_factory=list)  # analyze.guests labels; [] on the host
 
 
 @dataclass
@@ -286,22 +245,6 @@ class Latency:
 
 
 @dataclass
-class BarEntry:
-    config: str
-    n: int
-    median: float
-    ci_low: float | None  # 95% bootstrap interval of the median (None: too few runs)
-    ci_high: float | None
-
-
-@dataclass
-class BarGroup:
-    point: dict[str, Any]
-    label: str
-    entries: list[BarEntry]
-
-
-@dataclass
 class Comparisons:
     baseline: str | None
     metrics: list[str]
@@ -348,30 +291,6 @@ class Profiles:
     worst_evidence: EvidenceRun | None = None
     best_evidence: EvidenceRun | None = None
     notes: list[str] = field(default_factory=list)
-
-
-@dataclass
-class MetricPair:
-    name: str
-    label: str
-    best: float | None
-    worst: float | None
-
-
-@dataclass
-class WorkqueueRow:
-    name: str
-    best: dict[str, float | None]
-    worst: dict[str, float | None]
-    waiting: float  # items/s x (queue + start delay p99) at the worst point: ranks rows
-
-
-@dataclass
-class WchanRow:
-    function: str
-    best_threads: float | None
-    worst_threads: float
-    worst_share: float | None  # of the blocked threads at the worst point
 
 
 @dataclass
@@ -557,6 +476,9 @@ def _setup(store: Store, data: CampaignData) -> Setup:
     fs_specs = {fs.get("label"): fs for fs in spec.get("filesystems", [])}
     filesystems = [_filesystem(store, data, c, fs_specs.get(c, {})) for c in configs]
     workload = dict(spec.get("workload", {}))
+    guests = [p.facts["guest"] for p in data.points if isinstance(p.facts.get("guest"), dict)]
+    if runs_under_tcg(guests):
+        notes.append(TCG_CAVEAT)
     return Setup(
         host=host,
         device=data.campaign.device,
@@ -567,6 +489,7 @@ def _setup(store: Store, data: CampaignData) -> Setup:
         sweep={k: list(v) for k, v in spec.get("sweep", {}).items()},
         run=dict(spec.get("run", {})),
         notes=notes,
+        guests=list(dict.fromkeys(guest_label(g) for g in guests)),
     )
 
 
@@ -772,7 +695,7 @@ def _results(data: CampaignData) -> Results:
         rows=out_rows,
         failures=_failures(data),
         pending=pending,
-        watermark_relevant=_watermark_relevant(rows, data.headline),
+        watermark_relevant=watermark_relevant(rows),
         notes=notes,
     )
 
@@ -797,17 +720,11 @@ def _result_row(data: CampaignData, row: SummaryRow, family: str | None) -> Resu
         evidence=row.evidence,
         perturbation_pct=row.perturbation_pct,
         evidence_failed=row.evidence_failed,
-        free_bytes_start=row.facts.get("free_bytes_start"),
-        watermark_bytes=row.facts.get("ext4_watermark_bytes"),
-        below_watermark=row.facts.get("below_ext4_watermark"),
-        filled=bool(row.facts.get("filled")),
+        free_bytes_start=row.facts.free_bytes_start,
+        watermark_bytes=row.facts.ext4_watermark_bytes,
+        below_watermark=row.facts.below_ext4_watermark,
+        filled=row.facts.filled,
     )
-
-
-def _watermark_relevant(rows: list[SummaryRow], headline: str | None) -> bool:
-    """ext4's free-cluster watermark matters for dd-style writes or pre-filled filesystems."""
-    has_ext4 = any("ext4_watermark_bytes" in r.facts for r in rows)
-    return has_ext4 and (headline == "dd.bw_bytes_s" or any(r.facts.get("filled") for r in rows))
 
 
 def _failures(data: CampaignData) -> list[FailedPoint]:
@@ -886,43 +803,11 @@ def _cdf(store: Store, ref: PointRef, family: str, role: str) -> tuple[LatencyCd
     text = store.artifact(ref.point_id, "fio.json")
     if text is None:
         return None, f"{role} point {ref.label}: no fio.json stored, so no latency distribution"
-    direction, key = LATENCY_SECTIONS[family]
     try:
-        jobs = _fio_jobs(text)
-    except ValueError as exc:
-        return None, f"{role} point {ref.label}: fio.json unreadable ({exc})"
-    sections = [job[direction][key] for job in jobs if direction in job and key in job[direction]]
-    bins = [s["bins"] for s in sections if s.get("bins")]
-    if not bins:
-        return None, (
-            f"{role} point {ref.label}: fio.json has no {direction} latency bins "
-            "(fio ran without --output-format=json+)"
-        )
-    merged = sorted(merge_bins(bins).items())
-    total = sum(count for _, count in merged)
-    cumulative, running = [], 0
-    for _, count in merged:
-        running += count
-        cumulative.append(running / total)
-    values = [float(v) for v, _ in merged]
-    return LatencyCdf(role, ref, family, total, values, cumulative), ""
-
-
-def _fio_jobs(text: str) -> list[dict[str, Any]]:
-    """The jobs of the JSON report in fio's stdout (fio may print notes around it)."""
-    decoder = json.JSONDecoder()
-    found = None
-    for index, char in enumerate(text):
-        if char == "{" and (index == 0 or text[index - 1] == "\n"):
-            try:
-                obj, _ = decoder.raw_decode(text, index)
-            except json.JSONDecodeError:
-                continue
-            if isinstance(obj, dict) and isinstance(obj.get("jobs"), list):
-                found = obj
-    if found is None:
-        raise ValueError("no JSON report with a 'jobs' list")
-    return list(found["jobs"])
+        dist = latency_distribution(text, family)
+    except (FslabError, ValueError) as exc:
+        return None, f"{role} point {ref.label}: {exc}"
+    return LatencyCdf(role, ref, family, dist.samples, dist.values_ns, dist.cumulative), ""
 
 
 # --- comparisons ------------------------------------------------------------------
@@ -966,29 +851,8 @@ def _comparisons(data: CampaignData) -> Comparisons:
             "(rerun with --set run.repeat=N); rows say 'needs more runs'"
         )
     return Comparisons(
-        baseline, metrics, items, _bars(data, with_results), data.headline, min_reps, notes
+        baseline, metrics, items, headline_bars(data, with_results), data.headline, min_reps, notes
     )
-
-
-def _bars(data: CampaignData, configs: list[str]) -> list[BarGroup]:
-    """Headline medians per sweep point and configuration, with 95% intervals."""
-    if data.headline is None:
-        return []
-    per_config = {c: data.values(data.headline, c) for c in configs}
-    keys = list(dict.fromkeys(k for values in per_config.values() for k in values))
-    groups = []
-    for key in keys:
-        entries = []
-        for config in configs:
-            values = per_config[config].get(key)
-            if not values:
-                continue
-            low = high = None
-            if len(values) >= MIN_REPS:
-                low, high = stats.bootstrap_median_ci(values, n_resamples=2000)
-            entries.append(BarEntry(config, len(values), statistics.median(values), low, high))
-        groups.append(BarGroup(dict(key), key_label(key), entries))
-    return groups
 
 
 # --- profiles ---------------------------------------------------------------------
@@ -1094,10 +958,9 @@ def _contention(
     w = data.metrics.get(w_run.point_id, {}) if w_run else {}
     b = data.metrics.get(b_run.point_id, {}) if b_run else {}
     collectors = store.collectors(w_run.point_id) if w_run else {}
-    workqueues = _workqueues(w, b)
-    jbd2 = [MetricPair(name, label, b.get(name), w.get(name)) for name, label in JBD2_FIELDS]
-    jbd2 = [m for m in jbd2 if m.best is not None or m.worst is not None]
-    wchans, blocked = _wchans(w, b)
+    workqueues = workqueue_rows(w, b)
+    jbd2 = jbd2_pairs(w, b)
+    wchans, blocked = wchan_rows(w, b)
     notes = []
     if w_run is None and worst_ev is not None:
         notes.append(f"worst point: {worst_ev.statement}: no workqueue, jbd2 or off-CPU evidence")
@@ -1136,45 +999,7 @@ def _collector_gap(
     state, reason = collectors.get(name, ("not run", ""))
     if state != "ok":
         return f"{name}: the collector was {state}" + (f": {reason}" if reason else "")
-    if name == "offcpu":
-        return "offcpu: no thread of the workload was seen blocked in the kernel"
-    if name == "workqueue":
-        return "workqueue: no workqueue had 10 or more items in the window"
-    return f"{name}: the collector ran but stored no {prefix}* metrics"
-
-
-def _wq_split(name: str) -> tuple[str, str] | None:
-    for suffix in WQ_FIELDS:
-        if name.startswith("wq.") and name.endswith(f".{suffix}"):
-            middle = name[3 : -len(suffix) - 1]
-            if middle:
-                return middle, suffix
-    return None
-
-
-def _workqueues(worst: dict[str, float], best: dict[str, float]) -> list[WorkqueueRow]:
-    names = {split[0] for name in (*worst, *best) if (split := _wq_split(name))}
-    rows = []
-    for name in names:
-        w = {f: worst.get(f"wq.{name}.{f}") for f in WQ_FIELDS}
-        b = {f: best.get(f"wq.{name}.{f}") for f in WQ_FIELDS}
-        delay = (w["queue_delay_ns_p99"] or 0.0) + (w["start_delay_ns_p99"] or 0.0)
-        rows.append(WorkqueueRow(name, b, w, (w["items_per_s"] or 0.0) * delay / 1e9))
-    rows.sort(key=lambda r: (-r.waiting, r.name))
-    return rows[:TOP_WORKQUEUES]
-
-
-def _wchans(worst: dict[str, float], best: dict[str, float]) -> tuple[list[WchanRow], float | None]:
-    prefix, suffix = "offcpu.wchan.", ".threads_mean"
-    blocked = worst.get("offcpu.blocked_threads_mean")
-    rows = []
-    for name, value in worst.items():
-        if name.startswith(prefix) and name.endswith(suffix):
-            func = name[len(prefix) : -len(suffix)]
-            share = value / blocked if blocked else None
-            rows.append(WchanRow(func, best.get(name), value, share))
-    rows.sort(key=lambda r: (-r.worst_threads, r.function))
-    return rows[:TOP_WCHANS], blocked
+    return f"{name}: {ALL_COLLECTORS[name].no_data}"
 
 
 # --- diagnosis --------------------------------------------------------------------

@@ -17,20 +17,21 @@ from __future__ import annotations
 
 import io
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
 
 import numpy as np
 from matplotlib import rc_context
 from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 from matplotlib.ticker import FuncFormatter, NullLocator
+from matplotlib.typing import RcKeyType
 
-from fslab.analyze.compare import point_label
 from fslab.report.model import Comparisons, Latency, Report, Scaling
-from fslab.report.terminal import format_value
+from fslab.vocab import ScalarValue, format_value, point_label
 
 FIG_SIZE_IN = (7.5, 3.9)
-_RC = {
+_RC: dict[RcKeyType, Any] = {
     "svg.fonttype": "none",
     "font.size": 9,
     "font.family": "sans-serif",
@@ -255,8 +256,8 @@ def bars_plot(report: Report) -> str | None:
             colour = _colour([fs.config for fs in report.setup.filesystems], config)
             ax.bar(xs, heights, width * 0.95, color=colour, label=config)
             if with_ci:
-                x, m, low, high = (np.asarray(v) for v in zip(*with_ci, strict=True))
-                ax.errorbar(x, m, yerr=[m - low, high - m], fmt="none", ecolor="0.2", capsize=3)
+                xa, m, low, high = (np.asarray(v) for v in zip(*with_ci, strict=True))
+                ax.errorbar(xa, m, yerr=[m - low, high - m], fmt="none", ecolor="0.2", capsize=3)
             for x, h, n in without_ci:
                 ax.annotate(
                     f"n={n}",
@@ -280,9 +281,9 @@ def bars_plot(report: Report) -> str | None:
     return svg_text(fig, "bars")
 
 
-def _group_label(point: dict[str, object]) -> str:
-    """One axis per line, so long sweep labels do not run into each other."""
-    return "\n".join(f"{k}={v if v != '' else '-'}" for k, v in point.items()) or "(no sweep)"
+def _group_label(point: Mapping[str, ScalarValue]) -> str:
+    """One axis per line (vocab's point label), so long sweep labels do not run together."""
+    return "\n".join(point_label({axis: value}) for axis, value in point.items()) or point_label({})
 
 
 def series_plot(report: Report) -> str | None:

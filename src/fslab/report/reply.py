@@ -13,19 +13,19 @@ from __future__ import annotations
 
 import math
 import shlex
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 
 from fslab.analyze.compare import ComparisonRow
 from fslab.analyze.comparisons import PointVerdict
-from fslab.analyze.dataset import PointKey, point_key
 from fslab.analyze.diagnose import Candidate, ConfigDiagnosis, ruled_out_reasons
 from fslab.analyze.reported import FigureMatch
-from fslab.report.model import FailedPoint, FilesystemSetup, metric_label
+from fslab.report.model import FailedPoint, FilesystemSetup
 from fslab.report.reply_model import HypothesisReply, Reply, ScalingNote, build_reply
 from fslab.report.text import Table, shell_lines, wrap
 from fslab.spec_reported import ReportedFigure
 from fslab.store.db import Store
-from fslab.units import format_bytes, format_metric_value
+from fslab.units import format_bytes
+from fslab.vocab import PointKey, ScalarValue, format_value, metric_label, point_key, point_label
 
 WIDTH = 72
 INDENT = "  "
@@ -84,9 +84,9 @@ def _block(*parts: list[str]) -> list[str]:
     return out
 
 
-def _label(key: PointKey) -> str:
-    """A sweep point as the reply names it: "numjobs=1024"; an empty value is "-"."""
-    return " ".join(f"{a}={v if v != '' else '-'}" for a, v in key) or "the one point"
+def _point(key: PointKey | Mapping[str, ScalarValue]) -> str:
+    """A sweep point as the reply names it (vocab's rule); a campaign without a sweep: in prose."""
+    return point_label(key, empty="the one point")
 
 
 def _runs(n: int) -> str:
@@ -114,7 +114,7 @@ def _fig(metric: str, value: float | None) -> str:
         return "-"
     if metric.startswith("profile."):
         return f"{value:.1%}"
-    return format_metric_value(metric, value)
+    return format_value(metric, value)
 
 
 def _what(metric: str) -> str:
@@ -136,10 +136,12 @@ def _host(reply: Reply) -> str:
     host = reply.report.setup.host
     memory = host.get("memory_bytes")
     memory_text = f", {format_bytes(memory)} of memory" if memory else ""
-    return (
+    machine = (
         f"a {host.get('online_cpus', '?')}-CPU machine{memory_text}, kernel "
         f"{host.get('kernel_release', '?')}"
     )
+    guests = reply.report.setup.guests
+    return f"{machine}, in qemu guests ({'; '.join(guests)})" if guests else machine
 
 
 def _opening(reply: Reply) -> list[str]:
@@ -181,10 +183,10 @@ def _summary(reply: Reply) -> list[str]:
     else:
         out = [
             f"on {focus.config}, {metric_label(falloff.metric)} drops from "
-            f"{format_metric_value(falloff.metric, falloff.best.median)} at "
-            f"{_label(falloff.best.key)} to "
-            f"{format_metric_value(falloff.metric, falloff.worst.median)} at "
-            f"{_label(falloff.worst.key)} ({-falloff.drop_pct:+.0f}%)"
+            f"{format_value(falloff.metric, falloff.best.median)} at "
+            f"{_point(falloff.best.key)} to "
+            f"{format_value(falloff.metric, falloff.worst.median)} at "
+            f"{_point(falloff.worst.key)} ({-falloff.drop_pct:+.0f}%)"
         ]
         if focus.candidates:
             top = focus.candidates[0]
@@ -282,7 +284,8 @@ def _figure_table(reply: Reply) -> list[str]:
     common = points[0] if points and all(p.key == points[0].key for p in points) else None
     cpus = reply.reported.cpus
     host_cpus = reply.report.setup.host.get("online_cpus", "?")
-    here = f"here ({host_cpus} CPUs)" + (f", {_label(common.key)}" if common else "")
+    where = "in the guest" if reply.report.setup.guests else f"{host_cpus} CPUs"
+    here = f"here ({where})" + (f", {_point(common.key)}" if common else "")
     headers = ["", f"yours ({cpus} CPUs)" if cpus else "yours", here]
     rows: list[list[str]] = []
     missing: list[str] = []
@@ -300,7 +303,7 @@ def _figure_table(reply: Reply) -> list[str]:
     notes = []
     if common is not None and not common.exact:
         notes.append(
-            f"{_label(common.key)} is the point measured nearest yours ({common.reporter})."
+            f"{_point(common.key)} is the point measured nearest yours ({common.reporter})."
         )
     runs = sorted({m.runs for m in reply.figures if m.runs})
     if runs:
@@ -329,7 +332,7 @@ def _fslab_cell(match: FigureMatch, *, with_point: bool) -> str:
         return "-"
     text = _fig(match.metric, match.measured)
     if with_point and match.point is not None:
-        text += f" at {_label(match.point.key)}"
+        text += f" at {_point(match.point.key)}"
     return text
 
 
@@ -348,7 +351,7 @@ def _sweep_table(reply: Reply) -> list[str]:
             return ""
         if row.median is None:
             return "failed"
-        return format_metric_value(results.headline, row.median)
+        return format_value(results.headline, row.median)
 
     axes = " ".join(results.axes) or "point"
 
@@ -379,7 +382,7 @@ def _failure_groups(reply: Reply) -> list[list[FailedPoint]]:
 def _failure_text(group: list[FailedPoint]) -> str:
     first = group[0]
     # a sweep point's repetitions and its evidence run fail alike: name each point once
-    where = ", ".join(dict.fromkeys(_label(point_key(f.sweep)) for f in group))
+    where = ", ".join(dict.fromkeys(_point(f.sweep) for f in group))
     return f"{first.config}: {_runs(len(group))} failed ({where}): {_short(first.error)}"
 
 
@@ -511,7 +514,7 @@ def _verdict_short(row: ComparisonRow) -> str:
 
 
 def _verdict_long(row: ComparisonRow) -> str:
-    fmt = format_metric_value
+    fmt = format_value
     interval = ""
     if math.isfinite(row.ci_low) and math.isfinite(row.ci_high):
         interval = f", 95% CI x{row.ci_low:.2f}..x{row.ci_high:.2f}"

@@ -13,11 +13,12 @@ this module only picks and orders, and `report.reply` lays it out.
 from __future__ import annotations
 
 import tomllib
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from fslab.analyze.comparisons import PointVerdict, verdicts_at
-from fslab.analyze.dataset import PointKey, load_campaign
+from fslab.analyze.dataset import load_campaign
 from fslab.analyze.diagnose import ConfigDiagnosis, HypothesisJudgement, judge_hypothesis
 from fslab.analyze.falloff import Falloff
 from fslab.analyze.mechanisms import Blamed, blamed_mechanism, load_rules
@@ -26,6 +27,7 @@ from fslab.report.model import Report, build_report, rerun_argv
 from fslab.spec_comments import SpecComment, spec_comments
 from fslab.spec_reported import ReportedSpec
 from fslab.store.db import Store
+from fslab.vocab import PointKey
 
 # the spec sections whose comments say how the experiment was scaled and changed
 SCALING_SECTIONS = ("target", "workload", "sweep", "run")
@@ -47,7 +49,7 @@ class HypothesisReply:
 
     statement: str
     line: int
-    names: list[tuple[str, str]]  # (kind, name) as the report's hypothesis names them
+    names: Sequence[tuple[str, str]]  # (kind, name) as the report's hypothesis names them
     blamed: Blamed | None  # None: the rule base has no mechanism for what it names
     judgement: HypothesisJudgement | None  # None: not judged (see why_not)
     why_not: str = ""

@@ -2,10 +2,8 @@
 
 from __future__ import annotations
 
-from fslab.analyze.compare import point_label
 from fslab.analyze.series import Series
-from fslab.report.model import metric_label
-from fslab.units import format_metric_value
+from fslab.vocab import format_value, metric_label, point_label
 
 
 def series_lines(built: Series) -> list[str]:
@@ -26,7 +24,7 @@ def series_lines(built: Series) -> list[str]:
         for point in built.points:
             value = entry.medians.get(point)
             mark = "*" if (point, i) in starts else " "
-            text = format_metric_value(built.metric, value) if value is not None else "-"
+            text = format_value(built.metric, value) if value is not None else "-"
             cells.append(f"{mark + text:>{width}}")
         when = entry.started_at.replace("+00:00", "")[:16].replace("T", " ")
         where = (entry.candidate or entry.kernel)[:16]
@@ -39,8 +37,8 @@ def series_lines(built: Series) -> list[str]:
             entry = built.entries[cp.index]
             lines.append(
                 f"* change at campaign {entry.campaign_id} ({point_label(point)}): "
-                f"{format_metric_value(built.metric, cp.mean_before)} -> "
-                f"{format_metric_value(built.metric, cp.mean_after)} ({cp.change_pct:+.1f}%), "
+                f"{format_value(built.metric, cp.mean_before)} -> "
+                f"{format_value(built.metric, cp.mean_after)} ({cp.change_pct:+.1f}%), "
                 f"p {cp.p_value:.2g}"
             )
     lines.append("change points: E-Divisive means (ruptures Binseg, l2) + t test between segments")

@@ -13,7 +13,7 @@ from __future__ import annotations
 import json
 
 from fslab import __version__
-from fslab.analyze.profile import Profile
+from fslab.stacks.profile import Profile
 
 SCHEMA_URL = "https://www.speedscope.app/file-format-schema.json"
 EXPORTER = f"fslab@{__version__}"

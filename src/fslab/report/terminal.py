@@ -1,37 +1,20 @@
-"""Terminal tables (rich) for campaigns and their results."""
+"""Terminal tables (rich) for campaigns, their results and `fslab compare`."""
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 
+from rich import box
+from rich.markup import escape
 from rich.table import Table
 
-from fslab.analyze.summary import SummaryRow
+from fslab.analyze.compare import ComparisonRow
+from fslab.analyze.comparisons import Comparison
+from fslab.analyze.summary import SummaryRow, watermark_relevant
 from fslab.store.db import CampaignRow, PointRow
 from fslab.units import format_bytes
-from fslab.units import format_metric_value as format_value
-
-
-def _headline_label(metric: str | None) -> str:
-    labels = {
-        "fio.write.iops": "write IOPS",
-        "fio.read.iops": "read IOPS",
-        "fio.total.iops": "IOPS",
-        "dd.bw_bytes_s": "dd rate",
-    }
-    return labels.get(metric or "", metric or "result")
-
-
-def _latency_label(metric: str) -> str:
-    kind = {"sync": "fsync", "write": "write", "read": "read"}.get(metric.split(".")[1], "")
-    return f"{kind} p99"
-
-
-def _shows_watermark(rows: Sequence[SummaryRow]) -> bool:
-    """ext4's watermark matters for dd-style writes or when the filesystem was pre-filled."""
-    has_ext4 = any("ext4_watermark_bytes" in r.facts for r in rows)
-    relevant = any(r.facts.get("filled") or r.headline == "dd.bw_bytes_s" for r in rows)
-    return has_ext4 and relevant
+from fslab.vocab import PointKey, format_value, metric_label, point_label, sweep_cell
 
 
 def format_evidence(
@@ -53,7 +36,7 @@ def results_table(rows: Sequence[SummaryRow], title: str) -> Table:
     axes = list(dict.fromkeys(axis for row in rows for axis in row.sweep))
     headline = rows[0].headline if rows else None
     latency = rows[0].latency if rows else None
-    show_watermark = _shows_watermark(rows)
+    show_watermark = watermark_relevant(rows)
     show_evidence = any(r.evidence is not None or r.evidence_failed for r in rows)
     caption = "median over runs; range: min..max over runs"
     if latency:
@@ -64,18 +47,18 @@ def results_table(rows: Sequence[SummaryRow], title: str) -> Table:
     table.add_column("config")
     for axis in axes:
         table.add_column(axis, justify="right")
-    table.add_column(_headline_label(headline), justify="right")
+    table.add_column(metric_label(headline, missing="result"), justify="right")
     table.add_column("range", justify="right")
     table.add_column("runs", justify="right")
     if latency:
-        table.add_column(_latency_label(latency), justify="right")
+        table.add_column(metric_label(latency), justify="right")
     if show_evidence:
         table.add_column("evidence", justify="right")
     if show_watermark:
         table.add_column("free", justify="right")
         table.add_column("watermark", justify="right")
     for row in rows:
-        cells = [row.config, *(str(row.sweep.get(axis, "")) or "-" for axis in axes)]
+        cells = [row.config, *(sweep_cell(row.sweep, axis) for axis in axes)]
         cells.append(format_value(row.headline, row.median))
         spread = (
             f"{format_value(row.headline, row.minimum)}..{format_value(row.headline, row.maximum)}"
@@ -92,10 +75,10 @@ def results_table(rows: Sequence[SummaryRow], title: str) -> Table:
                 format_evidence(headline, row.evidence, row.perturbation_pct, row.evidence_failed)
             )
         if show_watermark:
-            free = row.facts.get("free_bytes_start")
+            free = row.facts.free_bytes_start
             cells.append(format_bytes(free) if free is not None else "-")
-            mark = row.facts.get("ext4_watermark_bytes")
-            below = " BELOW" if row.facts.get("below_ext4_watermark") else ""
+            mark = row.facts.ext4_watermark_bytes
+            below = " BELOW" if row.facts.below_ext4_watermark else ""
             cells.append(f"{format_bytes(mark)}{below}" if mark is not None else "n/a")
         table.add_row(*cells)
     return table
@@ -134,6 +117,113 @@ def failures_table(points: Sequence[PointRow]) -> Table:
         table.add_column(column)
     for p in points:
         if p.status == "failed":
-            sweep = ", ".join(f"{k}={v}" for k, v in p.sweep.items())
+            sweep = point_label(p.sweep, empty="")
             table.add_row(str(p.seq), p.config, sweep, p.error or "")
     return table
+
+
+# ------------------------------------------------------------------ comparisons
+# `fslab compare`'s tables: the statistics of each row (n, medians, ratio and its
+# interval, BH-adjusted p, verdict). The reports print the same rows in the kernel
+# test robot's form (report/text.comparison_table).
+
+_VERDICT_STYLE = {
+    "better": "green",
+    "worse": "bold red",
+    "changed": "yellow",
+    "needs more runs": "dim",
+    "no change shown": "",
+}
+METRIC_COLUMN_MAX = 12  # longer metric names get a table each
+
+
+def comparison_tables(comparison: Comparison) -> list[tuple[str, Table]]:
+    """(title, table) per configuration when the points carry one, else one table.
+
+    Long metric names (evidence metrics such as wq.ext4-rsv-conversion.*) do
+    not fit a column of an 80-column table: then each metric gets a table of
+    its own, titled with its name.
+    """
+    by_metric = any(len(metric_label(r.metric)) > METRIC_COLUMN_MAX for r in comparison.table.rows)
+    groups: dict[tuple[str | None, str | None], list[ComparisonRow]] = {}
+    for row in comparison.table.rows:
+        key = (_config_of(row.point), row.metric if by_metric else None)
+        groups.setdefault(key, []).append(row)
+    versus = f"{comparison.candidate} vs {comparison.baseline} (baseline)"
+    tables = []
+    shown: set[str | None] = set()
+    for (config, metric), rows in groups.items():
+        heading = [] if config in shown else [f"{config}: {versus}" if config else versus]
+        shown.add(config)
+        if metric:
+            heading.append(f"  {metric_label(metric)}")
+        tables.append(("\n".join(heading), comparison_table(rows, with_metric=not by_metric)))
+    return tables
+
+
+def _config_of(point: PointKey) -> str | None:
+    if isinstance(point, tuple) and point and point[0][0] == "config":
+        return str(point[0][1])
+    return None
+
+
+def comparison_table(rows: Sequence[ComparisonRow], *, with_metric: bool = True) -> Table:
+    """Rows of one comparison, narrow enough for 80 columns."""
+    axes = [a for a in _point_axes(rows) if a != "config"]
+    table = Table(box=box.SIMPLE_HEAD, pad_edge=False, padding=0)
+    table.add_column(" ".join(axes) or "point", no_wrap=True)
+    if with_metric:
+        table.add_column("metric", no_wrap=True)
+    for name in ("n", "base", "cand", "ratio", "95% CI", "p"):
+        table.add_column(name, justify="right", no_wrap=True)
+    table.add_column("verdict", no_wrap=True)
+    previous = None
+    for row in rows:
+        cells = _row_cells(row)
+        cells[0] = "" if row.point == previous else escape(_point_values(row.point))
+        previous = row.point
+        table.add_row(*(cells if with_metric else cells[:1] + cells[2:]))
+    return table
+
+
+def _point_axes(rows: Sequence[ComparisonRow]) -> list[str]:
+    """Axis names of the rows' point keys, for one header instead of one per cell."""
+    axes: dict[str, None] = {}
+    for row in rows:
+        if isinstance(row.point, tuple):
+            axes.update((str(pair[0]), None) for pair in row.point)
+    return list(axes)
+
+
+def _point_values(point: PointKey) -> str:
+    if isinstance(point, tuple):
+        return " ".join(str(value) for axis, value in point if axis != "config") or "-"
+    return point_label(point)
+
+
+def _row_cells(row: ComparisonRow) -> list[str]:
+    same = row.n_baseline == row.n_candidate
+    n = str(row.n_baseline) if same else f"{row.n_baseline}/{row.n_candidate}"
+    style = _VERDICT_STYLE.get(row.verdict, "")
+    verdict = f"[{style}]{row.verdict}[/]" if style else row.verdict
+    return [
+        point_label(row.point),
+        escape(metric_label(row.metric)),
+        n,
+        format_value(row.metric, row.median_baseline),
+        format_value(row.metric, row.median_candidate),
+        _ratio(row.ratio),
+        f"{_ratio(row.ci_low)}-{_ratio(row.ci_high)}" if math.isfinite(row.ci_low) else "-",
+        _p(row.p_adjusted),
+        verdict,
+    ]
+
+
+def _ratio(value: float) -> str:
+    return f"{value:.2f}" if math.isfinite(value) else "-"
+
+
+def _p(value: float) -> str:
+    if not math.isfinite(value):
+        return "-"
+    return "<0.001" if value < 0.001 else f"{value:.3f}"

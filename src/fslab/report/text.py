@@ -12,12 +12,11 @@ from __future__ import annotations
 import math
 import shlex
 import textwrap
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
-from fslab.analyze.compare import ComparisonRow, point_label
+from fslab.analyze.compare import ComparisonRow
 from fslab.analyze.metrics_catalog import metric_def
-from fslab.analyze.profile import format_diff
 from fslab.report.model import (
     Comparisons,
     Contention,
@@ -26,12 +25,21 @@ from fslab.report.model import (
     Report,
     Results,
     Step,
-    metric_label,
     rerun_argv,
 )
 from fslab.report.series_text import series_lines
-from fslab.report.terminal import EVIDENCE_CAPTION, format_evidence, format_value
+from fslab.report.terminal import EVIDENCE_CAPTION, format_evidence
+from fslab.stacks.profile import format_diff
 from fslab.units import format_bytes
+from fslab.vocab import (
+    ScalarValue,
+    format_ns,
+    format_value,
+    metric_label,
+    point_label,
+    sweep_cell,
+    value_label,
+)
 
 WIDTH = 80
 _ZERO = {"", "0", "0s", "None"}
@@ -150,16 +158,6 @@ def _quoted_pieces(arg: str, limit: int) -> list[str]:
     return [pieces[0], *("\0" + p for p in pieces[1:])]
 
 
-def fmt_ns(value: float | None) -> str:
-    if value is None or not math.isfinite(value):
-        return "-"
-    if value >= 1e9:
-        return f"{value / 1e9:.2f}s"
-    if value >= 1e6:
-        return f"{value / 1e6:.2f}ms"
-    return f"{value / 1e3:.0f}us"
-
-
 def fmt_num(value: float | None, digits: int = 3) -> str:
     if value is None or not math.isfinite(value):
         return "-"
@@ -178,8 +176,8 @@ def new_stderr_lines(error: str, tail: Sequence[str], keep: int = 3) -> list[str
     return [line for line in tail if " ".join(line.split())[:40] not in flat][-keep:]
 
 
-def sweep_text(sweep: dict[str, object]) -> str:
-    return " ".join(f"{k}={v}" for k, v in sweep.items()) or "(no sweep)"
+def sweep_text(sweep: Mapping[str, ScalarValue]) -> str:
+    return point_label(sweep)
 
 
 # ------------------------------------------------------------------ tables shared with HTML
@@ -194,20 +192,22 @@ def setup_rows(report: Report) -> list[tuple[str, str]]:
         if host.get(k) and host[k] != "not installed"
     ]
     memory = host.get("memory_bytes")
+    host_word = "host " if setup.guests else ""  # guest points: the rows below are the host's
     rows = [
-        ("kernel", str(host.get("kernel_release", "not recorded"))),
+        (f"{host_word}kernel", str(host.get("kernel_release", "not recorded"))),
         (
-            "CPUs",
+            f"{host_word}CPUs",
             f"{host.get('online_cpus', '?')} online, nr_cpu_ids {host.get('nr_cpu_ids', '?')}"
             + (f" ({host['cpu_model']})" if host.get("cpu_model") else ""),
         ),
         ("memory", format_bytes(memory) if memory else "not recorded"),
+        *(("guest" if i == 0 else "", label) for i, label in enumerate(setup.guests)),
         ("device", setup.device_text),
         ("tools", "; ".join(tools) or "not recorded"),
     ]
     rows += [("workload" if i == 0 else "", line) for i, line in enumerate(setup.workload_text)]
     for axis, values in setup.sweep.items():
-        rows.append(("sweep", f"{axis} = {', '.join(str(v) or '(none)' for v in values)}"))
+        rows.append(("sweep", f"{axis} = {', '.join(value_label(v) for v in values)}"))
     if not setup.sweep:
         rows.append(("sweep", "none: every configuration runs one point"))
     run = setup.run
@@ -265,7 +265,7 @@ def results_table(results: Results) -> Table:
         headers += ["free", "watermark"]
     rows = []
     for row in results.rows:
-        cells = [row.config, *(str(row.sweep.get(a, "")) or "-" for a in results.axes)]
+        cells = [row.config, *(sweep_cell(row.sweep, a) for a in results.axes)]
         cells.append(format_value(results.headline, row.median))
         if spread:
             cells.append(
@@ -327,7 +327,7 @@ def latency_table(results: Results) -> Table | None:
         [
             row.config,
             *(str(row.sweep.get(a, "")) or "-" for a in results.axes),
-            *(fmt_ns(row.percentiles.get(q)) for q in ("p50", "p99", "p99_9")),
+            *(format_ns(row.percentiles.get(q)) for q in ("p50", "p99", "p99_9")),
         ]
         for row in results.rows
         if row.n_ok
@@ -348,7 +348,7 @@ def comparison_table(rows: Sequence[ComparisonRow]) -> Table:
     out = []
     previous = None
     for row in rows:
-        label = point_label(row.point) or "(no sweep)"
+        label = point_label(row.point)
         if label != previous:
             out.append([label, "", "", "", "", "", ""])
             previous = label
@@ -409,9 +409,9 @@ def workqueue_table(contention: Contention) -> Table | None:
                     wq.name if tag == "best" else "",
                     tag,
                     fmt_num(values.get("items_per_s")),
-                    fmt_ns(values.get("queue_delay_ns_p99")),
-                    fmt_ns(values.get("start_delay_ns_p99")),
-                    fmt_ns(values.get("exec_ns_p99")),
+                    format_ns(values.get("queue_delay_ns_p99")),
+                    format_ns(values.get("start_delay_ns_p99")),
+                    format_ns(values.get("exec_ns_p99")),
                     _fixed(values.get("utilisation")),
                     fmt_num(values.get("peak_concurrency")),
                 ]

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from fslab.reproduce.facts import FigureFact, ReportFacts
 from fslab.reproduce.scale import human_bytes
-from fslab.units import format_metric_value
+from fslab.vocab import format_value
 
 
 def describe_facts(facts: ReportFacts) -> list[str]:
@@ -52,7 +52,7 @@ def describe_facts(facts: ReportFacts) -> list[str]:
 
 
 def _figure(figure: FigureFact) -> str:
-    value = format_metric_value(figure.metric or "share", figure.value)
+    value = format_value(figure.metric or "share", figure.value)
     if figure.unit == "share":
         value = f"{figure.value:.2%}"
     elif figure.unit == "%":

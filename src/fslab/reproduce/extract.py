@@ -64,8 +64,8 @@ def _dd_on_filesystem(run: DdFact, filesystems: list[FilesystemFact]) -> DdFact:
         fs for fs in before if fs.mountpoint and target.startswith(fs.mountpoint.rstrip("/") + "/")
     ]
     made = [fs for fs in before if fs.how in ("mkfs", "mount")]
-    chosen = (mounted or made or before or [None])[-1]
-    return replace(run, filesystem=chosen.type) if chosen else run
+    chosen = (mounted or made or before)[-1:]
+    return replace(run, filesystem=chosen[0].type) if chosen else run
 
 
 def _dd_figure(run: DdFact) -> FigureFact:

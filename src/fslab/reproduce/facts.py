@@ -60,13 +60,16 @@ class OtherToolFact:
     source: Line
 
 
+FilesystemHow = Literal["mkfs", "mount", "prose", "parameters"]  # where the fact was read
+
+
 @dataclass(frozen=True)
 class FilesystemFact:
     """A filesystem the report made, mounted or compared."""
 
     type: str  # ext4, xfs, btrfs
     source: Line
-    how: Literal["mkfs", "mount", "prose", "parameters"]
+    how: FilesystemHow
     device: str = ""
     mkfs_options: tuple[str, ...] = ()
     mount_options: tuple[str, ...] = ()
@@ -134,11 +137,14 @@ class HypothesisFact:
     names: tuple[NameFact, ...] = ()
 
 
+Lever = Literal["bigger-journal", "free-space", "cpu-count"]  # what fslab can vary to test it
+
+
 @dataclass(frozen=True)
 class LeverFact:
     """Something the report names that fslab can vary to test it (a remedy, a knob)."""
 
-    lever: Literal["bigger-journal", "free-space", "cpu-count"]
+    lever: Lever
     text: str
     source: Line
 

@@ -13,6 +13,7 @@ from dataclasses import replace
 
 from fslab.reproduce.facts import FigureFact, Line
 from fslab.reproduce.text import NUMBER, ReportText, scaled_number
+from fslab.spec_reported import Qualifier
 from fslab.units import parse_size_bytes
 
 _BW_UNIT = r"(B/s|[kKMG]i?B/s|[kKMG]Bps|kb/s)"
@@ -45,7 +46,7 @@ _TABLE_ROW_RE = re.compile(
 )
 _CELL_RE = re.compile(r"(\d+(?:\.\d+)?)\s?(?:([kKMG]i?B/s|ns|us|ms)|([kKM]))?")
 _HEADER_LABELS = {"read", "write", "rw", "randread", "randwrite", "numjobs", "threads", "jobs"}
-_QUALIFIERS = {
+_QUALIFIERS: dict[str, Qualifier] = {
     "less than": "less than",
     "under": "less than",
     "below": "less than",
@@ -209,10 +210,11 @@ def _prose(line: str, source: Line) -> list[FigureFact]:
         span = None
     if span:
         qualifier = _QUALIFIERS.get((span.group(3) or "").lower(), "")
-        for digits, multiplier, label, qual in (
+        pairs: tuple[tuple[str, str, str, Qualifier], ...] = (
             (span.group(1), span.group(2), "before", ""),
             (span.group(4), span.group(5), "after", qualifier),
-        ):
+        )
+        for digits, multiplier, label, qual in pairs:
             text = f"{qual_word(span.group(3)) if qual else ''}{digits}{multiplier or ''}"
             figures.append(
                 FigureFact(
@@ -224,7 +226,7 @@ def _prose(line: str, source: Line) -> list[FigureFact]:
                     qualifier=qual,
                     context=label,
                 )
-            )  # type: ignore[arg-type]
+            )
         return figures
     for match in _IOPS_RE.finditer(line):
         digits, multiplier = match.group(1) or match.group(3), match.group(2) or match.group(4)
@@ -288,9 +290,9 @@ def _tables(report: ReportText, numbers: set[int]) -> list[FigureFact]:
             blocks.append([number])
     for block in blocks:
         rows = [_TABLE_ROW_RE.match(report.lines[n - 1]) for n in block]
-        first_label = rows[0].group(1).strip().lower() if rows[0] else ""
-        if first_label in _HEADER_LABELS:
-            columns = rows[0].group(2).split()
+        first = rows[0]
+        if first and first.group(1).strip().lower() in _HEADER_LABELS:
+            columns = first.group(2).split()
             rows, block = rows[1:], block[1:]
         else:
             columns = _header_columns(

@@ -6,7 +6,7 @@ import re
 import shlex
 from collections.abc import Iterator
 
-from fslab.reproduce.facts import FilesystemFact, QuestionFact
+from fslab.reproduce.facts import FilesystemFact, FilesystemHow, QuestionFact
 from fslab.reproduce.text import ReportText, without_prompt
 from fslab.spec import FS_TYPES
 
@@ -79,7 +79,7 @@ def _mkfs_fact(program: str, rest: str, report: ReportText, number: int) -> File
 
 def _mount_fact(rest: str, report: ReportText, number: int) -> FilesystemFact | None:
     words = _words(rest)
-    fs_type, options, positional = "", [], []
+    fs_type, options, positional = "", list[str](), list[str]()
     index = 0
     while index < len(words):
         word = words[index]
@@ -128,7 +128,7 @@ def _prose_mentions(report: ReportText) -> Iterator[FilesystemFact]:
         for fs_type in found:
             if fs_type not in seen:
                 seen.add(fs_type)
-                how = "parameters" if parameter else "prose"
+                how: FilesystemHow = "parameters" if parameter else "prose"
                 yield FilesystemFact(type=fs_type, source=report.line(number), how=how)
 
 

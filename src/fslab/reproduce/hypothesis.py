@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import re
 
-from fslab.reproduce.facts import HypothesisFact, LeverFact, NameFact, PatchFact
+from fslab.reproduce.facts import HypothesisFact, Lever, LeverFact, NameFact, PatchFact
 from fslab.reproduce.text import ReportText
 from fslab.spec_reported import NameKind
 
@@ -28,7 +28,7 @@ _QUOTED_WQ_RE = re.compile(
     r"""["'“]?([a-z0-9]+(?:-[a-z0-9]+)+)["'”]?\s+(?:work ?queue|wq)\b""", re.I
 )
 _C_LINE_RE = re.compile(r"^\s*(#define\b|if\s*\(|[A-Za-z_][\w>.-]*\s*=.*;|\w+\(.*\)\s*;)")
-_LEVERS: tuple[tuple[str, str], ...] = (
+_LEVERS: tuple[tuple[str, Lever], ...] = (
     (
         r"\b(increase|bigger|larger|grow)\w*\s+(the\s+)?journal(\s+size)?|journal size",
         "bigger-journal",
@@ -128,7 +128,7 @@ def find_levers(report: ReportText) -> list[LeverFact]:
             match = re.search(pattern, line, re.I)
             if match and lever not in seen:
                 seen.add(lever)
-                levers.append(LeverFact(lever, match.group(0), report.line(number)))  # type: ignore[arg-type]
+                levers.append(LeverFact(lever, match.group(0), report.line(number)))
     return levers
 
 

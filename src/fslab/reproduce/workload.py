@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 import shlex
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 
 from fslab.errors import FslabError, UsageError
 from fslab.reproduce.facts import (
@@ -162,7 +162,7 @@ def _is_job_option_line(text: str) -> bool:
     )
 
 
-def _comment_sweeps(block: list[str]) -> dict[str, list[str]]:
+def _comment_sweeps(block: Sequence[str]) -> dict[str, list[str]]:
     """`numjobs=1 # 2 4`: the reporter ran the other values one by one; a sweep."""
     sweeps: dict[str, list[str]] = {}
     for text in block:

@@ -21,6 +21,7 @@ from sqlalchemy import (
     Text,
     UniqueConstraint,
 )
+from sqlalchemy.schema import SchemaItem
 
 # the alembic revision of the schema below; meta.schema_version holds its number
 HEAD = "v3"
@@ -83,7 +84,7 @@ Index("points_by_campaign", points.c.campaign_id, points.c.status)
 Index("campaigns_by_host", campaigns.c.host)
 
 
-def _point_child(name: str, *columns: Column) -> Table:  # type: ignore[type-arg]
+def _point_child(name: str, *columns: SchemaItem) -> Table:
     return Table(
         name,
         metadata,

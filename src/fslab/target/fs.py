@@ -226,7 +226,7 @@ class Mount:
 
 def _colon_fields(text: str) -> dict[str, str]:
     """The "Key:   value" lines of dumpe2fs -h as a dict; keys never contain ':'."""
-    fields = {}
+    fields: dict[str, str] = {}
     for line in text.splitlines():
         key, sep, value = line.partition(":")
         if sep and key.strip():

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from fslab.errors import ToolError
-from fslab.proc import CommandLog, run
+from fslab.proc import CommandLog, pid_alive, run
 from fslab.target.fs import process_users
 from fslab.target.guard import read_mountinfo
 from fslab.target.loop import (
@@ -26,7 +26,6 @@ from fslab.target.loop import (
     detach_loop,
     image_owner_pid,
     loop_backing_files,
-    pid_alive,
 )
 
 MOUNT_DIR_RE = re.compile(r"^mnt-(?P<pid>\d+)-[0-9a-f]{8}$")

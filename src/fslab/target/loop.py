@@ -18,7 +18,7 @@ import time
 import warnings
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from types import TracebackType
+from types import FrameType, TracebackType
 
 from fslab.errors import FslabError, ToolError, UsageError
 from fslab.proc import CommandLog, run
@@ -45,18 +45,6 @@ def image_owner_pid(name: str) -> int | None:
     """The pid encoded in an fslab image name, None for any other name."""
     match = IMAGE_RE.match(os.path.basename(name))
     return int(match.group("pid")) if match else None
-
-
-def pid_alive(pid: int) -> bool:
-    """True while a process with this pid exists and is not a zombie."""
-    try:
-        stat_text = Path(f"/proc/{pid}/stat").read_text()
-    except (FileNotFoundError, ProcessLookupError):
-        return False
-    except OSError:
-        return True  # exists but unreadable: assume alive, never reclaim
-    state = stat_text.rsplit(")", 1)[-1].split()[0:1]
-    return state != ["Z"]
 
 
 def loop_backing_files() -> dict[str, str]:
@@ -104,7 +92,7 @@ def deferred_interrupts() -> Iterator[None]:
         for signum, handler in previous.items():
             signal.signal(signum, handler)
         if received:
-            signum = received[0]
+            signum = signal.Signals(received[0])
             handler = previous[signum]
             if callable(handler):
                 handler(signum, None)
@@ -112,6 +100,40 @@ def deferred_interrupts() -> Iterator[None]:
                 raise KeyboardInterrupt
             elif handler == signal.SIG_DFL:
                 os.kill(os.getpid(), signum)  # the default action, now that cleanup is done
+
+
+class InterruptGuard:
+    """SIGINT and SIGTERM both raise KeyboardInterrupt, so the context managers
+    release what was made; a signal while that cleanup runs only says so.
+
+    The runner and preflight both run under it. Only the main thread can
+    install signal handlers; elsewhere this does nothing.
+    """
+
+    def __init__(self, on_again: Callable[[str], None] | None = None) -> None:
+        self.on_again = on_again
+        self.interrupted = False
+        self._previous: dict[int, signal._HANDLER] = {}
+
+    def _handle(self, signum: int, _frame: FrameType | None) -> None:
+        name = signal.Signals(signum).name
+        if self.interrupted:
+            if self.on_again is not None:
+                self.on_again(f"{name} again: still cleaning up")
+            return
+        self.interrupted = True
+        raise KeyboardInterrupt(name)
+
+    def __enter__(self) -> InterruptGuard:
+        if threading.current_thread() is threading.main_thread():
+            for signum in DEFERRED_SIGNALS:
+                self._previous[signum] = signal.signal(signum, self._handle)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        for signum, handler in self._previous.items():
+            signal.signal(signum, handler)
+        self._previous.clear()
 
 
 def _is_busy(err: ToolError) -> bool:
@@ -195,6 +217,7 @@ class LoopImage:
         directory: str = "/dev/shm",
         log: CommandLog | None = None,
         prepare: Callable[[str], None] | None = None,
+        attach: bool = True,
     ) -> None:
         if size_bytes <= 0 or size_bytes % 512:
             raise UsageError(
@@ -204,6 +227,7 @@ class LoopImage:
         self.directory = directory
         self.log = log
         self.prepare = prepare  # runs on the image file before it is attached (mkfs)
+        self.attach = attach  # False: a sparse file only (preflight's mkfs without root)
         self.device = ""
         self.image_path = ""
 
@@ -218,7 +242,8 @@ class LoopImage:
         try:
             if self.prepare is not None:
                 self.prepare(self.image_path)
-            self.device = self._attach()
+            if self.attach:
+                self.device = self._attach()
         except BaseException:
             with deferred_interrupts():
                 self.release()

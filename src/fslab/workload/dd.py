@@ -104,11 +104,3 @@ def _no_summary_message(lines: Sequence[str]) -> str:
         "is not GNU dd, or ran with status=none or a non-C locale"
         + (f"; it printed: {tail}" if tail else "; it printed nothing")
     )
-
-
-def dd_metrics(result: DdResult) -> dict[str, float]:
-    """Flat metrics of one dd run; bandwidth only when dd measured a non-zero time."""
-    metrics = {"dd.bytes": float(result.bytes_copied), "dd.seconds": result.seconds}
-    if result.seconds > 0:
-        metrics["dd.bw_bytes_s"] = result.bw_bytes_s
-    return metrics

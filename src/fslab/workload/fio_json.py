@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Any
 
-from fslab.errors import FslabError, ToolError
+from fslab.errors import ToolError
 
 DIRECTIONS = ("read", "write", "trim")
 QUANTILES = {"p50": 0.5, "p90": 0.9, "p99": 0.99, "p99_9": 0.999}
@@ -60,16 +60,6 @@ def parse_fio_json(text: str) -> FioResult:
     metrics["fio.jobs"] = float(_worker_count(jobs, report.get("global options") or {}))
     error = sum(int(job.get("error", 0)) for job in jobs)
     return FioResult(metrics=metrics, jobs=len(jobs), error=error, notes=notes)
-
-
-def headline_metric(metrics: Mapping[str, float]) -> str:
-    """The name of the run's primary throughput metric: IOPS of what the job did."""
-    done = [d for d in DIRECTIONS if f"fio.{d}.iops" in metrics]
-    if len(done) > 1:
-        return "fio.total.iops"
-    if done:
-        return f"fio.{done[0]}.iops"
-    raise FslabError("no fio IOPS in these metrics: the job did no read, write or trim I/O")
 
 
 def percentiles_from_bins(bins: Mapping[int, int], quantiles: Sequence[float]) -> list[float]:
@@ -195,6 +185,30 @@ def _percentile_metrics(
         f"cannot be merged (per-job percentiles must not be averaged)"
     )
     return {}
+
+
+LATENCY_SECTIONS = {  # latency metric family -> (fio json direction, latency key)
+    "fio.sync.lat_ns": ("sync", "lat_ns"),
+    "fio.write.clat_ns": ("write", "clat_ns"),
+    "fio.read.clat_ns": ("read", "clat_ns"),
+}
+
+
+def latency_histogram(text: str, family: str) -> dict[int, int]:
+    """One latency family's json+ bins over all jobs of fio's stdout, merged.
+
+    Raises FioOutputError when the output has no report, ValueError when the
+    report has no such bins (fio ran without --output-format=json+).
+    """
+    direction, key = LATENCY_SECTIONS[family]
+    jobs = _find_report(text)["jobs"]
+    sections = [job[direction][key] for job in jobs if key in job.get(direction, {})]
+    bins = [s["bins"] for s in sections if s.get("bins")]
+    if not bins:
+        raise ValueError(
+            f"fio.json has no {direction} latency bins (fio ran without --output-format=json+)"
+        )
+    return merge_bins(bins)
 
 
 def merge_bins(bin_maps: Iterable[Mapping[str, int] | Mapping[int, int]]) -> dict[int, int]:

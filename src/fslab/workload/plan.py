@@ -16,8 +16,8 @@ from pathlib import Path
 
 from fslab.errors import FslabError, UsageError
 from fslab.proc import CommandLog, run_interruptible
-from fslab.spec import SPECIAL_AXES, DdWorkload, FioWorkload, ScalarValue, Spec
-from fslab.units import parse_duration_s, parse_size_bytes
+from fslab.spec import DdWorkload, FioWorkload, ScalarValue, Spec, workload_axes
+from fslab.units import format_bytes, parse_duration_s, parse_size_bytes
 from fslab.workload import dd as dd_mod
 from fslab.workload import fio as fio_mod
 from fslab.workload.fio_json import parse_fio_json
@@ -56,16 +56,11 @@ def base_fio_options(workload: FioWorkload) -> tuple[fio_mod.FioOptions, list[st
     return dict(imported.options), list(imported.notes)
 
 
-def workload_sweep(sweep: Mapping[str, ScalarValue]) -> dict[str, ScalarValue]:
-    """Sweep values that are workload options (fill axes are fslab's own)."""
-    return {k: v for k, v in sweep.items() if k not in SPECIAL_AXES}
-
-
 def fio_options_for_point(spec: Spec, sweep: Mapping[str, ScalarValue]) -> fio_mod.FioOptions:
     """Base options + sweep values + the run's runtime/ramp."""
     assert isinstance(spec.workload, FioWorkload)
     options, _ = base_fio_options(spec.workload)
-    for key, value in workload_sweep(sweep).items():
+    for key, value in workload_axes(sweep).items():
         options[key] = None if value is True else str(value)
     if spec.run.runtime is not None or "runtime" not in options:
         options["runtime"] = f"{spec.runtime_s:g}"
@@ -166,18 +161,65 @@ def needs_separate_layout(spec: Spec, sweep: Mapping[str, ScalarValue]) -> bool:
     return total is None or total > SEPARATE_LAYOUT_BYTES
 
 
-def check_fits(spec: Spec, sweep: Mapping[str, ScalarValue], fs_bytes: int) -> None:
-    """Refuse a point whose fio files cannot fit the filesystem (before laying them out)."""
-    if not isinstance(spec.workload, FioWorkload):
-        return
+FIT_MARGIN = 0.95  # the workload's files may use 95% of the free space
+
+
+@dataclass(frozen=True)
+class FillRequest:
+    """How a point fills its filesystem before the workload, and the field that says so."""
+
+    field: str  # "sweep.fill_percent", "sweep.fill_leave_free", "fill.percent", ...
+    percent: float | None
+    leave_free_bytes: int | None
+
+    @property
+    def fills(self) -> bool:
+        return self.percent is not None or self.leave_free_bytes is not None
+
+
+def fill_request(spec: Spec, sweep: Mapping[str, ScalarValue]) -> FillRequest:
+    """The fill from the sweep axes, else from [fill]; an empty or 'none' value: no fill."""
+    if "fill_percent" in sweep:
+        value = float(sweep["fill_percent"])
+        return FillRequest("sweep.fill_percent", value if value > 0 else None, None)
+    if "fill_leave_free" in sweep:
+        text = str(sweep["fill_leave_free"])
+        leave = parse_size_bytes(text) if text not in ("", "none") else None
+        return FillRequest("sweep.fill_leave_free", None, leave)
+    leave_text = spec.fill.leave_free
+    return FillRequest(
+        "fill.leave_free" if leave_text else "fill.percent",
+        spec.fill.percent,
+        parse_size_bytes(leave_text) if leave_text else None,
+    )
+
+
+def files_bytes(spec: Spec, sweep: Mapping[str, ScalarValue]) -> tuple[int | None, str]:
+    """Bytes the workload writes up front at this point, and how that was computed
+    ("4 job(s) x 4m", "dd bs=1M x count=10"); None when fio's sizes say nothing."""
+    workload = spec.workload
+    if isinstance(workload, DdWorkload):
+        params = dd_parameters(workload, sweep)
+        return parse_size_bytes(
+            params.bs
+        ) * params.count, f"dd bs={params.bs} x count={params.count}"
     options = fio_options_for_point(spec, sweep)
-    total = file_bytes_total(options)
     size_text = options.get("filesize") or options.get("size")
-    if total is not None and total > fs_bytes * 0.95:
+    numjobs = int(options.get("numjobs") or 1)
+    return file_bytes_total(options), f"{numjobs} job(s) x {size_text}"
+
+
+def fits(needed_bytes: int | None, available_bytes: int) -> bool:
+    return needed_bytes is None or needed_bytes <= available_bytes * FIT_MARGIN
+
+
+def check_fits(spec: Spec, sweep: Mapping[str, ScalarValue], fs_bytes: int) -> None:
+    """Refuse a point whose files cannot fit the filesystem (before laying them out)."""
+    needed, how = files_bytes(spec, sweep)
+    if not fits(needed, fs_bytes):
         raise FslabError(
-            f"{int(options.get('numjobs') or 1)} jobs x {size_text} = {total} bytes does not fit "
-            f"the filesystem's {fs_bytes} free bytes; "
-            "lower the per-job filesize or grow target.size"
+            f"{how} = {format_bytes(needed or 0)} does not fit the filesystem's "
+            f"{format_bytes(fs_bytes)} free; lower the per-job filesize or grow target.size"
         )
 
 
@@ -213,7 +255,7 @@ def run_fio(argv: list[str], *, timeout_s: float, log: CommandLog) -> WorkloadOu
 
 def dd_parameters(workload: DdWorkload, sweep: Mapping[str, ScalarValue]) -> DdWorkload:
     """The dd workload with this point's swept operands applied."""
-    update = {k: v for k, v in workload_sweep(sweep).items()}
+    update = {k: v for k, v in workload_axes(sweep).items()}
     return workload.model_copy(update=update)
 
 

@@ -10,7 +10,7 @@ branch_labels = None
 depends_on = None
 
 
-def _child(name: str, *columns: sa.Column) -> None:  # type: ignore[type-arg]
+def _child(name: str, *columns: sa.schema.SchemaItem) -> None:
     op.create_table(
         name,
         sa.Column(

@@ -18,7 +18,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Literal
 
-from fslab.collect.perf_fold import UNKNOWN_FRAME, parse_folded
+from fslab.stacks.fold import UNKNOWN_FRAME, parse_folded
 
 IDLE_COMMS = frozenset({"swapper"})
 IDLE_FRAMES = frozenset({"do_idle", "cpu_startup_entry", "cpu_idle_poll"})
@@ -138,9 +138,6 @@ class Profile:
                 counts[func] = counts.get(func, 0) + count
         return counts
 
-    def comm_shares(self) -> dict[str, float]:
-        return {k: self._share(v) for k, v in self.comm_samples().items()}
-
     def self_shares(self) -> dict[str, float]:
         return {k: self._share(v) for k, v in self.self_samples().items()}
 
@@ -200,11 +197,12 @@ class Profile:
 
     def path_samples(self, path: Stack, tree: _Node | None = None) -> int:
         """Samples whose stack starts with `path` (comm first)."""
-        node: _Node | None = tree or self.call_tree()
+        node: _Node = tree or self.call_tree()
         for frame in path:
-            node = node.children.get(frame)
-            if node is None:
+            child = node.children.get(frame)
+            if child is None:
                 return 0
+            node = child
         return node.samples
 
     def hottest_chains(

@@ -17,7 +17,15 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from fslab.cli import DbOption, LatestCampaignArg, _campaign_id, _guarded, _store, app, out
+from fslab.cli.common import (
+    DbOption,
+    LatestCampaignArg,
+    app,
+    campaign_or_latest,
+    guarded,
+    open_store,
+    out,
+)
 from fslab.errors import UsageError
 
 if TYPE_CHECKING:  # the renderers import matplotlib: loaded only when a report is made
@@ -64,8 +72,8 @@ def report(
     from fslab.report.model import build_report
 
     def body() -> None:
-        with _store(db) as store:
-            cid = _campaign_id(store, campaign_id)
+        with open_store(db) as store:
+            cid = campaign_or_latest(store, campaign_id)
             if fmt is ReportFormat.reply:
                 from fslab.report.reply import reply_text
 
@@ -84,7 +92,7 @@ def report(
             raise UsageError(f"cannot write the report to {target}: {exc}") from None
         out.print(str(target.resolve()), markup=False, highlight=False, soft_wrap=True)
 
-    _guarded(body)
+    guarded(body)
 
 
 def _render(model: Report, fmt: ReportFormat) -> str:

@@ -7,7 +7,7 @@ from typing import Annotated
 
 import typer
 
-from fslab.cli import DbOption, JsonOption, _guarded, _print_json, app, err, out
+from fslab.cli.common import DbOption, JsonOption, app, err, guarded, out, print_json
 from fslab.errors import FslabError
 from fslab.fleet.campaigns import fleet_campaign
 from fslab.fleet.run import FleetPlan, run_fleet
@@ -72,7 +72,7 @@ def run(
         if any(o.state != "done" for o in outcomes):
             raise typer.Exit(1)
 
-    _guarded(body)
+    guarded(body)
 
 
 def _shown(db: str) -> str:
@@ -132,7 +132,7 @@ def status(
         if not outcomes:
             raise FslabError(f"fleet run {state.info['key']}: no host has reported yet")
         if as_json:
-            _print_json({**state.info, "hosts": [o.to_dict() for o in outcomes]})
+            print_json({**state.info, "hosts": [o.to_dict() for o in outcomes]})
             return
         finished = state.info.get("finished_at") or "still running"
         out.print(
@@ -143,4 +143,4 @@ def status(
         )
         _print_outcomes(outcomes, db or default_db(), state.info["key"])
 
-    _guarded(body)
+    guarded(body)

@@ -7,16 +7,16 @@ from typing import Annotated
 import typer
 
 from fslab.analyze.diagnose import check_mechanism, describe_hypothesis, diagnose_campaign
-from fslab.cli import (
+from fslab.cli.common import (
     DbOption,
     JsonOption,
     LatestCampaignArg,
-    _campaign_id,
-    _guarded,
-    _print_json,
-    _store,
     app,
+    campaign_or_latest,
+    guarded,
+    open_store,
     out,
+    print_json,
 )
 
 
@@ -46,8 +46,8 @@ def diagnose(
     def body() -> None:
         if hypothesis is not None:
             check_mechanism(hypothesis)
-        with _store(db) as store:
-            cid = _campaign_id(store, campaign_id)
+        with open_store(db) as store:
+            cid = campaign_or_latest(store, campaign_id)
             diagnoses = diagnose_campaign(store, cid)
         if as_json:
             configs = [d.to_dict() for d in diagnoses]
@@ -55,7 +55,7 @@ def diagnose(
                 for d, data in zip(diagnoses, configs, strict=True):
                     judged = d.candidate(hypothesis)
                     data["hypothesis"] = judged.to_dict() if judged else None
-            _print_json({"campaign": cid, "hypothesis": hypothesis, "configs": configs})
+            print_json({"campaign": cid, "hypothesis": hypothesis, "configs": configs})
             return
         for diagnosis in diagnoses:
             lines = (
@@ -67,4 +67,4 @@ def diagnose(
                 out.print(line, markup=False, highlight=False)
             out.print()
 
-    _guarded(body)
+    guarded(body)

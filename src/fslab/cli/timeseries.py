@@ -18,20 +18,20 @@ import typer
 from typer.exceptions import TyperException
 
 from fslab.analyze.baselines import noise_model
-from fslab.analyze.bisect import EXIT_CODES, ReferencesTooClose, Verdict, bisect_list
-from fslab.analyze.compare import point_label
+from fslab.analyze.bisect import EXIT_CODES, Decision, ReferencesTooClose, Verdict, bisect_list
 from fslab.analyze.dataset import load_campaign
 from fslab.analyze.noise import MIN_CAMPAIGNS, spec_fingerprint
 from fslab.analyze.series import P_VALUE, build_series, select_campaigns
 from fslab.bisection import DEFAULT_MAX_REPEAT, LocalRunner, judge_candidate, kernel_runner
-from fslab.cli import DbOption, JsonOption, RichProgress, _guarded, _print_json, _store, app, err
+from fslab.cli.common import DbOption, JsonOption, app, err, guarded, open_store, print_json
+from fslab.cli.progress import RichProgress
 from fslab.errors import FslabError, SpecError, UsageError
-from fslab.report.model import metric_label
 from fslab.report.series_text import series_lines
 from fslab.runner import RunOptions, run_campaign, start_campaign
 from fslab.spec import Spec, load_spec, read_spec_source
 from fslab.store.db import CampaignRow, Store
 from fslab.units import parse_duration_s
+from fslab.vocab import metric_label, point_label
 
 SetOption = Annotated[
     list[str] | None, typer.Option("--set", help="Override a spec field, as for `fslab run`.")
@@ -87,8 +87,8 @@ def calibrate(
         except ValueError as exc:
             raise UsageError(f"--spacing: {exc}") from None
         loaded, text, overrides = _load(spec, set_, quick)
-        options = RunOptions(collect=not no_collect)
-        with _store(db) as store:
+        options = RunOptions(collect="off" if no_collect else "separate")
+        with open_store(db) as store:
             ids = []
             for i in range(times):
                 if i:
@@ -103,7 +103,7 @@ def calibrate(
                 err.print(f"calibrate: campaign {campaign_id} done ({i + 1}/{times})")
             _report_model(store, ids[-1], ids, as_json)
 
-    _guarded(body)
+    guarded(body)
 
 
 def _report_model(store: Store, reference_id: int, new_ids: list[int], as_json: bool) -> None:
@@ -111,7 +111,7 @@ def _report_model(store: Store, reference_id: int, new_ids: list[int], as_json: 
     metrics = [m for m in (data.headline, data.latency) if m]
     model = noise_model(store, data.campaign, metrics)
     if as_json:
-        _print_json(
+        print_json(
             {
                 "campaigns_run": new_ids,
                 "baselines": model.baseline_ids,
@@ -181,17 +181,17 @@ def series(
     def body() -> None:
         if not 0 < pvalue < 1:
             raise UsageError(f"--pvalue must be between 0 and 1, not {pvalue}")
-        with _store(db) as store:
+        with open_store(db) as store:
             built = build_series(
                 store, _series_campaigns(store, selector, set_, quick), selector, p_value=pvalue
             )
         if as_json:
-            _print_json(built.to_dict())
+            print_json(built.to_dict())
         else:
             for line in series_lines(built):
                 _say(line)
 
-    _guarded(body)
+    guarded(body)
 
 
 def _series_campaigns(
@@ -304,7 +304,7 @@ def _bisect_run(
     if max_repeat < 2:
         raise UsageError(f"--max-repeat must be at least 2, not {max_repeat}")
     label = candidate or _git_head() or "booted kernel"
-    with _store(db) as store:
+    with open_store(db) as store:
         good, bad = load_campaign(store, good_id), load_campaign(store, bad_id)
         try:
             loaded, text, overrides = _load(spec, set_, quick)
@@ -312,7 +312,7 @@ def _bisect_run(
             log(f"bisect-run {label}: the spec does not load here: {exc}: skip (125)")
             return EXIT_CODES["undecided"]
         log(f"bisect-run {label}: good campaign {good_id}, bad campaign {bad_id}")
-        runner = LocalRunner(store, RunOptions(collect=not no_collect))
+        runner = LocalRunner(store, RunOptions(collect="off" if no_collect else "separate"))
         try:
             campaign_id, verdict = judge_candidate(
                 store,
@@ -373,7 +373,7 @@ def bisect(
 
     Runs SPEC in a guest of the good and bad kernels, then of the kernel in
     the middle, deciding each as `fslab bisect-run` does, until one kernel
-    is the first bad. Needs guests (not in this fslab yet: it says so).
+    is the first bad. Each kernel is booted in a qemu guest (docs/guests.md).
     """
 
     def body() -> None:
@@ -385,13 +385,13 @@ def bisect(
         if lo >= hi:
             raise UsageError("--good must come before --bad in --kernels (oldest first)")
         loaded, text, overrides = _load(spec, set_, quick)
-        with _store(db) as store:
+        with open_store(db) as store:
             runner = kernel_runner(store, RunOptions())
             refs = {i: runner.start(order[i], loaded, text, overrides) for i in (lo, hi)}
             good_data, bad_data = load_campaign(store, refs[lo]), load_campaign(store, refs[hi])
             verdicts: dict[int, tuple[int, Verdict]] = {}
 
-            def judge(i: int) -> str:
+            def judge(i: int) -> Decision:
                 verdicts[i] = judge_candidate(
                     store,
                     runner,
@@ -406,7 +406,7 @@ def bisect(
                 )
                 return verdicts[i][1].decision
 
-            result = bisect_list(len(order), judge, good=lo, bad=hi)  # type: ignore[arg-type]
+            result = bisect_list(len(order), judge, good=lo, bad=hi)
         if result.first_bad is None:
             _say(
                 "undecided: the first bad kernel is one of "
@@ -420,4 +420,4 @@ def bisect(
             + (f" (campaign {evidence[0]}: {evidence[1].describe()})" if evidence else "")
         )
 
-    _guarded(body)
+    guarded(body)

@@ -7,7 +7,7 @@ from typing import Annotated
 
 import typer
 
-from fslab.cli import DbOption, _guarded, _store, app, err, out
+from fslab.cli.common import DbOption, app, err, guarded, open_store, out
 from fslab.store.copy import copy_store
 from fslab.store.db import database_url, default_db, shown_location, upgrade_database
 
@@ -41,7 +41,7 @@ def migrate(db: DbOption = None) -> None:
         else:
             out.print(f"{_shown(location)}: schema {before or 'none'} -> {after}")
 
-    _guarded(body)
+    guarded(body)
 
 
 @store_app.command("copy")
@@ -69,7 +69,7 @@ def copy(
             soft_wrap=True,
         )
 
-    _guarded(body)
+    guarded(body)
 
 
 @store_app.command("flush")
@@ -80,11 +80,11 @@ def flush(db: DbOption = None) -> None:
     """
 
     def body() -> None:
-        with _store(db) as store:  # opening sends the spool
+        with open_store(db) as store:  # opening sends the spool
             left = store.spooled()
             out.print(
                 f"{store.location}: "
                 + (f"{left} write(s) still waiting" if left else "nothing waiting")
             )
 
-    _guarded(body)
+    guarded(body)

@@ -9,7 +9,8 @@ from typing import Annotated
 
 import typer
 
-from fslab.cli import DbOption, JsonOption, _guarded, _print_json, app, run
+from fslab.cli.common import DbOption, JsonOption, app, guarded, print_json
+from fslab.cli.run import run
 from fslab.errors import UsageError
 from fslab.reproduce.describe import describe_facts
 from fslab.reproduce.extract import extract_facts
@@ -51,6 +52,14 @@ def reproduce(
     no_collect: Annotated[
         bool, typer.Option("--no-collect", help="With --run: run without collectors.")
     ] = False,
+    on_host: Annotated[
+        bool,
+        typer.Option(
+            "--host",
+            help="No guest: run on this host even where the report's kernel or CPU count "
+            "could run in a qemu guest (they are then listed as not reproduced).",
+        ),
+    ] = False,
     db: DbOption = None,
     as_json: JsonOption = False,
 ) -> None:
@@ -61,7 +70,8 @@ def reproduce(
     count, memory, device size and limits, the reporter's figures and
     hypothesis, each with the line it came from. The spec scales the report to
     this machine and says why in comments; the facts go in its [reported]
-    table. Nothing runs until --run.
+    table. The report's kernel (Debian's 5.10, 6.1, 6.12) and CPU count (as
+    possible CPUs) run in a qemu guest unless --host. Nothing runs until --run.
     """
 
     def body() -> None:
@@ -71,7 +81,9 @@ def reproduce(
             raise UsageError(f"{output} exists; choose another -o or add --force")
         facts = extract_facts(_read_report(report))
         name = Path(report).name if report != "-" else "-"
-        reproduction = build_spec(facts, source_name=name, host=HostShape.current())
+        reproduction = build_spec(
+            facts, source_name=name, host=HostShape.current(), guests=not on_host
+        )
         lines = [f"read from {name}:", *describe_facts(facts)]
         for question in reproduction.questions:
             where = f"line {question.source.number}: " if question.source else ""
@@ -82,7 +94,7 @@ def reproduce(
             output.write_text(reproduction.toml)
             sys.stderr.write(f"spec written to {output}\n")
         elif as_json and not run_now:
-            _print_json(
+            print_json(
                 {"spec": reproduction.spec.model_dump(mode="json"), "toml": reproduction.toml}
             )
         elif not run_now:
@@ -98,7 +110,7 @@ def reproduce(
                 as_json=as_json,
             )
 
-    _guarded(body)
+    guarded(body)
 
 
 def _temporary_spec(text: str, name: str) -> Path:

@@ -7,7 +7,6 @@ result as a table or JSON. Nothing here computes a statistic.
 
 from __future__ import annotations
 
-import math
 import textwrap
 import warnings
 from collections.abc import Sequence
@@ -22,9 +21,10 @@ from rich.table import Table
 from fslab.analyze import point_profile as pp
 from fslab.analyze.baselines import compare_with_noise
 from fslab.analyze.campaign_scaling import CurveFit, ScaleReport, fit_campaign
-from fslab.analyze.compare import RECOMMENDED_REPETITIONS, ComparisonRow, point_label
+from fslab.analyze.compare import RECOMMENDED_REPETITIONS, ComparisonRow
 from fslab.analyze.comparisons import (
     Comparison,
+    axis_comparisons,
     config_comparisons,
     min_repetitions,
 )
@@ -32,40 +32,19 @@ from fslab.analyze.dataset import CampaignData, load_campaign
 from fslab.analyze.falloff import Curve
 from fslab.analyze.hosts import HostFact, campaigns_across_hosts, host_facts_side_by_side
 from fslab.analyze.noise import TEST_NAME as NOISE_TEST
-from fslab.analyze.profile import Profile, folded_diff_text, format_chains, format_diff
 from fslab.analyze.scaling import UslFit
-from fslab.cli import DbOption, JsonOption, _guarded, _print_json, _store, app, err, out
-from fslab.collect.perf_fold import folded_to_text
+from fslab.analyze.stats import MIN_REPS
+from fslab.cli.common import DbOption, JsonOption, app, err, guarded, open_store, out, print_json
 from fslab.errors import UsageError
 from fslab.report.flamegraph import diff_flamegraph_svg, flamegraph_svg
 from fslab.report.speedscope import speedscope_json
+from fslab.report.terminal import comparison_tables
+from fslab.stacks.fold import folded_to_text
+from fslab.stacks.profile import Profile, folded_diff_text, format_chains, format_diff
 from fslab.store.db import Store
-from fslab.units import format_metric_value as format_value
+from fslab.vocab import format_value, metric_label, point_label
 
 CampaignArg = Annotated[int, typer.Argument(help="Campaign id (see `fslab list`).")]
-
-_VERDICT_STYLE = {
-    "better": "green",
-    "worse": "bold red",
-    "changed": "yellow",
-    "needs more runs": "dim",
-    "no change shown": "",
-}
-METRIC_COLUMN_MAX = 12  # longer metric names get a table each
-_SHORT_LABELS = {
-    "fio.write.iops": "write IOPS",
-    "fio.read.iops": "read IOPS",
-    "fio.total.iops": "IOPS",
-    "dd.bw_bytes_s": "dd rate",
-    "fio.sync.lat_ns_p99": "fsync p99",
-    "fio.write.clat_ns_p99": "write p99",
-    "fio.read.clat_ns_p99": "read p99",
-}
-
-
-def metric_label(metric: str) -> str:
-    """Short names for the headline and latency metrics; others as stored."""
-    return _SHORT_LABELS.get(metric, metric)
 
 
 def _say(text: str = "", *, end: str = "\n") -> None:
@@ -95,7 +74,8 @@ def compare(
         typer.Option(
             "--by",
             help="'filesystem': compare the configurations of campaign A; 'host': campaign A "
-            "against the latest campaign of the same spec on each other host.",
+            "against the latest campaign of the same spec on each other host; a sweep axis "
+            "(kernel, possible_cpus, numjobs...): compare its values inside campaign A.",
         ),
     ] = None,
     metric: Annotated[
@@ -104,7 +84,10 @@ def compare(
     ] = None,
     baseline: Annotated[
         str | None,
-        typer.Option("--baseline", help="With --by filesystem: the baseline configuration."),
+        typer.Option(
+            "--baseline",
+            help="With --by: the baseline configuration, or the axis value (default: the first).",
+        ),
     ] = None,
     fail_on_regression: Annotated[
         float | None,
@@ -123,12 +106,14 @@ def compare(
     and sweep values), or with --by filesystem the configurations inside
     campaign A, each against the first (or --baseline), or with --by host
     campaign A against the same spec run on each other host of a shared
-    store, after a table of what differs between the machines.
+    store, after a table of what differs between the machines, or with
+    --by AXIS (kernel, possible_cpus, any sweep axis) that axis's values
+    inside campaign A: how kernels and CPU counts of guests are compared.
     """
 
     def body() -> None:
         hosts: list[HostFact] = []
-        with _store(db) as store, warnings.catch_warnings():
+        with open_store(db) as store, warnings.catch_warnings():
             # scipy warns on evidence metrics that are constant on one side (e.g. jbd2
             # times in whole ms); the test still returns a defined p, so keep the table clean
             warnings.simplefilter("ignore", RuntimeWarning)
@@ -138,7 +123,7 @@ def compare(
                 comparisons = _comparisons(store, campaign_a, campaign_b, by, baseline, metric)
         regressions = _regressions(comparisons, fail_on_regression)
         if as_json:
-            _print_json(
+            print_json(
                 {
                     **({"hosts": [h.to_dict() for h in hosts]} if hosts else {}),
                     "comparisons": [c.to_dict(fail_on_regression) for c in comparisons],
@@ -154,7 +139,7 @@ def compare(
             _report_regressions(regressions, fail_on_regression or 0.0)
             raise typer.Exit(1)
 
-    _guarded(body)
+    guarded(body)
 
 
 def _host_comparisons(
@@ -191,16 +176,18 @@ def _comparisons(
     baseline: str | None,
     patterns: list[str] | None,
 ) -> list[Comparison]:
-    if by is not None and by not in ("filesystem", "config"):
-        raise UsageError(f"--by {by!r}: 'filesystem' (configurations) or 'host' (hosts)")
     if by is not None:
         if b is not None:
-            raise UsageError("--by filesystem compares inside one campaign: give one id")
-        return config_comparisons(load_campaign(store, a), baseline, patterns)
+            raise UsageError(f"--by {by} compares inside one campaign: give one id")
+        if by in ("filesystem", "config"):
+            return config_comparisons(load_campaign(store, a), baseline, patterns)
+        return axis_comparisons(load_campaign(store, a), by, baseline, patterns)
     if b is None:
-        raise UsageError("give a second campaign id, or --by filesystem to compare configs")
+        raise UsageError(
+            "give a second campaign id, or --by filesystem|AXIS to compare inside one campaign"
+        )
     if baseline is not None:
-        raise UsageError("--baseline applies with --by filesystem")
+        raise UsageError("--baseline applies with --by")
     return compare_with_noise(store, a, b, patterns)
 
 
@@ -237,104 +224,12 @@ def _print_comparisons(comparisons: Sequence[Comparison]) -> None:
         _say("ratio: candidate/baseline medians, CI: its 95% bootstrap interval,")
         _say("p: test on per-run values, Benjamini-Hochberg adjusted over the table")
     reps = min_repetitions(comparisons)
-    if 0 < reps < 3:
+    if 0 < reps < MIN_REPS:
         _say(
-            f"only {reps} run(s) per point on a side: a verdict needs 3 or more\n"
+            f"only {reps} run(s) per point on a side: a verdict needs {MIN_REPS} or more\n"
             f"({RECOMMENDED_REPETITIONS} to catch a 5% shift at 3% noise): rerun with "
             "--set run.repeat=N\nor `fslab run --until-ci PCT`"
         )
-
-
-def comparison_tables(comparison: Comparison) -> list[tuple[str, Table]]:
-    """(title, table) per configuration when the points carry one, else one table.
-
-    Long metric names (evidence metrics such as wq.ext4-rsv-conversion.*) do
-    not fit a column of an 80-column table: then each metric gets a table of
-    its own, titled with its name.
-    """
-    by_metric = any(len(metric_label(r.metric)) > METRIC_COLUMN_MAX for r in comparison.table.rows)
-    groups: dict[tuple[str | None, str | None], list[ComparisonRow]] = {}
-    for row in comparison.table.rows:
-        key = (_config_of(row.point), row.metric if by_metric else None)
-        groups.setdefault(key, []).append(row)
-    versus = f"{comparison.candidate} vs {comparison.baseline} (baseline)"
-    tables = []
-    shown: set[str | None] = set()
-    for (config, metric), rows in groups.items():
-        heading = [] if config in shown else [f"{config}: {versus}" if config else versus]
-        shown.add(config)
-        if metric:
-            heading.append(f"  {metric_label(metric)}")
-        tables.append(("\n".join(heading), comparison_table(rows, with_metric=not by_metric)))
-    return tables
-
-
-def _config_of(point: Any) -> str | None:
-    if isinstance(point, tuple) and point and point[0][0] == "config":
-        return str(point[0][1])
-    return None
-
-
-def comparison_table(rows: Sequence[ComparisonRow], *, with_metric: bool = True) -> Table:
-    """Rows of one comparison, narrow enough for 80 columns."""
-    axes = [a for a in _point_axes(rows) if a != "config"]
-    table = Table(box=box.SIMPLE_HEAD, pad_edge=False, padding=0)
-    table.add_column(" ".join(axes) or "point", no_wrap=True)
-    if with_metric:
-        table.add_column("metric", no_wrap=True)
-    for name in ("n", "base", "cand", "ratio", "95% CI", "p"):
-        table.add_column(name, justify="right", no_wrap=True)
-    table.add_column("verdict", no_wrap=True)
-    previous = None
-    for row in rows:
-        cells = _row_cells(row)
-        cells[0] = "" if row.point == previous else escape(_point_values(row.point))
-        previous = row.point
-        table.add_row(*(cells if with_metric else cells[:1] + cells[2:]))
-    return table
-
-
-def _point_axes(rows: Sequence[ComparisonRow]) -> list[str]:
-    """Axis names of the rows' point keys, for one header instead of one per cell."""
-    axes: dict[str, None] = {}
-    for row in rows:
-        if isinstance(row.point, tuple):
-            axes.update((str(pair[0]), None) for pair in row.point)
-    return list(axes)
-
-
-def _point_values(point: Any) -> str:
-    if isinstance(point, tuple):
-        return " ".join(str(value) for axis, value in point if axis != "config") or "-"
-    return point_label(point)
-
-
-def _row_cells(row: ComparisonRow) -> list[str]:
-    same = row.n_baseline == row.n_candidate
-    n = str(row.n_baseline) if same else f"{row.n_baseline}/{row.n_candidate}"
-    style = _VERDICT_STYLE.get(row.verdict, "")
-    verdict = f"[{style}]{row.verdict}[/]" if style else row.verdict
-    return [
-        point_label(row.point),
-        escape(metric_label(row.metric)),
-        n,
-        format_value(row.metric, row.median_baseline),
-        format_value(row.metric, row.median_candidate),
-        _ratio(row.ratio),
-        f"{_ratio(row.ci_low)}-{_ratio(row.ci_high)}" if math.isfinite(row.ci_low) else "-",
-        _p(row.p_adjusted),
-        verdict,
-    ]
-
-
-def _ratio(value: float) -> str:
-    return f"{value:.2f}" if math.isfinite(value) else "-"
-
-
-def _p(value: float) -> str:
-    if not math.isfinite(value):
-        return "-"
-    return "<0.001" if value < 0.001 else f"{value:.3f}"
 
 
 def _report_regressions(found: list[tuple[Comparison, ComparisonRow]], pct: float) -> None:
@@ -371,17 +266,17 @@ def scale(
     """
 
     def body() -> None:
-        with _store(db) as store:
+        with open_store(db) as store:
             data = load_campaign(store, campaign_id)
         report = fit_campaign(data, config=config, metric=metric, axis=axis)
         if as_json:
-            _print_json(report.to_dict())
+            print_json(report.to_dict())
         else:
             _print_scale(data, report)
         if report.reason or not any(c.measured for c in report.curves):
             raise typer.Exit(1)
 
-    _guarded(body)
+    guarded(body)
 
 
 def _print_scale(data: CampaignData, report: ScaleReport) -> None:
@@ -494,7 +389,7 @@ def profile(
     exports = {"folded": folded, "speedscope": speedscope, "svg": svg}
 
     def body() -> None:
-        with _store(db) as store:
+        with open_store(db) as store:
             data = load_campaign(store, campaign_id)
             if diff is not None:
                 if point is not None or config is not None or sweep:
@@ -504,7 +399,7 @@ def profile(
                 selector = _selector(point, config, sweep)
                 _profile_one(store, data, selector, kind, top, exports, as_json)
 
-    _guarded(body)
+    guarded(body)
 
 
 def _selector(point: int | None, config: str | None, sweep: list[str] | None) -> pp.Selector:
@@ -527,12 +422,12 @@ def _profile_one(
     row = pp.select_point(store, data, selector, kind)
     prof = pp.load_profile(store, data, row, kind)
     view = pp.profile_view(prof, row, kind, top=top)
-    title = f"campaign {data.id} {pp.point_label(row)} ({_kind_label(kind)})"
+    title = f"campaign {data.id} {pp.row_label(row)} ({_kind_label(kind)})"
     written = _export_one(
         prof, title, exports, pp.sample_period_s(data, row, kind), offcpu=kind == "offcpu"
     )
     if as_json:
-        _print_json({**view.to_dict(), "written": written})
+        print_json({**view.to_dict(), "written": written})
         return
     print_profile_view(view, title)
 
@@ -582,19 +477,19 @@ def _profile_diff(
     result = pp.profile_diff(a, b, rows[0], rows[1], kind, top=top)
     title = (
         f"campaign {data.id} {_kind_label(kind)} diff: "
-        f"A {pp.point_label(rows[0])}, B {pp.point_label(rows[1])}"
+        f"A {pp.row_label(rows[0])}, B {pp.row_label(rows[1])}"
     )
     written = _export_diff(a, b, title, exports)
     if as_json:
-        _print_json({**result.to_dict(), "written": written})
+        print_json({**result.to_dict(), "written": written})
         return
     print_profile_diff(result)
 
 
 def print_profile_diff(result: pp.ProfileDiff) -> None:
     _title(f"{_kind_label(result.kind)} profile diff")
-    _say(f"A {pp.point_label(result.a)} ({result.total_a} samples)")
-    _say(f"B {pp.point_label(result.b)} ({result.total_b} samples)")
+    _say(f"A {pp.row_label(result.a)} ({result.total_a} samples)")
+    _say(f"B {pp.row_label(result.b)} ({result.total_b} samples)")
     _say("change = B - A in inclusive share (points of the total)")
     for heading, rows in (
         ("functions", result.functions),

@@ -9,7 +9,7 @@ import typer
 from rich import box
 from rich.table import Table
 
-from fslab.cli import JsonOption, _guarded, _print_json, app, err, out
+from fslab.cli.common import JsonOption, app, err, guarded, out, print_json
 from fslab.guest.debian import DebianRegistry, RegistryKernel
 from fslab.guest.kernels import Kernel, cached_kernels, kernels_dir, resolve_kernel
 
@@ -66,7 +66,7 @@ def list_(
             debian.update(force=refresh)
             offered = debian.available()
         if as_json:
-            _print_json(
+            print_json(
                 {
                     "cache": str(kernels_dir()),
                     "cached": [_kernel_dict(k) for k in cached],
@@ -85,13 +85,13 @@ def list_(
             table = Table(box=box.SIMPLE_HEAD, pad_edge=False, title="Debian's registry")
             for column in ("release", "series", "version", "suite", ""):
                 table.add_column(column)
-            for kernel in offered:
-                mark = "cached" if kernel.release in have else ""
-                table.add_row(kernel.release, kernel.series, kernel.version, kernel.suite, mark)
+            for offer in offered:
+                mark = "cached" if offer.release in have else ""
+                table.add_row(offer.release, offer.series, offer.version, offer.suite, mark)
             out.print(table)
             out.print("fetch one with `fslab kernels fetch RELEASE` (a series such as 6.1 works)")
 
-    _guarded(body)
+    guarded(body)
 
 
 @kernels_app.command("fetch")
@@ -108,7 +108,7 @@ def fetch(
         verb = "fetched" if fetched else "already cached:"
         out.print(f"{verb} {kernel.release} ({kernel.source}) in {kernel.image.parent.parent}")
 
-    _guarded(body)
+    guarded(body)
 
 
 @kernels_app.command("check")
@@ -128,9 +128,9 @@ def check(
         found = resolve_kernel(kernel, str(modules) if modules else None)
         data = _kernel_dict(found)
         if as_json:
-            _print_json(data)
+            print_json(data)
             return
         for key, value in data.items():
             out.print(f"{key:12} {value if value is not None else '-'}", soft_wrap=True)
 
-    _guarded(body)
+    guarded(body)

@@ -164,11 +164,6 @@ class _SampleParser:
             yield comm, self.frames_of(body)
 
 
-def iter_samples(lines: Iterable[str]) -> Iterator[Sample]:
-    """Yield (normalised comm, frames leaf first) for every sample in `lines`."""
-    return _SampleParser().parse_lines(lines)
-
-
 def _to_folded(counts: dict[Sample, int]) -> dict[str, int]:
     folded: dict[str, int] = {}
     for (comm, frames), count in counts.items():

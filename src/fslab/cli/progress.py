@@ -1,0 +1,69 @@
+"""The progress bar `fslab run` and the time-series commands show on stderr."""
+
+from __future__ import annotations
+
+from rich.console import Console
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    Progress,
+    TaskID,
+    TextColumn,
+    TimeElapsedColumn,
+    TimeRemainingColumn,
+)
+
+from fslab.store.db import PointOutcome, PointRow
+from fslab.vocab import format_value, headline_metric, point_label
+
+
+class RichProgress:
+    """Progress bar with ETA on stderr, one line per finished point."""
+
+    def __init__(self, console: Console) -> None:
+        self.console = console
+        self.progress = Progress(
+            TextColumn("[bold]{task.description}"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TimeElapsedColumn(),
+            TextColumn("eta"),
+            TimeRemainingColumn(),
+            console=console,
+            transient=False,
+        )
+        self.task_id: TaskID | None = None
+
+    def __enter__(self) -> RichProgress:
+        self.progress.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.progress.stop()
+
+    def campaign_started(self, campaign_id: int, total: int, done: int) -> None:
+        self.task_id = self.progress.add_task(
+            f"campaign {campaign_id}", total=total, completed=done
+        )
+
+    def point_started(self, point: PointRow) -> None:
+        sweep = point_label(point.sweep, empty="")
+        run = "evidence" if point.role == "evidence" else f"#{point.repeat}"
+        if self.task_id is not None:
+            self.progress.update(self.task_id, description=f"{point.config} {sweep} {run}")
+
+    def point_finished(self, point: PointRow, outcome: PointOutcome) -> None:
+        sweep = point_label(point.sweep, empty="")
+        if point.role == "evidence":
+            sweep += " (evidence run)"
+        if outcome.status == "ok":
+            headline = headline_metric([outcome.metrics])
+            figure = format_value(headline, outcome.metrics[headline]) if headline else ""
+            self.progress.console.print(f"  ok     {point.config} {sweep}: {figure}")
+        else:
+            self.progress.console.print(f"  FAILED {point.config} {sweep}: {outcome.error}")
+        if self.task_id is not None:
+            self.progress.advance(self.task_id)
+
+    def message(self, text: str) -> None:
+        self.progress.console.print(text)

@@ -1,0 +1,50 @@
+"""A campaign's results table (and its failed points) as `fslab run` and `fslab show` print it."""
+
+from __future__ import annotations
+
+from fslab.analyze.guests import guest_summary
+from fslab.analyze.summary import summarize
+from fslab.cli.common import out, print_json
+from fslab.report import terminal
+from fslab.store.db import Store
+
+
+def print_results(store: Store, campaign_id: int, as_json: bool) -> None:
+    campaign = store.campaign(campaign_id)
+    points = store.points(campaign_id)
+    rows = summarize(points, store.metrics(campaign_id))
+    if as_json:
+        print_json(
+            {
+                "campaign": {
+                    "id": campaign.id,
+                    "name": campaign.name,
+                    "status": campaign.status,
+                    "started_at": campaign.started_at,
+                    "ended_at": campaign.ended_at,
+                    "host": campaign.host,
+                    "device": campaign.device,
+                },
+                "results": [r.to_dict() for r in rows],
+                "failures": [
+                    {"seq": p.seq, "config": p.config, "sweep": p.sweep, "error": p.error}
+                    for p in points
+                    if p.status == "failed"
+                ],
+            }
+        )
+        return
+    host = campaign.host
+    guests = guest_summary(p.facts["guest"] for p in points if "guest" in p.facts)
+    title = f"campaign {campaign.id} {campaign.name} ({campaign.status}) - " + (
+        f"in guests: {guests}"
+        if guests
+        else f"kernel {host.get('kernel_release')}, {host.get('online_cpus')} CPUs "
+        f"(nr_cpu_ids {host.get('nr_cpu_ids')})"
+    )
+    out.print(terminal.results_table(rows, title))
+    if any(p.status == "failed" for p in points):
+        out.print(terminal.failures_table(points))
+    pending = sum(1 for p in points if p.status == "pending")
+    if pending:
+        out.print(f"{pending} point(s) not run yet: fslab run --resume {campaign.id}")
