@@ -6,8 +6,9 @@ DEB_PACKAGES = fio xfsprogs e2fsprogs btrfs-progs linux-perf util-linux
 # guests under virtme-ng (fslab run --kernel, ...): qemu-system-x86, busybox-static and kmod
 # (depmod); file for virtme-ng's kernel-version detection. `make guest-deps` installs them.
 GUEST_DEB_PACKAGES = qemu-system-x86 busybox-static kmod file
-# the tests need the guest packages and chromium (the HTML report rendered in a real browser)
-TEST_DEB_PACKAGES = $(GUEST_DEB_PACKAGES) chromium
+# the tests need the guest packages, chromium (the HTML report rendered in a real browser)
+# and postgresql (the store tests start their own cluster with initdb and pg_ctl)
+TEST_DEB_PACKAGES = $(GUEST_DEB_PACKAGES) chromium postgresql
 FSLAB = $(VENV)/bin/fslab
 # The kernel the guest tests boot: the newest Debian 6.1, into fslab's cache
 GUEST_KERNEL ?= 6.1

@@ -26,13 +26,13 @@ import time
 
 from fslab.analyze.stats import bootstrap_ratio_ci
 from fslab.errors import UsageError
-from fslab.guest.config import GuestConfig
 from fslab.guest.kernels import resolve_kernel
 from fslab.guest.probe import kvm_device_problem
 from fslab.guest.session import GuestSession, probe_kvm_boot
 from fslab.hostfacts import collect_host_facts
 from fslab.runner import RunOptions, run_point
 from fslab.spec import Point, Spec, expand_points, load_spec
+from fslab.vm_config import GuestConfig
 
 
 def the_point(runtime_s: float) -> tuple[Spec, Point]:

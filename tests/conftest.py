@@ -94,3 +94,33 @@ def no_leaks():
 @pytest.fixture
 def data_dir() -> Path:
     return DATA_DIR
+
+
+# ------------------------------------------------------------------ databases
+
+
+@pytest.fixture(scope="session")
+def pg_cluster():
+    """One PostgreSQL cluster for the test session (initdb + pg_ctl, private port)."""
+    from tests.pgcluster import pg_bindir, running_cluster
+
+    require_tool(None if pg_bindir() is None else "pg_ctl", "postgresql")
+    with running_cluster() as (cluster, _data_dir):
+        yield cluster
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def new_db(request, tmp_path, monkeypatch):
+    """A factory of empty results databases (a --db value) on the engine of the test's
+    parameter: the store tests run on SQLite and on PostgreSQL alike."""
+    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "xdg"))  # the outage spool
+    made = iter(range(1000))
+
+    def make() -> str:
+        n = next(made)
+        if request.param == "sqlite":
+            return str(tmp_path / f"db{n}.db")
+        cluster = request.getfixturevalue("pg_cluster")
+        return cluster.create_database(f"{tmp_path.name.lower()[:40]}_{n}")
+
+    return make

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import shutil
 import subprocess
+import sys
+import time
 
 import pytest
 
@@ -40,3 +42,32 @@ def fslab_guests(pid: int | None = None) -> list[str]:
         ["pgrep", "-a", "-f", pattern], capture_output=True, text=True, check=False
     ).stdout
     return out.splitlines()
+
+
+# A process that boots one guest (TCG) and prints "booted" once it is up.
+BOOTING_CHILD = """
+import sys
+from fslab.vm_config import GuestConfig
+from fslab.guest.session import GuestSession
+with GuestSession(GuestConfig(kernel=sys.argv[1], accel="tcg")):
+    print("booted", flush=True)
+"""
+
+
+def boot_in_child() -> subprocess.Popen[str]:
+    """A child process booting a guest of the test kernel."""
+    return subprocess.Popen(
+        [sys.executable, "-c", BOOTING_CHILD, GUEST_SERIES],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+
+
+def wait_for_guest(child: subprocess.Popen[str], timeout_s: float = 120.0) -> None:
+    """Until the child's qemu runs (it has started booting)."""
+    deadline = time.monotonic() + timeout_s
+    while not fslab_guests(child.pid):
+        assert time.monotonic() < deadline, "no guest started"
+        assert child.poll() is None, child.communicate()
+        time.sleep(0.2)

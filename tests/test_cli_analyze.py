@@ -111,6 +111,17 @@ def test_compare_adds_metrics_by_glob(db):
     assert missing.exit_code == 2 and "matches no stored metric" in _flat(missing.stderr)
 
 
+def test_compare_by_an_axis_compares_its_values_inside_one_campaign(db):
+    """--by AXIS (how kernels and CPU counts of guests are compared): each value against
+    the first, points matched by configuration and the other sweep values."""
+    result = fslab("compare", QUICK, "--by", "numjobs", "--db", db)
+    assert result.exit_code == 0, result.stderr
+    out = _flat(result.stdout)
+    assert "numjobs=1: on the host" in out and "numjobs=1024: on the host" in out
+    assert "ext4-default: numjobs=1024 vs numjobs=1 (baseline)" in out
+    assert "ext4-journal1g: numjobs=1024 vs numjobs=1 (baseline)" in out
+
+
 def test_compare_one_run_per_point_says_what_to_do(db):
     result = fslab("compare", NOCOLLECT, "--by", "filesystem", "--db", db)
     assert result.exit_code == 0
@@ -122,7 +133,11 @@ def test_compare_one_run_per_point_says_what_to_do(db):
     [
         ((QUICK,), "give a second campaign id"),
         ((QUICK, DIOREAD, "--by", "filesystem"), "give one id"),
-        ((QUICK, "--by", "numjobs"), "only 'filesystem'"),
+        ((QUICK, "--by", "kernel"), "does not sweep kernel"),
+        (
+            (QUICK, "--by", "numjobs", "--baseline", "3"),
+            "--baseline '3': numjobs takes 1, 16, 64, 256, 512, 1024",
+        ),
         ((QUICK, DIOREAD, "--baseline", "x"), "--baseline applies"),
         ((QUICK, "--by", "filesystem", "--baseline", "xfs"), "no configuration 'xfs'"),
         (("99", "--by", "filesystem"), "no campaign 99"),

@@ -211,3 +211,50 @@ def test_bad_rule_entry_is_reported():
         parse_rule({"id": "x", "title": "x", "explanation": "x", "metrics": [{"nonsense": 1}]})
     with pytest.raises(ValueError, match="frame"):
         parse_rule({"id": "x", "title": "x", "explanation": "x", "signature": {"offcpu": [3]}})
+
+
+# ---------------------------------------------------------------- in guests
+
+
+GUEST_CACHED = DATA_DIR / "guest_campaign_cached_write_1728.json"  # tests/data/guest_capture.sh
+
+
+def test_cached_write_at_1728_possible_cpus_names_the_watermark_first(tmp_path):
+    """The second report on its own terms: in 6.1 guests with 2 vCPUs and possible_cpus
+    1728 (watermark 864 MiB) or 2 (1 MiB), ext4 left with 400 MiB free falls off only at
+    1728, and the per-CPU counter sums under ext4_has_free_clusters explain it; XFS has
+    no such watermark."""
+    by_config = _diagnose(tmp_path, GUEST_CACHED)
+    ext4, xfs = by_config["ext4"], by_config["xfs"]
+    text = "\n".join(ext4.describe())
+    assert ext4.top == "percpu-counter-watermark", text
+    assert ext4.margin is not None and ext4.margin > 0
+    assert dict(ext4.falloff.worst.key)["possible_cpus"] == 1728, text
+    assert xfs.top != "percpu-counter-watermark", "\n".join(xfs.describe())
+    watermark = xfs.candidate("percpu-counter-watermark")
+    assert watermark is None or watermark.ruled_out
+
+
+def test_guest_campaign_report_and_comparison_name_the_guests(tmp_path):
+    """Reports and `compare --by possible_cpus` say what each point ran in, TCG flagged."""
+    from fslab.analyze.comparisons import axis_comparisons
+    from fslab.analyze.dataset import load_campaign
+    from fslab.report.model import build_report
+    from fslab.report.text import render_text
+
+    store = Store(tmp_path / "guest.db")
+    campaign_id = import_campaign(store, _raw(GUEST_CACHED))
+    text = render_text(build_report(store, campaign_id))
+    assert "guest     6.1.0-57-amd64, nr_cpu_ids 2, 2 online, tcg" in text
+    assert "6.1.0-57-amd64, nr_cpu_ids 1728, 2 online, tcg" in text
+    assert "TCG: emulated CPU; compare only within this run" in text
+    (comparison,) = axis_comparisons(load_campaign(store, campaign_id), "possible_cpus")
+    assert (comparison.baseline, comparison.candidate) == ("possible_cpus=2", "possible_cpus=1728")
+    details = comparison.details["possible_cpus=1728"]
+    assert details == "6.1.0-57-amd64, nr_cpu_ids 1728, 2 online, tcg"
+    near_full = next(
+        r
+        for r in comparison.table.rows
+        if dict(r.point) == {"config": "ext4", "fill_leave_free": "400MiB"}
+    )
+    assert near_full.ratio < 0.7  # below the watermark at 1728 only

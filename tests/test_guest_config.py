@@ -7,7 +7,6 @@ import json
 import pytest
 from pydantic import ValidationError
 
-from fslab.guest.config import GuestConfig
 from fslab.guest.order import boot_groups
 from fslab.guest.protocol import (
     PointRequest,
@@ -18,6 +17,7 @@ from fslab.guest.protocol import (
 )
 from fslab.spec import expand_points, load_spec
 from fslab.store.db import PointOutcome
+from fslab.vm_config import GuestConfig
 
 
 def test_possible_cpus_below_cpus_is_refused_naming_both() -> None:
@@ -106,7 +106,7 @@ def test_an_outcome_survives_json_as_the_store_takes_it() -> None:
 
 
 def test_the_agent_refuses_a_target_a_guest_cannot_see(tmp_path) -> None:
-    from fslab.guest.agent import run_request
+    from fslab.guest_agent import run_request
     from fslab.hostfacts import collect_host_facts
 
     spec, points = _points(1)

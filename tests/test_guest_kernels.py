@@ -139,7 +139,7 @@ def _plan(kernel: Kernel, **changes: object) -> BootPlan:
         "memory_bytes": 3 * 1024**3,
         "accel": "tcg",
         "rwdir": Path("/tmp/fslab-guest-1/boot-1"),
-        "command": ("/venv/bin/python", "-m", "fslab.guest.agent", "/tmp/x y/session.json"),
+        "command": ("/venv/bin/python", "-m", "fslab.guest_agent", "/tmp/x y/session.json"),
         "name": "fslab-1-00000000",
     }
     fields.update(changes)
@@ -157,7 +157,7 @@ def test_vng_argv_for_tcg_and_kvm() -> None:
     assert tcg[tcg.index("--rwdir") + 1] == "/tmp/fslab-guest-1/boot-1"
     assert tcg[-2:] == [
         "--exec",
-        "/venv/bin/python -m fslab.guest.agent '/tmp/x y/session.json'",
+        "/venv/bin/python -m fslab.guest_agent '/tmp/x y/session.json'",
     ]
     kvm = vng_argv(_plan(kernel, accel="kvm"), "vng")
     assert "--disable-kvm" not in kvm and "--append" not in kvm

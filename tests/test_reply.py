@@ -314,16 +314,23 @@ def test_reply_says_why_a_figure_or_a_hypothesis_has_nothing_beside_it(tmp_path)
     assert "Your hypothesis (" not in text.split("What I ran", 1)[0]  # not in the summary
 
 
-# ------------------------------------------------------------------ the cached-write report, here
+# ------------------------------------------------------------- the cached-write report, in a guest
 
 
-def test_cached_write_reply_says_the_cpu_count_was_not_reproduced(tmp_path):
-    """On a 2-CPU host the watermark is too small to matter: the reply does not judge the
-    reporter's hypothesis and names the CPU count as what this host could not reproduce."""
+def test_cached_write_reply_in_a_1728_cpu_guest_names_the_watermark(tmp_path):
+    """`fslab reproduce` ran the report in a 6.1 guest with possible_cpus 1728 (the
+    reporter's CPU count; watermark 864 MiB): near-full ext4 falls off, the reply names
+    percpu-counter-watermark and supports the reporter's hypothesis, and only what a
+    guest cannot give (kernel 3.13.9, 4.5 TB of memory) is left unreproduced."""
     _, text = _reply(tmp_path, CACHED)
-    diagnosis = _section(text, "Diagnosis").strip()
-    assert diagnosis == "Nothing falls off, so there is nothing to explain."
-    hypothesis = _section(text, "Your hypothesis")
-    assert "[percpu-counter-watermark]" in hypothesis and "not judged" in hypothesis
-    missing = _section(text, "What I could not reproduce here")
-    assert "cpus 1728" in missing and "nr_cpu_ids 2" in missing
+    opening = " ".join(text.split("What I ran", 1)[0].split())
+    assert "in qemu guests (6.1.0-57-amd64, nr_cpu_ids 1728, 2 online, tcg)" in opening
+    assert "the cause is per-CPU counter summation below ext4's free-cluster watermark" in opening
+    why = " ".join(_section(text, "Why it falls off").split())
+    assert why.startswith("ext4: per-CPU counter summation below ext4's free-cluster watermark")
+    assert "below_ext4_watermark = True" in why
+    hypothesis = " ".join(_section(text, "Your hypothesis").split())
+    assert "Verdict on ext4: supported: ranked first" in hypothesis
+    missing = " ".join(_section(text, "What I could not reproduce here").split())
+    assert "kernel 3.13.9" in missing and "memory 4.5TB" in missing
+    assert "cpus 1728" not in missing  # the guest had them

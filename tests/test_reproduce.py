@@ -142,8 +142,11 @@ def test_fsync_storm_reported_table_keeps_the_facts_for_the_reply():
     assert iops == [(22000, "4.14", "ext4-reported"), (1000, "5.10", "ext4-reported")]
     assert reported.hypotheses[0].names[1].name == "rsv_conversion_wq"
     facts = {u.fact: u.value for u in reported.unreproduced}
-    assert facts["cpus"] == "64" and facts["device limit"] == "max IOPS 64000K"
-    assert {u.value for u in reported.unreproduced if u.fact == "kernel"} == {"5.10", "4.14"}
+    # 5.10 and the 64 CPUs run in a guest; 4.14 is a kernel fslab's guests cannot boot
+    assert "cpus" not in facts and facts["device limit"] == "max IOPS 64000K"
+    assert {u.value for u in reported.unreproduced if u.fact == "kernel"} == {"4.14"}
+    vm = spec_of(FSYNC).spec.vm
+    assert vm is not None and (vm.kernel, vm.cpus, vm.possible_cpus) == ("5.10", 2, 64)
 
 
 def test_reported_table_survives_the_store(tmp_path):
@@ -228,7 +231,7 @@ def test_cached_write_spec():
     assert reported is not None
     configs = {f.text: f.config for f in reported.expected}
     assert configs["602 kB/s"] == "ext4" and configs["43.8 MB/s"] == "xfs"
-    assert {u.fact for u in reported.unreproduced} == {"kernel", "cpus", "memory"}
+    assert {u.fact for u in reported.unreproduced} == {"kernel", "memory"}  # cpus: a guest
     assert reported.point == {"fill_leave_free": ""}  # the reporter wrote to a fresh ext4
 
 
@@ -464,7 +467,7 @@ def test_per_job_size_keeps_what_fits_and_scales_what_does_not():
     assert scaled is not None and scaled.value == 4 * MIB
 
 
-def test_guest_fields_are_computed_but_not_written_yet():
+def test_the_reporters_cpu_count_runs_as_the_guests_possible_cpus():
     facts = facts_of(CACHED)
     assert pending.guest_fields(facts) == {
         "kernel": "3.13.9",
@@ -472,8 +475,17 @@ def test_guest_fields_are_computed_but_not_written_yet():
         "possible_cpus": 1728,
         "memory": "4.1TiB",
     }
-    assert pending.vm_section(facts) is None
-    assert "vm" not in tomllib.loads(spec_of(CACHED).toml)
+    # 3.13.9 cannot be booted: the default guest kernel, at the reporter's CPU count
+    assert pending.vm_section(facts, host_nr_cpu_ids=2) == {
+        "kernel": "6.1",
+        "cpus": 2,
+        "possible_cpus": 1728,
+    }
+    assert pending.vm_section(facts, host_nr_cpu_ids=2048) is None  # a host that big needs none
+    reproduction = spec_of(CACHED)
+    assert tomllib.loads(reproduction.toml)["vm"]["possible_cpus"] == 1728
+    unreproduced = {u.fact: u.value for u in reproduction.spec.reported.unreproduced}
+    assert unreproduced["kernel"] == "3.13.9" and "cpus" not in unreproduced
 
 
 # --- the command line ----------------------------------------------------------------------

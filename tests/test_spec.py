@@ -10,12 +10,15 @@ from fslab.errors import SpecError
 from fslab.spec import (
     apply_override,
     expand_points,
+    guest_overrides,
     load_spec,
     parse_override,
     preset_names,
     sweep_combinations,
     validate_spec,
 )
+from fslab.store.db import Store
+from fslab.workload import plan
 
 MINIMAL = {
     "name": "t",
@@ -178,3 +181,74 @@ def test_target_limits_are_parsed_and_checked():
     ):
         with pytest.raises(SpecError, match=field.replace(".", r"\.")):
             load_spec("ext4-fsync-storm", overrides=[f"target.limits={bad}"])
+
+
+# --- guests: [vm], guest axes and the run flags ---------------------------------------
+
+GUEST_BASE = {
+    "name": "g",
+    "filesystems": [{"label": "a", "type": "ext4"}],
+    "workload": {"kind": "fio", "options": {"rw": "write", "size": "1M"}},
+}
+
+
+def test_guest_axes_are_not_fio_options_and_imply_a_guest():
+    spec = validate_spec(
+        {**GUEST_BASE, "sweep": {"kernel": ["5.10", "6.1"], "possible_cpus": [2, 1728]}}
+    )
+    assert spec.vm is not None
+    guests = {spec.guest_of(p.sweep_dict) for p in expand_points(spec)}
+    assert {(g.kernel, g.possible_cpus) for g in guests} == {
+        ("5.10", 2),
+        ("5.10", 1728),
+        ("6.1", 2),
+        ("6.1", 1728),
+    }
+    options = plan.fio_options_for_point(spec, {"kernel": "6.1", "possible_cpus": 2})
+    assert "kernel" not in options and "possible_cpus" not in options
+
+
+@pytest.mark.parametrize(
+    ("extra", "field"),
+    [
+        ({"sweep": {"possible_cpus": [2, 1728]}}, "vm.kernel"),
+        (
+            {"vm": {"kernel": "6.1", "cpus": 4}, "sweep": {"possible_cpus": [2]}},
+            "sweep.possible_cpus",
+        ),
+        ({"vm": {"kernel": "6.1", "accel": "xen"}}, "vm.accel"),
+        ({"vm": {"kernel": "6.1", "cpus": 0}}, "vm.cpus"),
+        ({"vm": {"kernel": "6.1", "memory": "1MiB"}}, "vm.memory"),
+        ({"vm": {"kernel": "6.1"}, "target": {"kind": "file", "path": "/tmp"}}, "target.kind"),
+        ({"sweep": {"kernel": ["6.1"], "cpus": ["two"]}}, "sweep.cpus"),
+    ],
+)
+def test_bad_guest_input_names_its_field(extra, field):
+    with pytest.raises(SpecError) as caught:
+        validate_spec({**GUEST_BASE, **extra})
+    assert f"  - {field}" in str(caught.value) or f"- {field}:" in str(caught.value)
+    assert caught.value.exit_code == 2
+
+
+def test_guest_flags_set_vm_and_replace_a_swept_axis():
+    assert guest_overrides({"kernel": "6.1", "cpus": None}, []) == ['vm.kernel="6.1"']
+    assert guest_overrides({"possible_cpus": 1728}, ["possible_cpus", "conv"]) == [
+        "vm.possible_cpus=1728",
+        "sweep.possible_cpus=[1728]",
+    ]
+
+
+def test_run_with_an_unknown_kernel_is_exit_2_before_a_campaign_exists(tmp_path):
+    from typer.testing import CliRunner
+
+    from fslab.cli import app
+
+    db = tmp_path / "r.db"
+    argv = ["run", "cached-write-ext4-vs-xfs", "--no-preflight", "--db", str(db)]
+    result = CliRunner().invoke(app, [*argv, "--kernel", "4.14.0-99-amd64"])
+    assert result.exit_code == 2, result.output
+    assert "4.14.0-99-amd64" in result.output and "Traceback" not in result.output
+    result = CliRunner().invoke(app, [*argv, "--kernel", "6.1", "--cpus", "0"])
+    assert result.exit_code == 2 and "vm.cpus" in result.output
+    with Store(db) as store:
+        assert store.campaigns() == []

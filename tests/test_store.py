@@ -1,49 +1,61 @@
-"""The results database: schema, round trip, versioning, concurrent readers."""
+"""The results database: schema, round trip, versioning, migrations, concurrent readers.
+
+Every test taking `new_db` runs twice: on a SQLite file and on a PostgreSQL
+database of the cluster the test session starts (tests/pgcluster.py).
+"""
 
 from __future__ import annotations
 
+import json
 import sqlite3
 from pathlib import Path
 
 import pytest
+from sqlalchemy import exc as sa_exc
+from sqlalchemy import text
 
-from fslab.errors import FslabError
-from fslab.store.db import SCHEMA_VERSION, PlannedPoint, PointOutcome, Store
+from fslab.errors import FslabError, UsageError
+from fslab.store.db import SCHEMA_VERSION, PlannedPoint, PointOutcome, Store, upgrade_database
+from fslab.store.exchange import export_campaign, import_campaign
+from fslab.store.tables import HEAD
 
 DATA = Path(__file__).parent / "data"
 
 
-def _campaign(store: Store, n_points: int = 3) -> int:
+def _campaign(store: Store, n_points: int = 3, *, hostname: str = "box-a") -> int:
     return store.create_campaign(
         name="t",
         spec={"name": "t"},
         spec_toml='name = "t"',
         overrides={},
-        host={"kernel_release": "6.18"},
+        host={"kernel_release": "6.18", "hostname": hostname},
         device={"kind": "ram"},
         fslab_version="0",
         points=[PlannedPoint(i, "ext4", "ext4", {"numjobs": i + 1}, 0) for i in range(n_points)],
     )
 
 
-def test_round_trip(tmp_path):
-    with Store(tmp_path / "r.db") as store:
+OUTCOME = PointOutcome(
+    status="ok",
+    metrics={"fio.write.iops": 1234.5},
+    artifacts={"fio.json": "{}"},
+    commands=[(["mkfs.ext4", "/dev/loop0"], 0, 0.5)],
+    collectors={"perf": ("unavailable", "no perf")},
+    facts={"mount_options_effective": "rw,noatime"},
+)
+
+
+def test_round_trip(new_db):
+    with Store(new_db()) as store:
         cid = _campaign(store)
         points = store.points(cid)
         assert [p.status for p in points] == ["pending"] * 3
-        outcome = PointOutcome(
-            status="ok",
-            metrics={"fio.write.iops": 1234.5},
-            artifacts={"fio.json": "{}"},
-            commands=[(["mkfs.ext4", "/dev/loop0"], 0, 0.5)],
-            collectors={"perf": ("unavailable", "no perf")},
-            facts={"mount_options_effective": "rw,noatime"},
-        )
-        store.save_outcome(points[0].id, outcome)
-        store.save_outcome(points[0].id, outcome)  # replacing is idempotent
+        store.save_outcome(points[0].id, OUTCOME)
+        store.save_outcome(points[0].id, OUTCOME)  # replacing is idempotent
         assert store.metrics(cid) == {points[0].id: {"fio.write.iops": 1234.5}}
         assert store.artifact(points[0].id, "fio.json") == "{}"
         assert store.commands(points[0].id) == [["mkfs.ext4", "/dev/loop0"]]
+        assert store.command_records(points[0].id) == [(["mkfs.ext4", "/dev/loop0"], 0, 0.5)]
         assert store.collectors(points[0].id) == {"perf": ("unavailable", "no perf")}
         assert store.points(cid)[0].facts["mount_options_effective"] == "rw,noatime"
         store.set_campaign_status(cid, "complete")
@@ -52,39 +64,49 @@ def test_round_trip(tmp_path):
         assert store.integrity_ok()
 
 
-def test_missing_campaign_is_a_clear_error(tmp_path):
-    with Store(tmp_path / "r.db") as store:
+def test_every_campaign_carries_its_host(new_db):
+    with Store(new_db()) as store:
+        a = _campaign(store, 1, hostname="box-a")
+        b = _campaign(store, 1, hostname="box-b")
+        assert store.campaign(a).hostname == "box-a"
+        assert [c.id for c in store.campaigns(host="box-b")] == [b]
+        assert store.find_campaign(store.campaign(b)) == b
+
+
+def test_missing_campaign_is_a_clear_error(new_db):
+    with Store(new_db()) as store:
         with pytest.raises(FslabError, match="no campaign 7"):
             store.campaign(7)
         with pytest.raises(FslabError, match="no campaigns"):
             store.latest_campaign_id()
 
 
-def test_newer_schema_is_refused(tmp_path):
-    path = tmp_path / "r.db"
-    Store(path).close()
-    with sqlite3.connect(path) as conn:
-        conn.execute("UPDATE meta SET value='99' WHERE key='schema_version'")
+def test_newer_schema_is_refused(new_db):
+    location = new_db()
+    with Store(location) as store, store._engine.begin() as conn:
+        conn.execute(text("UPDATE alembic_version SET version_num='v99'"))
     with pytest.raises(FslabError, match="newer than this fslab"):
-        Store(path)
+        Store(location)
+    with pytest.raises(FslabError, match="newer than this fslab"):
+        upgrade_database(location)
 
 
-def test_reader_while_writer_holds_the_database(tmp_path):
-    path = tmp_path / "r.db"
-    writer = Store(path)
+def test_reader_while_writer_holds_the_database(new_db):
+    location = new_db()
+    writer = Store(location)
     cid = _campaign(writer)
-    reader = Store(path)
-    writer._conn.execute("BEGIN IMMEDIATE")  # a campaign mid-write
-    assert len(reader.points(cid)) == 3  # WAL: readers are not blocked
-    writer._conn.execute("COMMIT")
+    reader = Store(location)
+    with writer._connect(write=True) as conn:  # a campaign mid-write, lock taken
+        conn.execute(text("UPDATE points SET status='ok' WHERE campaign_id=:c"), {"c": cid})
+        # WAL (SQLite) and MVCC (PostgreSQL): readers are not blocked, and see the old rows
+        assert [p.status for p in reader.points(cid)] == ["pending"] * 3
+    assert [p.status for p in reader.points(cid)] == ["ok"] * 3
     writer.close()
     reader.close()
 
 
-def test_export_import_round_trip(tmp_path):
-    from fslab.store.exchange import export_campaign, import_campaign
-
-    with Store(tmp_path / "a.db") as source:
+def test_export_import_round_trip(new_db):
+    with Store(new_db()) as source:
         cid = _campaign(source)
         first = source.points(cid)[0]
         source.save_outcome(
@@ -100,7 +122,7 @@ def test_export_import_round_trip(tmp_path):
         )
         source.set_campaign_status(cid, "interrupted")
         exported = export_campaign(source, cid)
-    with Store(tmp_path / "b.db") as target:
+    with Store(new_db()) as target:
         target_first = _campaign(target, 1)  # ids differ between databases
         new_id = import_campaign(target, exported)
         assert new_id != target_first
@@ -109,54 +131,81 @@ def test_export_import_round_trip(tmp_path):
         assert imported.status == "interrupted"
         assert imported.overrides["imported_from"] == cid
         assert imported.started_at == exported["campaign"]["started_at"]
+        assert imported.hostname == "box-a"
 
 
-def test_import_refuses_other_json(tmp_path):
-    from fslab.errors import UsageError
-    from fslab.store.exchange import import_campaign
-
-    with Store(tmp_path / "b.db") as target:
+def test_import_refuses_other_json(new_db):
+    with Store(new_db()) as target:
         with pytest.raises(UsageError, match="not an fslab campaign export"):
             import_campaign(target, {"hello": 1})
         with pytest.raises(UsageError, match="malformed"):
             import_campaign(target, {"format": "fslab-campaign", "version": 1})
 
 
-def test_a_running_campaign_nobody_runs_reads_as_interrupted(tmp_path):
-    from fslab.store.lock import campaign_lock
-
-    with Store(tmp_path / "r.db") as store:
+def test_a_running_campaign_nobody_runs_reads_as_interrupted(new_db):
+    location = new_db()
+    with Store(location) as store:
         cid = _campaign(store)
         assert store.campaign(cid).status == "interrupted"  # stored 'running', no runner
-        with campaign_lock(store.path, cid):
+        with store.campaign_lock(cid):
             assert store.campaign(cid).status == "running"
             assert [c.status for c in store.campaigns()] == ["running"]
+            other = Store(location)  # another fslab (on another host)
+            with pytest.raises(FslabError, match="being run by another"), other.campaign_lock(cid):
+                pass
+            other.close()
+        assert store.campaign(cid).status == "interrupted"
 
 
-def test_a_version_1_database_is_migrated_and_its_points_read_as_inline(tmp_path):
-    """tests/data/store_schema_v1.sql is the schema fslab shipped before roles."""
+@pytest.mark.parametrize("version", [1, 2])
+def test_an_older_sqlite_database_is_migrated(tmp_path, version):
+    """tests/data/store_schema_v{1,2}.sql: the schemas fslab shipped before alembic
+    (v1: fslab 0.1; v2: points with roles). Both open, their rows intact."""
     path = tmp_path / "old.db"
     with sqlite3.connect(path) as conn:
-        conn.executescript((DATA / "store_schema_v1.sql").read_text())
-        conn.execute("INSERT INTO meta VALUES ('schema_version', '1')")
+        conn.executescript((DATA / f"store_schema_v{version}.sql").read_text())
+        conn.execute(f"INSERT INTO meta VALUES ('schema_version', '{version}')")
         conn.execute(
             "INSERT INTO campaigns (name, status, spec_json, spec_toml, overrides_json,"
             " host_json, fslab_version, started_at)"
-            " VALUES ('old', 'complete', '{}', '', '{}', '{}', '0.1.0', '2026-01-01')"
+            " VALUES ('old', 'complete', '{}', '', '{}', '{\"hostname\": \"old-box\"}',"
+            " '0.1.0', '2026-01-01')"
         )
         conn.execute(
             "INSERT INTO points (campaign_id, seq, config, fs_type, sweep_json, repeat, status)"
             " VALUES (1, 0, 'ext4', 'ext4', '{\"numjobs\": 1}', 0, 'ok')"
         )
+        conn.execute("INSERT INTO metrics VALUES (1, 'fio.write.iops', 99.0)")
     with Store(path) as store:
         (point,) = store.points(1)
         assert point.role == "inline"
-        version = store._conn.execute("SELECT value FROM meta WHERE key='schema_version'")
-        assert version.fetchone()[0] == str(SCHEMA_VERSION)
+        assert store.metrics(1) == {point.id: {"fio.write.iops": 99.0}}
+        assert store.campaign(1).hostname == "old-box"
         (new,) = store.add_points(1, [PlannedPoint(0, "ext4", "ext4", {"numjobs": 1}, 0)])
         assert new.role == "clean"
+    with sqlite3.connect(path) as conn:
+        assert conn.execute("SELECT value FROM meta").fetchone() == (str(SCHEMA_VERSION),)
+        assert conn.execute("SELECT version_num FROM alembic_version").fetchone() == (HEAD,)
     with Store(path) as store:  # opening a migrated database again changes nothing
         assert [p.role for p in store.points(1)] == ["inline", "clean"]
+
+
+def test_a_shared_database_of_an_older_schema_waits_for_store_migrate(pg_cluster, tmp_path):
+    """Hosts share a PostgreSQL store: it is upgraded when someone says so, not by
+    whichever host got the newer fslab first."""
+    location = pg_cluster.create_database(f"old_{tmp_path.name.lower()[:40]}")
+    with Store(location) as store:
+        _campaign(store, 1)
+        with store._engine.begin() as conn:  # back to v2: no host column
+            conn.execute(text("DROP INDEX campaigns_by_host"))
+            conn.execute(text("ALTER TABLE campaigns DROP COLUMN host"))
+            conn.execute(text("UPDATE alembic_version SET version_num='v2'"))
+    with pytest.raises(FslabError, match="fslab store migrate"):
+        Store(location)
+    assert upgrade_database(location) == ("v2", HEAD)
+    with Store(location) as store:
+        assert store.campaign(1).hostname == "box-a"  # filled from the host facts
+    assert upgrade_database(location) == (HEAD, HEAD)
 
 
 def _roles_campaign(store: Store, *roles: str) -> int:
@@ -172,16 +221,16 @@ def _roles_campaign(store: Store, *roles: str) -> int:
     )
 
 
-def test_roles_are_stored_and_checked(tmp_path):
-    with Store(tmp_path / "r.db") as store:
+def test_roles_are_stored_and_checked(new_db):
+    with Store(new_db()) as store:
         cid = _roles_campaign(store, "clean", "evidence", "inline")
         assert [p.role for p in store.points(cid)] == ["clean", "evidence", "inline"]
-        with pytest.raises(sqlite3.IntegrityError):
+        with pytest.raises(sa_exc.IntegrityError):
             store.add_points(cid, [PlannedPoint(0, "a", "ext4", {}, 0, "bogus")])  # type: ignore[arg-type]
 
 
-def test_post_processing_results_are_added_to_a_saved_point(tmp_path):
-    with Store(tmp_path / "r.db") as store:
+def test_post_processing_results_are_added_to_a_saved_point(new_db):
+    with Store(new_db()) as store:
         cid = _campaign(store, 1)
         (point,) = store.points(cid)
         store.save_outcome(
@@ -207,25 +256,83 @@ def test_post_processing_results_are_added_to_a_saved_point(tmp_path):
         assert facts == {"config": "ext4", "timing": {"setup_s": 1.0, "post_s": 0.2}}
 
 
-def test_roles_survive_export_and_import_and_old_exports_read_as_inline(tmp_path):
-    import json
-
-    from fslab.store.exchange import export_campaign, import_campaign
-
-    with Store(tmp_path / "a.db") as source:
+def test_roles_survive_export_and_import_and_old_exports_read_as_inline(new_db):
+    with Store(new_db()) as source:
         cid = _roles_campaign(source, "clean", "evidence")
         exported = export_campaign(source, cid)
     assert exported["version"] == 2
     assert [p["role"] for p in exported["points"]] == ["clean", "evidence"]
     old = json.loads((DATA / "campaign_fsync_nocollect.json").read_text())
     assert old["version"] == 1 and "role" not in old["points"][0]
-    with Store(tmp_path / "b.db") as target:
+    with Store(new_db()) as target:
         new_id = import_campaign(target, exported)
         assert [p.role for p in target.points(new_id)] == ["clean", "evidence"]
         old_id = import_campaign(target, old)
         assert {p.role for p in target.points(old_id)} == {"inline"}
         bad = {**exported, "points": [{**exported["points"][0], "role": "bogus"}]}
-        from fslab.errors import UsageError
-
         with pytest.raises(UsageError, match="unknown role 'bogus'"):
             import_campaign(target, bad)
+
+
+def test_store_copy_moves_every_campaign_once(new_db, pg_cluster, tmp_path):
+    """SQLite to PostgreSQL and PostgreSQL to SQLite."""
+    from fslab.store.copy import copy_store
+
+    source_location = new_db()
+    with Store(source_location) as source:
+        a = _campaign(source, 2, hostname="box-a")
+        source.save_outcome(source.points(a)[0].id, OUTCOME)
+        source.set_campaign_status(a, "complete")
+        _campaign(source, 1, hostname="box-b")
+    if "://" in source_location:
+        target_location = str(tmp_path / "copy.db")
+    else:
+        target_location = pg_cluster.create_database(f"copy_{tmp_path.name.lower()[:40]}")
+    first = copy_store(source_location, target_location)
+    assert (first.copied, first.skipped) == (2, 0)
+    again = copy_store(source_location, target_location)  # a second copy adds nothing
+    assert (again.copied, again.skipped) == (0, 2)
+    with Store(source_location) as source, Store(target_location) as target:
+        assert [c.hostname for c in target.campaigns()] == ["box-a", "box-b"]
+        moved = target.campaigns()[0]
+        assert export_campaign(target, moved.id)["points"] == export_campaign(source, a)["points"]
+
+
+def test_a_database_outage_mid_campaign_loses_no_point(tmp_path, monkeypatch):
+    """The server goes away between two points: the writes wait in the local spool,
+    and the first fslab to open the database once it is back sends them, in order."""
+    from tests.pgcluster import running_cluster
+
+    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "xdg"))
+    with running_cluster() as (cluster, data_dir):
+        location = cluster.create_database("outage")
+        store = Store(location)
+        cid = _campaign(store, 3)
+        points = store.points(cid)
+        store.save_outcome(points[0].id, OUTCOME)
+        cluster.stop(data_dir)
+        store.save_outcome(points[1].id, OUTCOME)  # kept locally, the campaign goes on
+        store.save_outcome(points[2].id, PointOutcome(status="failed", error="fio died"))
+        store.set_campaign_status(cid, "complete")
+        assert store.spooled() == 3
+        with pytest.raises(FslabError, match=r"start the server at 127\.0\.0\.1"):
+            store.points(cid)
+        with pytest.raises(FslabError, match="start the server"):
+            Store(location)  # the spool stays for later
+        store.close()
+        cluster.start(data_dir)
+        with Store(location) as back:
+            assert back.spooled() == 0
+            assert [p.status for p in back.points(cid)] == ["ok", "ok", "failed"]
+            assert back.points(cid)[2].error == "fio died"
+            assert back.metrics(cid)[points[1].id] == OUTCOME.metrics
+            assert back.campaign(cid).status == "complete"
+
+
+def test_wrong_password_and_unknown_database_are_clear_errors(pg_cluster):
+    with pytest.raises(FslabError, match=r"password authentication failed.*check the user and"):
+        Store(pg_cluster.url("postgres", password="wrong"))
+    with pytest.raises(FslabError, match='database "nope" does not exist'):
+        Store(pg_cluster.url("nope"))
+    with pytest.raises(UsageError, match=r"SQLite .* or PostgreSQL"):
+        Store("mysql://x@y/z")

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from fslab import bisection
 from fslab.analyze.bisect import bisect_list
 from fslab.analyze.drift import host_drift
 from fslab.analyze.noise import fit_point_noise, spec_fingerprint
@@ -110,7 +111,7 @@ def test_text_report_compares_in_the_kernel_test_robot_form(tmp_path: Path) -> N
     assert all(len(line) <= 80 for line in text.splitlines())
 
 
-def test_bisect_over_kernels_says_it_needs_guests(tmp_path: Path) -> None:
+def test_bisect_over_kernels_boots_guests_and_refuses_an_unknown_kernel(tmp_path: Path) -> None:
     from typer.testing import CliRunner
 
     from fslab.cli import app
@@ -122,5 +123,8 @@ def test_bisect_over_kernels_says_it_needs_guests(tmp_path: Path) -> None:
     result = CliRunner().invoke(
         app, [*args, *kernels, "--good", "vmlinuz-6.1", "--bad", "vmlinuz-6.12"]
     )
-    assert result.exit_code == 2
-    assert "cannot run guests yet" in result.output and "git bisect run" in result.output
+    # each candidate boots in a guest: a kernel that is neither cached nor a path is
+    # refused before anything boots or any campaign is stored
+    assert result.exit_code == 2, result.output
+    assert "vmlinuz-6.1" in result.output and "Traceback" not in result.output
+    assert bisection.on_kernel(load_spec(str(SPACED / "base.toml"))[0], "6.1").vm.kernel == "6.1"

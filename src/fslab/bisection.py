@@ -7,9 +7,9 @@ adds repetitions to the campaign it made:
 - LocalRunner runs on what is booted now. That is what `git bisect run`
   needs: git checks out each commit (of a spec file, of a tool, or of a
   kernel the user builds and boots), and `fslab bisect-run` measures it.
-- A guest runner (a kernel image booted under qemu) implements the same two
-  methods once `fslab run` has guests; `fslab bisect --kernels` takes it
-  through `kernel_runner`, which says what is missing until then.
+- GuestRunner boots each candidate kernel (a release, a series, or the path
+  of a build) in a qemu guest and runs the spec there: `fslab bisect
+  --kernels` takes it through `kernel_runner`.
 
 judge_candidate() repeats until the decision is clear or the limit of runs
 per point is reached, and logs every decision with its numbers.
@@ -26,9 +26,8 @@ from fslab.analyze.baselines import noise_model
 from fslab.analyze.bisect import Verdict, decide
 from fslab.analyze.dataset import CampaignData, load_campaign
 from fslab.analyze.drift import host_drift
-from fslab.errors import UsageError
 from fslab.runner import ProgressSink, RunOptions, run_campaign, start_campaign
-from fslab.spec import Spec
+from fslab.spec import Spec, validate_spec
 from fslab.store.db import Store
 
 DEFAULT_MAX_REPEAT = 16  # runs per point before an undecided candidate is skipped
@@ -77,18 +76,26 @@ class LocalRunner:
         return True
 
 
-def kernel_runner(store: Store, options: RunOptions) -> CandidateRunner:
-    """The runner that boots each candidate kernel image in a guest.
+@dataclass
+class GuestRunner(LocalRunner):
+    """Runs the spec in a qemu guest booting the candidate kernel (its [vm] kept,
+    its kernel replaced; a kernel sweep axis is dropped: the candidate is the kernel)."""
 
-    Guests are not wired into `fslab run` yet; when they are, this returns a
-    CandidateRunner whose start() boots `candidate` (a kernel image) and runs
-    the spec inside, and `fslab bisect --kernels` works unchanged.
-    """
-    raise UsageError(
-        "fslab bisect --kernels boots each kernel image in a guest, and this fslab cannot "
-        "run guests yet; bisect the booted kernel with "
-        "`git bisect run fslab bisect-run --good ID --bad ID SPEC` instead"
-    )
+    def start(self, candidate: str, spec: Spec, spec_toml: str, overrides: dict[str, Any]) -> int:
+        return super().start(candidate, on_kernel(spec, candidate), spec_toml, overrides)
+
+
+def on_kernel(spec: Spec, kernel: str) -> Spec:
+    """The spec with every point in a guest booting `kernel`."""
+    data = spec.model_dump(mode="json")
+    data["vm"] = {**(data.get("vm") or {}), "kernel": kernel}
+    data["sweep"] = {k: v for k, v in data.get("sweep", {}).items() if k != "kernel"}
+    return validate_spec(data, f"the spec on kernel {kernel}")
+
+
+def kernel_runner(store: Store, options: RunOptions) -> CandidateRunner:
+    """The runner that boots each candidate kernel in a guest."""
+    return GuestRunner(store, options)
 
 
 def judge_candidate(

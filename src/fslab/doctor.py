@@ -128,6 +128,57 @@ def _collectors() -> list[Check]:
     return checks
 
 
+def _guests() -> list[Check]:
+    """What `fslab run --kernel` needs: qemu, busybox, virtme-ng, a kernel, an accelerator.
+
+    Guests are optional, so none of these fails the doctor. KVM is only checked
+    as far as /dev/kvm answers: whether a kernel really boots on it is probed
+    (one short boot) when a guest first starts.
+    """
+    from importlib import metadata
+
+    from fslab.errors import ToolError
+    from fslab.guest.kernels import cached_kernels, kernels_dir
+    from fslab.guest.probe import QEMU, TCG_NOTE, kvm_device_problem
+    from fslab.guest.vng import QEMU_INSTALL_HINT, VNG_INSTALL_HINT, vng_binary
+
+    checks = []
+    for binary in (QEMU, "busybox"):
+        path = shutil.which(binary)
+        checks.append(
+            Check(
+                f"guest: {binary}",
+                path is not None,
+                path or "not found",
+                "" if path else QEMU_INSTALL_HINT,
+                required=False,
+            )
+        )
+    try:
+        vng = f"{vng_binary()} (virtme-ng {metadata.version('virtme-ng')})"
+        checks.append(Check("guest: virtme-ng", True, vng, required=False))
+    except (ToolError, metadata.PackageNotFoundError) as exc:
+        checks.append(Check("guest: virtme-ng", False, str(exc), VNG_INSTALL_HINT, False))
+    releases = [k.release for k in cached_kernels()]
+    checks.append(
+        Check(
+            "guest: kernels cached",
+            bool(releases),
+            f"{', '.join(releases)} in {kernels_dir()}" if releases else f"none in {kernels_dir()}",
+            "" if releases else "fslab kernels fetch 6.1 (or give --kernel PATH to your build)",
+            required=False,
+        )
+    )
+    problem = kvm_device_problem()
+    detail = (
+        "/dev/kvm answers; the first boot of each kernel probes whether it boots on it"
+        if problem is None
+        else f"TCG: {problem}. {TCG_NOTE}"
+    )
+    checks.append(Check("guest: accelerator", True, detail, required=False))
+    return checks
+
+
 def run_checks(image_bytes: int = 16 * 1024**3) -> list[Check]:
     return [
         _root(),
@@ -136,4 +187,5 @@ def run_checks(image_bytes: int = 16 * 1024**3) -> list[Check]:
         _shm_space(image_bytes),
         _tracefs(),
         *_collectors(),
+        *_guests(),
     ]

@@ -11,8 +11,10 @@ import platform
 import re
 import shutil
 import subprocess
-from dataclasses import asdict, dataclass
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass, fields
 from pathlib import Path
+from typing import Any
 
 import fslab
 
@@ -66,6 +68,23 @@ class HostFacts:
 
     def to_dict(self) -> dict[str, object]:
         return asdict(self)
+
+    @classmethod
+    def from_stored(cls, data: Mapping[str, Any]) -> HostFacts:
+        """The facts a campaign stored; a field an older fslab did not record reads as
+        'unknown' (or 0), so every stored campaign has the same typed facts."""
+        values: dict[str, Any] = {}
+        for f in fields(cls):
+            default: Any = 0 if f.type in (int, "int") else "unknown"
+            raw = data.get(f.name, default)
+            values[f.name] = int(raw) if isinstance(default, int) else str(raw)
+        return cls(**values)
+
+
+def host_name() -> str:
+    """The name this host's campaigns are stored under: $FSLAB_HOST_NAME (a fleet sets
+    it to the inventory name), else the hostname."""
+    return os.environ.get("FSLAB_HOST_NAME") or platform.node()
 
 
 def _read(path: str, default: str = "") -> str:

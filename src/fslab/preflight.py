@@ -35,7 +35,7 @@ from fslab.errors import FslabError, SpecError, ToolError, UsageError
 from fslab.proc import CommandLog, run
 from fslab.spec import (
     MAX_NUMJOBS,
-    SPECIAL_AXES,
+    NON_WORKLOAD_AXES,
     DdWorkload,
     FilesystemSpec,
     FioWorkload,
@@ -138,7 +138,7 @@ def _workload_field(workload: FioWorkload) -> str:
 
 
 def _workload_axes(spec: Spec) -> dict[str, list[ScalarValue]]:
-    return {k: v for k, v in spec.sweep.items() if k not in SPECIAL_AXES}
+    return {k: v for k, v in spec.sweep.items() if k not in NON_WORKLOAD_AXES}
 
 
 def _fio_candidates(spec: Spec) -> list[tuple[str, str, dict[str, ScalarValue]]]:

@@ -22,16 +22,19 @@ import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any
 
 import fslab
 from fslab import faults
 from fslab.collect.base import Collector, CollectorResult, PendingResult, PointContext
 from fslab.collect.registry import ALL_COLLECTORS
 from fslab.errors import FslabError, ToolError, UsageError
-from fslab.hostfacts import HostFacts, collect_host_facts
+from fslab.guest.leftovers import find_guest_leftovers
+from fslab.guest_runner import check_guests, run_in_guests
+from fslab.hostfacts import HostFacts, collect_host_facts, host_name
 from fslab.postprocess import PostProcessing
 from fslab.proc import CommandLog, run, run_interruptible
+from fslab.progress_sink import ProgressSink, SilentProgress
 from fslab.roles import (
     COLLECT_MODES,
     CollectMode,
@@ -42,7 +45,6 @@ from fslab.roles import (
 )
 from fslab.spec import DdWorkload, FioWorkload, Point, Spec, expand_points, validate_spec
 from fslab.store.db import CampaignRow, PlannedPoint, PointOutcome, PointRow, Store, utc_now
-from fslab.store.lock import campaign_lock
 from fslab.target import fill as fill_mod
 from fslab.target.fs import Mount, describe_filesystem, make_filesystem
 from fslab.target.guard import check_device
@@ -62,27 +64,6 @@ class RunOptions:
     # how a new campaign is planned (fslab.roles): clean repetitions + one evidence
     # run per sweep point, every repetition instrumented, or no collector at all
     collect: CollectMode = "separate"
-
-
-class ProgressSink(Protocol):
-    def campaign_started(self, campaign_id: int, total: int, done: int) -> None: ...
-    def point_started(self, point: PointRow) -> None: ...
-    def point_finished(self, point: PointRow, outcome: PointOutcome) -> None: ...
-    def message(self, text: str) -> None: ...
-
-
-class SilentProgress:
-    def campaign_started(self, campaign_id: int, total: int, done: int) -> None:
-        pass
-
-    def point_started(self, point: PointRow) -> None:
-        pass
-
-    def point_finished(self, point: PointRow, outcome: PointOutcome) -> None:
-        pass
-
-    def message(self, text: str) -> None:
-        pass
 
 
 # ------------------------------------------------------------------ targets
@@ -145,8 +126,18 @@ def collecting(
     """
     running: dict[str, Collector] = {}
     spent = seconds if seconds is not None else {}
-    for name, cls in classes.items():
+    # perf last: its window (from when it is recording, fslab.collect.perf) starts
+    # as the workload does, not while the other collectors are still starting, which
+    # takes seconds on an emulated CPU
+    for name, cls in sorted(classes.items(), key=lambda item: item[0] == "perf"):
         started = time.monotonic()
+        reason = cls.unavailable_reason()
+        if reason is not None:
+            pending[name] = PendingResult.ready(
+                CollectorResult(status="unavailable", reason=reason)
+            )
+            spent[name] = {"start_s": round(time.monotonic() - started, 4)}
+            continue
         try:
             collector = cls.from_options(spec.collect.options_for(name))
             collector.start(ctx)  # never raises: a failed start is reported at stop
@@ -464,8 +455,10 @@ def start_campaign(
     overrides: dict[str, Any],
     options: RunOptions,
 ) -> int:
-    """Check the target, record the campaign and plan its points (all pending)."""
+    """Check the target (and the guests), record the campaign and plan its points."""
     device = _device_identity(spec, options)
+    if spec.vm is not None:
+        check_guests(spec)
     points = expand_points(spec, options.collect)
     return store.create_campaign(
         name=spec.name,
@@ -473,6 +466,7 @@ def start_campaign(
         spec_toml=spec_toml,
         overrides={**overrides, "collect": options.collect},
         host=collect_host_facts().to_dict(),
+        host_name=host_name(),
         device=device,
         fslab_version=fslab.__version__,
         points=_planned(points),
@@ -481,12 +475,14 @@ def start_campaign(
 
 def leftover_warning() -> str | None:
     leftovers = find_leftovers()
-    if leftovers.empty():
+    guests = find_guest_leftovers()
+    if leftovers.empty() and guests.empty():
         return None
     return (
         "leftovers from an earlier fslab that was killed: "
         f"{len(leftovers.mounts)} mount(s), {len(leftovers.loop_devices)} loop device(s), "
-        f"{len(leftovers.images)} image(s); `fslab doctor --cleanup` releases them"
+        f"{len(leftovers.images)} image(s), {len(guests.processes)} guest process(es); "
+        "`fslab doctor --cleanup` releases them"
     )
 
 
@@ -498,7 +494,7 @@ def run_campaign(
     progress: ProgressSink | None = None,
 ) -> str:
     """Run the campaign's pending points in order. Returns the final campaign status."""
-    with campaign_lock(store.path, campaign_id):
+    with store.campaign_lock(campaign_id):
         return _run_locked(store, campaign_id, options=options, sink=progress or SilentProgress())
 
 
@@ -562,36 +558,54 @@ def _run_locked(store: Store, campaign_id: int, *, options: RunOptions, sink: Pr
     campaign = store.campaign(campaign_id)
     spec = validate_spec(campaign.spec, f"campaign {campaign_id}")
     rows = store.points(campaign_id)
-    host = collect_host_facts()
     done = sum(1 for r in rows if r.status != "pending")
     sink.campaign_started(campaign_id, len(rows), done)
     store.set_campaign_status(campaign_id, "running")
-    formatted_before = done > 0
-    in_flight = _InFlight(store)
+    pending = [r for r in rows if r.status == "pending"]
     with InterruptGuard(sink.message):
         try:
-            for row in rows:
-                if row.status != "pending":
-                    continue
-                sink.point_started(row)
-                faults.begin_point(row.seq)
-                measured = measure_point(
-                    spec,
-                    point_from_row(spec, row),
-                    options=options,
-                    host=host,
-                    formatted_before=formatted_before,
-                    before_measure=in_flight.settle,
-                )
-                in_flight.settle()  # the point failed before its measured window
-                in_flight.hand_over(row.id, measured.post, measured.outcome.facts)
-                formatted_before = True
-                store.save_outcome(row.id, measured.outcome)
-                sink.point_finished(row, measured.outcome)
-            in_flight.settle()
+            if spec.vm is not None:  # every point in a qemu guest (fslab.guest_runner)
+                points = [point_from_row(spec, r) for r in pending]
+                run_in_guests(store, spec, pending, points, sink=sink)
+            else:
+                _run_on_host(store, spec, pending, options=options, sink=sink, resumed=done > 0)
         except KeyboardInterrupt:
-            in_flight.settle()  # the last measured point keeps its evidence
             store.set_campaign_status(campaign_id, "interrupted")
             raise
     store.set_campaign_status(campaign_id, "complete")
     return "complete"
+
+
+def _run_on_host(
+    store: Store,
+    spec: Spec,
+    pending: Sequence[PointRow],
+    *,
+    options: RunOptions,
+    sink: ProgressSink,
+    resumed: bool,
+) -> None:
+    """The pending points in order on this host; each point's post-processing runs
+    during the next one's setup."""
+    host = collect_host_facts()
+    formatted_before = resumed
+    in_flight = _InFlight(store)
+    try:
+        for row in pending:
+            sink.point_started(row)
+            faults.begin_point(row.seq)
+            measured = measure_point(
+                spec,
+                point_from_row(spec, row),
+                options=options,
+                host=host,
+                formatted_before=formatted_before,
+                before_measure=in_flight.settle,
+            )
+            in_flight.settle()  # the point failed before its measured window
+            in_flight.hand_over(row.id, measured.post, measured.outcome.facts)
+            formatted_before = True
+            store.save_outcome(row.id, measured.outcome)
+            sink.point_finished(row, measured.outcome)
+    finally:
+        in_flight.settle()  # the last measured point keeps its evidence, interrupted or not

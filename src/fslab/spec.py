@@ -11,6 +11,7 @@ from __future__ import annotations
 import itertools
 import json
 import random
+import re
 import tomllib
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
@@ -34,12 +35,15 @@ from fslab.roles import CollectMode, PointRole, repetition_roles
 from fslab.spec_reported import ReportedSpec
 from fslab.target.limits import DeviceLimits
 from fslab.units import parse_duration_s, parse_size_bytes
+from fslab.vm_config import GUEST_AXES, GuestConfig
 
 PRESET_DIR = Path(__file__).parent / "presets"
 FS_TYPES = ("ext4", "xfs", "btrfs")
 MAX_NUMJOBS = 4096  # fio's compiled-in REAL_MAX_JOBS
 SPECIAL_AXES = ("fill_percent", "fill_leave_free")
 DD_AXES = ("bs", "count", "conv", "oflag")
+# Axes that are not workload options: fslab's fill axes and the guest's (kernel, CPUs)
+NON_WORKLOAD_AXES = SPECIAL_AXES + GUEST_AXES
 
 ScalarValue = str | int | float | bool
 
@@ -271,6 +275,13 @@ else:
     CollectSpec = create_model("CollectSpec", __base__=_CollectTable, **_collect_fields())
 
 
+class VmSpec(GuestConfig):
+    """[vm]: every point runs in a qemu guest (GuestConfig; the kernel may come from
+    sweep.kernel instead)."""
+
+    kernel: str | None = None  # type: ignore[assignment]
+
+
 SweepValues = list[ScalarValue]
 
 
@@ -288,6 +299,7 @@ class Spec(_Strict):
     collect: CollectSpec = CollectSpec()
     quick: dict[str, Any] = {}  # overrides applied by --quick: {"set": {...}, "filesystems": [...]}
     reported: ReportedSpec | None = None  # what a bug report said (fslab reproduce)
+    vm: VmSpec | None = None  # run every point in a qemu guest (docs/guests.md)
 
     @field_validator("filesystems")
     @classmethod
@@ -311,6 +323,52 @@ class Spec(_Strict):
             _check_axis(axis, values, self.workload)
         return self
 
+    @model_validator(mode="before")
+    @classmethod
+    def _guest_axes_imply_vm(cls, data: Any) -> Any:
+        """A sweep over kernel, cpus or possible_cpus runs in guests, [vm] or not."""
+        if isinstance(data, dict) and data.get("vm") is None:
+            sweep = data.get("sweep")
+            if isinstance(sweep, dict) and any(axis in sweep for axis in GUEST_AXES):
+                return {**data, "vm": {}}
+        return data
+
+    @model_validator(mode="after")
+    def _guests_ok(self) -> Spec:
+        """Every guest the points run in is a valid one, checked before anything boots."""
+        guest_axes = {axis: self.sweep[axis] for axis in GUEST_AXES if axis in self.sweep}
+        if self.vm is None:
+            return self
+        if self.vm.kernel is None and "kernel" not in guest_axes:
+            raise ValueError(
+                "vm.kernel: a guest needs a kernel: give vm.kernel, sweep.kernel or "
+                "`fslab run --kernel RELEASE|PATH`"
+            )
+        if self.target.kind != "ram":
+            raise ValueError(
+                f"target.kind: '{self.target.kind}': a guest builds its filesystems on RAM "
+                "loop images only (target.kind = 'ram')"
+            )
+        for combo in sweep_combinations(guest_axes):
+            try:
+                self.guest_of(dict(combo))
+            except ValidationError as exc:
+                field = f"sweep.{next(iter(guest_axes))}" if guest_axes else "vm"
+                where = ", ".join(f"{k}={v}" for k, v in combo)
+                problems = "; ".join(e["msg"].removeprefix("Value error, ") for e in exc.errors())
+                raise ValueError(f"{field}: the guest {where}: {problems}") from None
+        return self
+
+    @property
+    def runs_in_guest(self) -> bool:
+        return self.vm is not None
+
+    def guest_of(self, sweep: Mapping[str, ScalarValue]) -> GuestConfig:
+        """The guest a point with these sweep values runs in ([vm] and the guest axes)."""
+        assert self.vm is not None, "guest_of on a host spec"
+        update = {axis: sweep[axis] for axis in GUEST_AXES if axis in sweep}
+        return GuestConfig.model_validate({**self.vm.model_dump(), **update})
+
     @property
     def runtime_s(self) -> float:
         if self.run.runtime is not None:
@@ -324,9 +382,17 @@ class Spec(_Strict):
         return parse_duration_s(self.run.ramp)
 
 
+def workload_axes(sweep: Mapping[str, ScalarValue]) -> dict[str, ScalarValue]:
+    """Sweep values that are workload options (fill and guest axes are fslab's own)."""
+    return {k: v for k, v in sweep.items() if k not in NON_WORKLOAD_AXES}
+
+
 def _check_axis(axis: str, values: SweepValues, workload: FioWorkload | DdWorkload) -> None:
     if len(set(map(str, values))) != len(values):
         raise ValueError(f"sweep.{axis} repeats a value: {values}")
+    if axis in GUEST_AXES:
+        _check_guest_axis(axis, values)
+        return
     if axis == "fill_percent":
         for value in values:
             if (
@@ -363,6 +429,17 @@ def _check_axis(axis: str, values: SweepValues, workload: FioWorkload | DdWorklo
                     f"sweep.numjobs values must be integers from 1 to {MAX_NUMJOBS} "
                     f"(fio's limit): {value!r}"
                 )
+
+
+def _check_guest_axis(axis: str, values: SweepValues) -> None:
+    for value in values:
+        if axis == "kernel":
+            if not isinstance(value, str) or not value:
+                raise ValueError(
+                    f"sweep.kernel: values must be kernel releases or paths: {value!r}"
+                )
+        elif isinstance(value, bool) or not isinstance(value, int) or value < 1:
+            raise ValueError(f"sweep.{axis}: values must be integers of at least 1: {value!r}")
 
 
 # ---------------------------------------------------------------- loading
@@ -445,6 +522,24 @@ def target_overrides(text: str) -> list[str]:
     raise SpecError(f"--target {text!r}: expected ram, file:DIR or device:/dev/X")
 
 
+def guest_overrides(flags: Mapping[str, ScalarValue | None], swept: Iterable[str]) -> list[str]:
+    """`--kernel`, `--cpus`, `--possible-cpus`, `--memory` as --set overrides of [vm].
+
+    A flag for an axis the spec sweeps replaces that sweep with its one value
+    (`--possible-cpus 1728` on a spec sweeping [2, 1728] runs 1728 only), so the
+    points keep their labels and every point runs what was asked.
+    """
+    swept = set(swept)
+    overrides = []
+    for key, value in flags.items():
+        if value is None:
+            continue
+        overrides.append(f"vm.{key}={json.dumps(value)}")
+        if key in swept:
+            overrides.append(f"sweep.{key}=[{json.dumps(value)}]")
+    return overrides
+
+
 def apply_quick(data: dict[str, Any]) -> None:
     """Shrink a spec to its smoke-sized form, as declared in its [quick] table.
 
@@ -500,6 +595,14 @@ def load_spec(
     source: str, *, overrides: Iterable[str] = (), quick: bool = False
 ) -> tuple[Spec, str]:
     """Load a preset or file, apply --quick and --set, validate. Returns (spec, source TOML)."""
+    data, text = spec_data(source, overrides=overrides, quick=quick)
+    return validate_spec(data, source), text
+
+
+def spec_data(
+    source: str, *, overrides: Iterable[str] = (), quick: bool = False
+) -> tuple[dict[str, Any], str]:
+    """A spec's raw TOML data with --quick and --set applied, not yet validated."""
     text, _ = read_spec_source(source)
     try:
         data = tomllib.loads(text)
@@ -510,7 +613,7 @@ def load_spec(
     for override in overrides:
         path, value = parse_override(override)
         apply_override(data, path, value)
-    return validate_spec(data, source), text
+    return data, text
 
 
 def validate_spec(data: Mapping[str, Any], source: str = "spec") -> Spec:
@@ -535,7 +638,10 @@ def format_validation_error(exc: ValidationError, source: str) -> str:
             expected = error.get("ctx", {}).get("expected_tags", "'fio', 'dd'")
             location = f"{location}.kind" if location else "kind"
             message = f"must be one of {expected}"
-        lines.append(f"  - {location or '(top level)'}: {message}")
+        if not location and re.match(r"^[\w.]+: ", message):  # a model check naming its field
+            lines.append(f"  - {message}")
+        else:
+            lines.append(f"  - {location or '(top level)'}: {message}")
     return "\n".join(lines)
 
 

@@ -11,8 +11,6 @@ import os
 import re
 import signal
 import statistics
-import subprocess
-import sys
 import tempfile
 import time
 import tomllib
@@ -21,14 +19,21 @@ from pathlib import Path
 
 import pytest
 from tests.conftest import requires_root
-from tests.guest_support import GUEST_SERIES, fslab_guests, guest_kernel, require_qemu
+from tests.guest_support import (
+    GUEST_SERIES,
+    boot_in_child,
+    fslab_guests,
+    guest_kernel,
+    require_qemu,
+    wait_for_guest,
+)
 
 from fslab.errors import UsageError
 from fslab.guest import probe
-from fslab.guest.config import GuestConfig
 from fslab.guest.session import GuestError, GuestSession
 from fslab.hostfacts import ext4_free_clusters_watermark
 from fslab.spec import expand_points, load_spec, validate_spec
+from fslab.vm_config import GuestConfig
 
 pytestmark = [requires_root, pytest.mark.root, pytest.mark.guest]
 
@@ -170,29 +175,11 @@ def test_bad_input_is_refused_before_anything_boots(no_guest_left):
         _boot(GuestConfig(kernel=GUEST_SERIES, memory="64TiB", accel="tcg"))
 
 
-CHILD = """
-import sys
-from fslab.guest.config import GuestConfig
-from fslab.guest.session import GuestSession
-with GuestSession(GuestConfig(kernel=sys.argv[1], accel="tcg")):
-    print("booted", flush=True)
-"""
-
-
 @pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM])
 def test_a_signal_during_the_boot_stops_the_guest_and_leaves_nothing(no_guest_left, signum):
-    child = subprocess.Popen(
-        [sys.executable, "-c", CHILD, GUEST_SERIES],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
+    child = boot_in_child()
     try:
-        deadline = time.monotonic() + 60
-        while not fslab_guests(child.pid):
-            assert time.monotonic() < deadline, "no guest started"
-            assert child.poll() is None, child.communicate()
-            time.sleep(0.2)
+        wait_for_guest(child)
         time.sleep(2.0)  # qemu is booting the kernel now
         child.send_signal(signum)
         stdout, stderr = child.communicate(timeout=60)

@@ -1,7 +1,9 @@
 """`fslab reproduce REPORT --run`: each founding case's generated spec, end to end.
 
 Real loop devices, mkfs, mount, fio and dd; short runs through --quick and
---set overrides, so the test checks the path, not the figures.
+--set overrides, so the test checks the path, not the figures. The fsync storm
+runs on this host (--host); the cached-write report runs where its CPU count
+puts it, in a qemu guest with possible_cpus 1728.
 """
 
 from __future__ import annotations
@@ -10,14 +12,19 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 from tests.conftest import requires_root
+from tests.guest_support import guest_kernel, require_qemu
 
+from fslab.guest.leftovers import find_guest_leftovers
 from fslab.store.db import Store
 
 REPORTS = Path(__file__).parent.parent / "data" / "reports"
 
 
-def reproduce_run(report: str, db: Path, *overrides: str) -> subprocess.CompletedProcess[str]:
+def reproduce_run(
+    report: str, db: Path, *overrides: str, flags: tuple[str, ...] = ()
+) -> subprocess.CompletedProcess[str]:
     sets = [arg for value in overrides for arg in ("--set", value)]
     return subprocess.run(
         [
@@ -31,6 +38,7 @@ def reproduce_run(report: str, db: Path, *overrides: str) -> subprocess.Complete
             "--no-collect",
             "--db",
             str(db),
+            *flags,
             *sets,
         ],
         capture_output=True,
@@ -50,6 +58,7 @@ def test_fsync_storm_report_runs_end_to_end(tmp_path, no_leaks):
         "run.runtime=2s",
         "run.ramp=0s",
         "run.repeat=1",
+        flags=("--host",),
     )
     assert proc.returncode == 0, proc.stderr
     assert "warning: not reproducible here: line 5: kernel 5.10" in proc.stderr
@@ -83,10 +92,14 @@ def test_fsync_storm_report_runs_end_to_end(tmp_path, no_leaks):
 
 
 @requires_root
-def test_cached_write_report_runs_end_to_end(tmp_path, no_leaks):
+@pytest.mark.guest
+def test_cached_write_report_runs_end_to_end_in_a_1728_cpu_guest(tmp_path, no_leaks):
+    require_qemu()
+    guest_kernel()
     db = tmp_path / "r.db"
     proc = reproduce_run("ext4-cached-write-1728.txt", db, "run.runtime=1s", "run.repeat=1")
     assert proc.returncode == 0, proc.stderr
+    assert not find_guest_leftovers().processes
     with Store(db) as store:
         (campaign,) = store.campaigns()
         assert campaign.status == "complete"
@@ -108,4 +121,12 @@ def test_cached_write_report_runs_end_to_end(tmp_path, no_leaks):
             "ext4",
             "xfs",
         }
-        assert {u["fact"] for u in reported["unreproduced"]} == {"kernel", "cpus", "memory"}
+        assert {u["fact"] for u in reported["unreproduced"]} == {"kernel", "memory"}
+        for point in points:  # the reporter's CPU count as the guest's possible CPUs
+            assert (point.facts["guest"]["nr_cpu_ids"], point.facts["guest"]["online_cpus"]) == (
+                1728,
+                2,
+            )
+            if point.config == "ext4":  # watermark 864 MiB: 64 MiB free is below it
+                below = point.sweep["fill_leave_free"] == "64MiB"
+                assert point.facts["below_ext4_watermark"] is below

@@ -6,7 +6,12 @@ builds those samples from stored campaigns. Two shapes are compared:
 - two campaigns (the same spec on two kernels, hosts or commits): points
   match by configuration and sweep values, so the key carries the config;
 - two configurations of one campaign (`--by filesystem`): points match by
-  sweep values alone, each config against one baseline config.
+  sweep values alone, each config against one baseline config;
+- two values of one sweep axis of one campaign (`--by kernel`, `--by
+  possible_cpus`, any axis): points match by config and the other sweep
+  values, each value against the first (or the baseline value). Guests
+  under TCG are only comparable inside one run, so this is how kernels and
+  CPU counts are compared.
 
 Across campaigns, a between-campaign noise model (analyze.noise) judges each
 row when the baseline's spec has been calibrated on the host; without one the
@@ -31,6 +36,7 @@ from fslab.analyze.compare import ComparisonRow, ComparisonTable, compare, judge
 from fslab.analyze.dataset import CampaignData
 from fslab.analyze.drift import Drift, host_drift
 from fslab.analyze.falloff import campaign_falloffs
+from fslab.analyze.guests import guest_summary
 from fslab.analyze.noise import TEST_NAME, NoiseModel, model_row
 from fslab.errors import UsageError
 from fslab.vocab import PointKey, point_key
@@ -92,13 +98,24 @@ def select_metrics(
     return list(dict.fromkeys(chosen))
 
 
-def samples(data: CampaignData, metrics: Iterable[str], config: str | None = None) -> Samples:
+def samples(
+    data: CampaignData,
+    metrics: Iterable[str],
+    config: str | None = None,
+    *,
+    where: tuple[str, str] | None = None,
+) -> Samples:
     """{point: {metric: per-repetition values}}; the key has the config unless one is given."""
+    """`where = (axis, value)`: only the points at that value, keyed without the axis."""
     names = list(metrics)
     out: Samples = {}
+    axis, wanted = where or ("", "")
     for p in data.ok_points(config):
+        if where is not None and str(p.sweep.get(axis)) != wanted:
+            continue
         values = data.metrics.get(p.id, {})
-        key = point_key(p.sweep) if config else (("config", p.config), *point_key(p.sweep))
+        sweep = point_key(p.sweep, drop=(axis,) if where else ())
+        key = sweep if config else (("config", p.config), *sweep)
         for metric in names:
             if metric in values:
                 out.setdefault(key, {}).setdefault(metric, []).append(values[metric])
@@ -222,6 +239,52 @@ def config_comparisons(
         return {c: falloffs[c].reason for c in (base, config) if c in falloffs}
 
     return [Comparison(base, config, table, details(config)) for config, table in tables.items()]
+
+
+def axis_comparisons(
+    data: CampaignData,
+    axis: str,
+    baseline: str | None = None,
+    patterns: Iterable[str] | None = None,
+) -> list[Comparison]:
+    """What `fslab compare ID --by AXIS` shows: one table per other value of the axis."""
+    if axis not in data.axes():
+        swept = ", ".join(data.axes()) or "none"
+        raise UsageError(f"--by {axis}: campaign {data.id} does not sweep {axis} (axes: {swept})")
+    values = list(dict.fromkeys(str(p.sweep[axis]) for p in data.points if axis in p.sweep))
+    base = baseline if baseline is not None else values[0]
+    if base not in values:
+        raise UsageError(
+            f"--baseline {base!r}: {axis} takes {', '.join(values)} in campaign {data.id}"
+        )
+    if len(values) < 2:
+        raise UsageError(f"--by {axis}: campaign {data.id} has one value ({base})")
+    names = select_metrics([data], patterns)
+    base_samples = samples(data, names, where=(axis, base))
+
+    def details(value: str) -> dict[str, str]:
+        return {f"{axis}={v}": axis_detail(data, axis, v) for v in (base, value)}
+
+    return [
+        Comparison(
+            f"{axis}={base}",
+            f"{axis}={value}",
+            _ordered(compare(base_samples, samples(data, names, where=(axis, value))), names),
+            details(value),
+        )
+        for value in values
+        if value != base
+    ]
+
+
+def axis_detail(data: CampaignData, axis: str, value: str) -> str:
+    """What one value of an axis ran on: the guest's kernel, CPUs and accelerator."""
+    guests = [
+        p.facts["guest"]
+        for p in data.points
+        if str(p.sweep.get(axis)) == value and isinstance(p.facts.get("guest"), dict)
+    ]
+    return guest_summary(guests) or "on the host"
 
 
 PROFILE_SHARES = "profile.inclusive.*"  # perf-profile call-chain shares (children)

@@ -20,6 +20,8 @@ from fslab.cli import kernels  # noqa: F401
 from fslab.cli import report  # noqa: F401
 from fslab.cli import reproduce  # noqa: F401
 from fslab.cli import timeseries
+from fslab.cli import store  # noqa: F401
+from fslab.cli import fleet  # noqa: F401
 
 __all__ = ["app", "main"]
 

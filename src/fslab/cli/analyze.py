@@ -24,11 +24,13 @@ from fslab.analyze.campaign_scaling import CurveFit, ScaleReport, fit_campaign
 from fslab.analyze.compare import RECOMMENDED_REPETITIONS, ComparisonRow
 from fslab.analyze.comparisons import (
     Comparison,
+    axis_comparisons,
     config_comparisons,
     min_repetitions,
 )
 from fslab.analyze.dataset import CampaignData, load_campaign
 from fslab.analyze.falloff import Curve
+from fslab.analyze.hosts import HostFact, campaigns_across_hosts, host_facts_side_by_side
 from fslab.analyze.noise import TEST_NAME as NOISE_TEST
 from fslab.analyze.scaling import UslFit
 from fslab.analyze.stats import MIN_REPS
@@ -69,7 +71,12 @@ def compare(
     ] = None,
     by: Annotated[
         str | None,
-        typer.Option("--by", help="'filesystem': compare the configurations of campaign A."),
+        typer.Option(
+            "--by",
+            help="'filesystem': compare the configurations of campaign A; 'host': campaign A "
+            "against the latest campaign of the same spec on each other host; a sweep axis "
+            "(kernel, possible_cpus, numjobs...): compare its values inside campaign A.",
+        ),
     ] = None,
     metric: Annotated[
         list[str] | None,
@@ -77,7 +84,10 @@ def compare(
     ] = None,
     baseline: Annotated[
         str | None,
-        typer.Option("--baseline", help="With --by filesystem: the baseline configuration."),
+        typer.Option(
+            "--baseline",
+            help="With --by: the baseline configuration, or the axis value (default: the first).",
+        ),
     ] = None,
     fail_on_regression: Annotated[
         float | None,
@@ -94,31 +104,68 @@ def compare(
 
     Two campaigns (A baseline, B candidate; points matched by configuration
     and sweep values), or with --by filesystem the configurations inside
-    campaign A, each against the first (or --baseline).
+    campaign A, each against the first (or --baseline), or with --by host
+    campaign A against the same spec run on each other host of a shared
+    store, after a table of what differs between the machines, or with
+    --by AXIS (kernel, possible_cpus, any sweep axis) that axis's values
+    inside campaign A: how kernels and CPU counts of guests are compared.
     """
 
     def body() -> None:
+        hosts: list[HostFact] = []
         with open_store(db) as store, warnings.catch_warnings():
             # scipy warns on evidence metrics that are constant on one side (e.g. jbd2
             # times in whole ms); the test still returns a defined p, so keep the table clean
             warnings.simplefilter("ignore", RuntimeWarning)
-            comparisons = _comparisons(store, campaign_a, campaign_b, by, baseline, metric)
+            if by == "host":
+                hosts, comparisons = _host_comparisons(store, campaign_a, campaign_b, metric)
+            else:
+                comparisons = _comparisons(store, campaign_a, campaign_b, by, baseline, metric)
         regressions = _regressions(comparisons, fail_on_regression)
         if as_json:
             print_json(
                 {
+                    **({"hosts": [h.to_dict() for h in hosts]} if hosts else {}),
                     "comparisons": [c.to_dict(fail_on_regression) for c in comparisons],
                     "fail_on_regression_pct": fail_on_regression,
                     "failed": bool(regressions),
                 }
             )
         else:
+            if hosts:
+                out.print(_hosts_table(hosts))
             _print_comparisons(comparisons)
         if regressions:
             _report_regressions(regressions, fail_on_regression or 0.0)
             raise typer.Exit(1)
 
     guarded(body)
+
+
+def _host_comparisons(
+    store: Store, a: int, b: int | None, patterns: list[str] | None
+) -> tuple[list[HostFact], list[Comparison]]:
+    if b is not None:
+        raise UsageError(
+            "--by host compares campaign A with the same spec on the other hosts: give one id"
+        )
+    across = campaigns_across_hosts(store, a)
+    comparisons = [
+        c for other in across[1:] for c in compare_with_noise(store, a, other.id, patterns)
+    ]
+    return host_facts_side_by_side(across), comparisons
+
+
+def _hosts_table(hosts: Sequence[HostFact]) -> Table:
+    """The machines side by side; '≠' marks a fact that differs between them."""
+    table = Table(
+        title="hosts (≠: differs)", title_justify="left", box=box.SIMPLE, show_header=False
+    )
+    for _ in range(len(hosts[0].values) + 2):
+        table.add_column("")
+    for fact in hosts:
+        table.add_row("≠" if fact.differs else "", fact.label, *fact.values)
+    return table
 
 
 def _comparisons(
@@ -129,16 +176,18 @@ def _comparisons(
     baseline: str | None,
     patterns: list[str] | None,
 ) -> list[Comparison]:
-    if by is not None and by not in ("filesystem", "config"):
-        raise UsageError(f"--by {by!r}: only 'filesystem' (configurations) is supported")
     if by is not None:
         if b is not None:
-            raise UsageError("--by filesystem compares inside one campaign: give one id")
-        return config_comparisons(load_campaign(store, a), baseline, patterns)
+            raise UsageError(f"--by {by} compares inside one campaign: give one id")
+        if by in ("filesystem", "config"):
+            return config_comparisons(load_campaign(store, a), baseline, patterns)
+        return axis_comparisons(load_campaign(store, a), by, baseline, patterns)
     if b is None:
-        raise UsageError("give a second campaign id, or --by filesystem to compare configs")
+        raise UsageError(
+            "give a second campaign id, or --by filesystem|AXIS to compare inside one campaign"
+        )
     if baseline is not None:
-        raise UsageError("--baseline applies with --by filesystem")
+        raise UsageError("--baseline applies with --by")
     return compare_with_noise(store, a, b, patterns)
 
 

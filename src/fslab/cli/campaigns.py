@@ -25,23 +25,26 @@ from fslab.report import terminal
 
 
 @app.command("list")
-def list_(db: DbOption = None, as_json: JsonOption = False) -> None:
-    """List the campaigns in the database."""
+def list_(
+    host: Annotated[
+        str | None, typer.Option("--host", help="Only the campaigns of this host.")
+    ] = None,
+    db: DbOption = None,
+    as_json: JsonOption = False,
+) -> None:
+    """List the campaigns in the database (of every host writing to it)."""
 
     def body() -> None:
         with open_store(db) as store:
-            campaigns = store.campaigns()
-            counts: dict[int, dict[str, int]] = {}
-            for c in campaigns:
-                for p in store.points(c.id):
-                    counts.setdefault(c.id, {}).setdefault(p.status, 0)
-                    counts[c.id][p.status] += 1
+            campaigns = store.campaigns(host=host)
+            counts = store.point_counts()
             if as_json:
                 print_json(
                     [
                         {
                             "id": c.id,
                             "name": c.name,
+                            "host": c.hostname,
                             "status": c.status,
                             "started_at": c.started_at,
                             "ended_at": c.ended_at,
@@ -51,7 +54,7 @@ def list_(db: DbOption = None, as_json: JsonOption = False) -> None:
                     ]
                 )
             elif not campaigns:
-                out.print(f"no campaigns in {store.path} yet")
+                out.print(f"no campaigns in {store.location} yet")
             else:
                 out.print(terminal.campaigns_table(campaigns, counts))
 

@@ -13,7 +13,7 @@ import typer
 from rich.console import Console
 
 from fslab.errors import FslabError
-from fslab.store.db import Store, default_db_path
+from fslab.store.db import Store, default_db
 
 app = typer.Typer(
     help=(
@@ -31,15 +31,23 @@ out = Console(highlight=False, soft_wrap=False)
 err = Console(stderr=True, highlight=False)
 
 DbOption = Annotated[
-    Path | None,
-    typer.Option("--db", help="Results database (default $XDG_DATA_HOME/fslab/results.db)."),
+    str | None,
+    typer.Option(
+        "--db",
+        envvar="FSLAB_DB",
+        show_envvar=True,
+        help=(
+            "Results database: a SQLite file (default $XDG_DATA_HOME/fslab/results.db) "
+            "or a shared PostgreSQL, postgresql://USER[:PASSWORD]@HOST[:PORT]/DBNAME."
+        ),
+    ),
 ]
 JsonOption = Annotated[bool, typer.Option("--json", help="Print JSON for scripts.")]
 LatestCampaignArg = Annotated[int | None, typer.Argument(help="Campaign id (default: the latest).")]
 
 
-def open_store(db: Path | None) -> Store:
-    return Store(db or default_db_path())
+def open_store(db: str | Path | None) -> Store:
+    return Store(db or default_db())
 
 
 def campaign_or_latest(store: Store, campaign_id: int | None) -> int:

@@ -52,6 +52,14 @@ def reproduce(
     no_collect: Annotated[
         bool, typer.Option("--no-collect", help="With --run: run without collectors.")
     ] = False,
+    on_host: Annotated[
+        bool,
+        typer.Option(
+            "--host",
+            help="No guest: run on this host even where the report's kernel or CPU count "
+            "could run in a qemu guest (they are then listed as not reproduced).",
+        ),
+    ] = False,
     db: DbOption = None,
     as_json: JsonOption = False,
 ) -> None:
@@ -62,7 +70,8 @@ def reproduce(
     count, memory, device size and limits, the reporter's figures and
     hypothesis, each with the line it came from. The spec scales the report to
     this machine and says why in comments; the facts go in its [reported]
-    table. Nothing runs until --run.
+    table. The report's kernel (Debian's 5.10, 6.1, 6.12) and CPU count (as
+    possible CPUs) run in a qemu guest unless --host. Nothing runs until --run.
     """
 
     def body() -> None:
@@ -72,7 +81,9 @@ def reproduce(
             raise UsageError(f"{output} exists; choose another -o or add --force")
         facts = extract_facts(_read_report(report))
         name = Path(report).name if report != "-" else "-"
-        reproduction = build_spec(facts, source_name=name, host=HostShape.current())
+        reproduction = build_spec(
+            facts, source_name=name, host=HostShape.current(), guests=not on_host
+        )
         lines = [f"read from {name}:", *describe_facts(facts)]
         for question in reproduction.questions:
             where = f"line {question.source.number}: " if question.source else ""

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from fslab.analyze.guests import guest_summary
 from fslab.analyze.summary import summarize
 from fslab.cli.common import out, print_json
 from fslab.report import terminal
@@ -34,9 +35,11 @@ def print_results(store: Store, campaign_id: int, as_json: bool) -> None:
         )
         return
     host = campaign.host
-    title = (
-        f"campaign {campaign.id} {campaign.name} ({campaign.status}) - kernel "
-        f"{host.get('kernel_release')}, {host.get('online_cpus')} CPUs "
+    guests = guest_summary(p.facts["guest"] for p in points if "guest" in p.facts)
+    title = f"campaign {campaign.id} {campaign.name} ({campaign.status}) - " + (
+        f"in guests: {guests}"
+        if guests
+        else f"kernel {host.get('kernel_release')}, {host.get('online_cpus')} CPUs "
         f"(nr_cpu_ids {host.get('nr_cpu_ids')})"
     )
     out.print(terminal.results_table(rows, title))

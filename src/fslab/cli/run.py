@@ -12,6 +12,7 @@ from fslab.cli.common import DbOption, JsonOption, app, err, guarded, open_store
 from fslab.cli.progress import RichProgress
 from fslab.cli.results import print_results
 from fslab.errors import FslabError, UsageError
+from fslab.fleet.campaigns import fleet_campaign
 from fslab.preflight import run_preflight
 from fslab.roles import COLLECT_MODES, CollectMode
 from fslab.runner import (
@@ -21,7 +22,15 @@ from fslab.runner import (
     run_campaign,
     start_campaign,
 )
-from fslab.spec import Spec, load_spec, preset_names, preset_path, target_overrides
+from fslab.spec import (
+    Spec,
+    guest_overrides,
+    load_spec,
+    preset_names,
+    preset_path,
+    spec_data,
+    target_overrides,
+)
 
 presets_app = typer.Typer(help="Built-in experiments (the seed reports among them).")
 app.add_typer(presets_app, name="presets")
@@ -76,6 +85,35 @@ def run(
     no_collect: Annotated[
         bool, typer.Option("--no-collect", help="Run without any collector (--collect=off).")
     ] = False,
+    kernel: Annotated[
+        str | None,
+        typer.Option(
+            "--kernel",
+            metavar="RELEASE|PATH",
+            help="Run every point in a qemu guest booting this kernel: a release or series "
+            "from `fslab kernels list` (6.1.0-57-amd64, 6.1) or your own build's path.",
+        ),
+    ] = None,
+    cpus: Annotated[
+        int | None,
+        typer.Option("--cpus", metavar="N", help="Guest vCPUs (default 2)."),
+    ] = None,
+    possible_cpus: Annotated[
+        int | None,
+        typer.Option(
+            "--possible-cpus",
+            metavar="M",
+            help="The guest's possible CPUs (nr_cpu_ids), e.g. 1728 for the reporter's box.",
+        ),
+    ] = None,
+    memory: Annotated[
+        str | None,
+        typer.Option(
+            "--memory",
+            metavar="SIZE",
+            help="Guest RAM (default: the target image + 1 GiB, at least 2 GiB).",
+        ),
+    ] = None,
     resume: Annotated[
         int | None, typer.Option("--resume", help="Continue an interrupted campaign by id.")
     ] = None,
@@ -98,6 +136,14 @@ def run(
         int | None,
         typer.Option("--max-repeat", help="With --until-ci: most runs per point (default 16)."),
     ] = None,
+    fleet_key: Annotated[
+        str | None,
+        typer.Option(
+            "--fleet-key",
+            help="Set by `fslab fleet run`: resume this host's unfinished campaign started "
+            "with the same key, or show the finished one, instead of starting over.",
+        ),
+    ] = None,
     db: DbOption = None,
     as_json: JsonOption = False,
 ) -> None:
@@ -110,8 +156,13 @@ def run(
             allow_devices=tuple(allow_device or ()), force=force, collect=mode or "separate"
         )
         with open_store(db) as store:
-            if resume is not None:
-                campaign_id = resume
+            earlier = fleet_campaign(store, fleet_key) if fleet_key else None
+            if earlier is not None and earlier.status == "complete":
+                err.print(f"campaign {earlier.id} of this fleet run is complete")
+                print_results(store, earlier.id, as_json)
+                return
+            if resume is not None or earlier is not None:
+                campaign_id = resume if resume is not None else earlier.id  # type: ignore[union-attr]
                 store.campaign(campaign_id)
                 check_resume_mode(store, campaign_id, mode)
             else:
@@ -121,6 +172,15 @@ def run(
                 target_text = f"device:{device}" if device is not None else target
                 if target_text is not None:
                     overrides += target_overrides(target_text)
+                guest_flags = {
+                    "kernel": kernel,
+                    "cpus": cpus,
+                    "possible_cpus": possible_cpus,
+                    "memory": memory,
+                }
+                if any(value is not None for value in guest_flags.values()):
+                    data, _ = spec_data(spec, overrides=overrides, quick=quick)
+                    overrides += guest_overrides(guest_flags, data.get("sweep") or {})
                 loaded, text = load_spec(spec, overrides=overrides, quick=quick)
                 if not no_preflight:
                     _preflight(loaded)
@@ -131,10 +191,15 @@ def run(
                     store,
                     loaded,
                     text,
-                    overrides={"set": overrides, "quick": quick, "source": spec},
+                    overrides={
+                        "set": overrides,
+                        "quick": quick,
+                        "source": spec,
+                        **({"fleet_key": fleet_key} if fleet_key else {}),
+                    },
                     options=options,
                 )
-            err.print(f"campaign {campaign_id} -> {store.path}")
+            err.print(f"campaign {campaign_id} -> {store.location}")
             try:
                 with RichProgress(err) as progress:
                     run_campaign(store, campaign_id, options=options, progress=progress)
@@ -149,10 +214,16 @@ def run(
                         )
             except KeyboardInterrupt:
                 err.print(
-                    f"interrupted: mounts and loop devices released; "
+                    f"interrupted: mounts, loop devices and guests released; "
                     f"continue with `fslab run --resume {campaign_id}`"
                 )
                 raise typer.Exit(130) from None
+            if store.spooled():
+                raise FslabError(
+                    f"campaign {campaign_id} ran, but {store.location} went away: "
+                    f"{store.spooled()} write(s) are kept on this host and sent when it is "
+                    "back (`fslab store flush`, or any fslab opening it)"
+                )
             print_results(store, campaign_id, as_json)
 
     guarded(body)

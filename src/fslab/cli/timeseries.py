@@ -204,12 +204,14 @@ def _series_campaigns(
         read_spec_source(selector)
     except SpecError:
         raise UsageError(
-            f"no campaign named {selector!r} in {store.path}, and it is no spec file or preset"
+            f"no campaign named {selector!r} in {store.location}, and it is no spec file or preset"
         ) from None
     loaded, _, _ = _load(selector, set_, quick)
     found = select_campaigns(store, fingerprint=spec_fingerprint(loaded.model_dump(mode="json")))
     if not found:
-        raise UsageError(f"no stored campaign of the spec {selector} (as given) in {store.path}")
+        raise UsageError(
+            f"no stored campaign of the spec {selector} (as given) in {store.location}"
+        )
     return found
 
 
@@ -296,7 +298,7 @@ def _bisect_run(
     max_repeat: int,
     candidate: str | None,
     no_collect: bool,
-    db: Path | None,
+    db: str | None,
     log: Callable[[str], None],
 ) -> int:
     if max_repeat < 2:
@@ -371,7 +373,7 @@ def bisect(
 
     Runs SPEC in a guest of the good and bad kernels, then of the kernel in
     the middle, deciding each as `fslab bisect-run` does, until one kernel
-    is the first bad. Needs guests (not in this fslab yet: it says so).
+    is the first bad. Each kernel is booted in a qemu guest (docs/guests.md).
     """
 
     def body() -> None:

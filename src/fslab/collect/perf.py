@@ -13,6 +13,13 @@ that exist) then happens before fio's threads exist and outside the measured
 window, and the threads fio creates are tracked by the kernel's fork/comm
 records. `perf script` and the folding run after the window
 (`stop_observing()` then `finish()`), off the measured path.
+
+`start()` returns once perf is recording: once it has exec'd its `sleep`,
+which perf does only after opening its events and synthesising the threads
+that exist. That takes a fraction of a second on a host and 20 to 36 s in a
+TCG guest (an emulated CPU walking /proc); without the wait the workload
+would be over before perf sampled anything. The grace perf gets to write its
+buffers at the end scales with how long it took to start.
 """
 
 from __future__ import annotations
@@ -51,8 +58,11 @@ END_MARGIN_S = 0.5  # stop recording a little before the workload is expected to
 MIN_RECORD_S = 0.5
 TOP_FUNCS = 30
 SCRIPT_FIELDS = "comm,pid,tid,ip,sym"
-TRIAL_TIMEOUT_S = 60.0
+TRIAL_TIMEOUT_S = 180.0  # a TCG guest's perf takes up to ~40 s to start
+READY_TIMEOUT_S = 180.0  # perf record opening its events and synthesising threads
+READY_POLL_S = 0.01
 STOP_GRACE_S = 20.0  # perf writes its buffers after SIGINT; big runs take a while
+STOP_GRACE_PER_START = 2.0  # ... and twice its start-up time where that was longer
 ARTIFACT_FOLDED = "profile.oncpu.folded"
 ARTIFACT_COMMANDS = "profile.oncpu.commands"
 
@@ -271,6 +281,26 @@ class PerfCollector(Collector):
             raise StartFailed(f"cannot start perf record: {exc}") from exc
         self._proc_argv = argv
         self._proc_started = time.monotonic()
+        self._wait_recording()
+
+    def _wait_recording(self) -> None:
+        """Until perf has exec'd its `sleep` (it is then recording), it exits, or the
+        deadline passes (then it is stopped and the point records why)."""
+        proc = self._proc
+        assert proc is not None
+        deadline = self._proc_started + READY_TIMEOUT_S
+        while not _workload_started(proc.pid):
+            if proc.poll() is not None:
+                return  # it failed: stop_observing() reports its log
+            if time.monotonic() > deadline:
+                _kill_group(proc)
+                self._launch_error = f"perf record did not start within {READY_TIMEOUT_S:.0f} s"
+                self._proc = None
+                return
+            time.sleep(READY_POLL_S)
+        self.start_s = time.monotonic() - self._proc_started
+        # the ramp (perf's --delay) runs from here: the workload starts after start()
+        self._ramp_end = time.monotonic() + max(self._ctx.ramp_s if self._ctx else 0.0, 0.0)
 
     def _reset(self) -> None:
         """Forget the previous point, so one collector can observe many."""
@@ -280,6 +310,7 @@ class PerfCollector(Collector):
         self._interrupted = False
         self._ramp_end = 0.0
         self._cpu_s = 0.0  # perf record's own CPU over the recording
+        self.start_s = 0.0  # how long perf took to start recording
 
     # --- stop -----------------------------------------------------------------
 
@@ -364,7 +395,7 @@ class PerfCollector(Collector):
             with contextlib.suppress(ProcessLookupError):
                 proc.send_signal(signal.SIGINT)
             try:
-                proc.wait(timeout=STOP_GRACE_S)
+                proc.wait(timeout=max(STOP_GRACE_S, STOP_GRACE_PER_START * self.start_s))
             except subprocess.TimeoutExpired:
                 _kill_group(proc)
         return proc.wait()
@@ -389,6 +420,7 @@ class PerfCollector(Collector):
         metrics = profile_metrics(profile, self.top_n)
         metrics["profile.freq_hz"] = float(self.freq_hz)
         metrics["profile.script_s"] = time.monotonic() - started
+        metrics["profile.start_s"] = self.start_s
         return CollectorResult(
             status="ok",
             metrics=metrics,
@@ -433,6 +465,15 @@ def _run_script(
         if proc.stdout is not None:
             proc.stdout.close()
     return folded, returncode, timed_out.is_set()
+
+
+def _workload_started(pid: int) -> bool:
+    """True once perf's forked child has exec'd the workload (its comm is no longer perf's)."""
+    try:
+        children = Path(f"/proc/{pid}/task/{pid}/children").read_text().split()
+        return any(Path(f"/proc/{c}/comm").read_text().strip() == "sleep" for c in children)
+    except OSError:
+        return False
 
 
 def _kill_group(proc: subprocess.Popen[bytes]) -> None:

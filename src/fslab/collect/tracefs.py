@@ -24,6 +24,7 @@ from pathlib import Path
 import numpy as np
 
 from fslab.errors import FslabError, ToolError
+from fslab.hostfacts import parse_cpu_list
 from fslab.proc import CommandLog, pid_alive, run
 
 DEFAULT_ROOT = Path("/sys/kernel/tracing")
@@ -148,6 +149,16 @@ class EventField:
     signed: bool
     data_loc: bool = False  # __data_loc: u32 (len << 16 | offset from record start)
     rel_loc: bool = False  # __rel_loc: u32 (len << 16 | offset from after this field)
+
+
+ONLINE_CPUS = Path("/sys/devices/system/cpu/online")
+
+
+def _read_text(path: Path) -> str:
+    try:
+        return path.read_text()
+    except OSError:
+        return ""
 
 
 @dataclass(frozen=True)
@@ -485,8 +496,12 @@ class TraceInstance:
         self._write("tracing_on", "1" if on else "0")
 
     def cpus(self) -> list[int]:
+        """The online CPUs' buffers: tracefs has one per possible CPU, and a guest with
+        possible_cpus=1728 and 2 online would otherwise open 1728 pipes (EMFILE)."""
         names = os.listdir(self.path / "per_cpu")
-        return sorted(int(n[3:]) for n in names if n.startswith("cpu") and n[3:].isdigit())
+        present = sorted(int(n[3:]) for n in names if n.startswith("cpu") and n[3:].isdigit())
+        online = set(parse_cpu_list(_read_text(ONLINE_CPUS)))
+        return [cpu for cpu in present if cpu in online] if online else present
 
     def stats(self) -> dict[int, dict[str, float]]:
         out: dict[int, dict[str, float]] = {}

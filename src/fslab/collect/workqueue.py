@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import bisect
 import contextlib
+import errno
 import os
 import re
 import time
@@ -255,7 +256,12 @@ def decode_wq(records: RawRecords, layout: WqLayout, names: NameTable) -> WqEven
                 ts=records.ts_ns[mask],
                 kind=np.full(count, kind, dtype=np.int8),
                 work=records.column(fmt["work"], mask).astype(np.uint64),
-                fn=records.column(fmt["function"], mask).astype(np.uint64),
+                # 6.1's and 5.10's activate_work has no function: 0, the queue's is used
+                fn=(
+                    records.column(fmt["function"], mask).astype(np.uint64)
+                    if "function" in fmt.fields
+                    else np.zeros(count, np.uint64)
+                ),
                 wq=wq,
             )
         )
@@ -400,7 +406,10 @@ class WorkqueueAggregator:
         owner = np.where(ev.kind == END, p.end_wq, np.where(ev.kind == QUEUE, ev.wq, p.wq_at))
         interesting = counted & (owner >= 0)
         key = np.full(len(ev), -1, np.int64)
-        key[interesting] = self._key_index(owner[interesting], ev.fn[interesting])
+        fn = ev.fn.copy()
+        unnamed = (fn == 0) & (p.lq >= 0)  # an event without a function field: its queue's
+        fn[unnamed] = ev.fn[p.lq[unnamed]]
+        key[interesting] = self._key_index(owner[interesting], fn[interesting])
         queued = counted & (ev.kind == QUEUE) & (key >= 0)
         self.items += np.bincount(key[queued], minlength=len(self.items))
         for quantity, (mask, earlier) in selections.items():
@@ -517,10 +526,12 @@ class KernelSymbols:
         self.path = path
         self._addrs: list[int] = []
         self._names: list[str] = []
+        self._by_name: dict[str, int] | None = None
         self._loaded = False
 
     def _load(self, *, fresh: bool = False) -> None:
         self._loaded = True
+        self._by_name = None
         if not fresh and self.path in self._shared:
             self._addrs, self._names = self._shared[self.path]
             return
@@ -536,6 +547,14 @@ class KernelSymbols:
         self._addrs = [a for a, _ in pairs]
         self._names = [n for _, n in pairs]
         self._shared[self.path] = (self._addrs, self._names)
+
+    def address(self, name: str) -> int | None:
+        """A function's address; None when this kernel has none by that name."""
+        if not self._loaded:
+            self._load()
+        if self._by_name is None:
+            self._by_name = dict(zip(self._names, self._addrs, strict=True))
+        return self._by_name.get(name)
 
     def name(self, addr: int) -> str:
         if not self._loaded:
@@ -629,9 +648,32 @@ def default_buffer_kb_per_cpu(ncpu: int | None = None) -> int:
 
 
 def function_filter(include: Iterable[str] = (), exclude: Iterable[str] = ()) -> str | None:
-    """An ftrace filter on the work function, valid for all four events."""
+    """An ftrace filter on the work function by name, valid for all four events.
+
+    Comparing a function pointer with a symbol name (`.function`) is newer than
+    6.1 and 5.10, which refuse it with EINVAL: `address_filter` says the same
+    with the functions' addresses.
+    """
     inc = [f"function.function == {name}" for name in include]
     exc = [f"function.function != {name}" for name in exclude]
+    return _conjunction(inc, exc)
+
+
+def address_filter(
+    include: Iterable[str], exclude: Iterable[str], symbols: KernelSymbols
+) -> str | None:
+    """The same filter with the functions' addresses from /proc/kallsyms, which every
+    kernel takes. A function this kernel does not have is left out (an included one
+    matches nothing: `function == 0`)."""
+    inc_names = list(include)
+    inc = [f"function == 0x{a:x}" for a in filter(None, map(symbols.address, inc_names))]
+    if inc_names and not inc:
+        inc = ["function == 0"]
+    exc = [f"function != 0x{a:x}" for a in filter(None, map(symbols.address, exclude))]
+    return _conjunction(inc, exc)
+
+
+def _conjunction(inc: list[str], exc: list[str]) -> str | None:
     parts = []
     if inc:
         parts.append("(" + " || ".join(inc) + ")")
@@ -677,7 +719,9 @@ class WorkqueueCollector(Collector):
         self.read_interval_s = read_interval_s
         self.spool_limit_bytes = spool_limit_bytes
         self.buffer_kb_per_cpu = buffer_kb_per_cpu or default_buffer_kb_per_cpu()
-        self.filter = function_filter(include, exclude)
+        self.include_functions = list(include)
+        self.exclude_functions = list(exclude)
+        self.filter = function_filter(self.include_functions, self.exclude_functions)
         self._instance: TraceInstance | None = None
         self._ticker: tracefs.Ticker | None = None
         self._note = ""
@@ -709,8 +753,7 @@ class WorkqueueCollector(Collector):
             inst.create(buffer_kb_per_cpu=self.buffer_kb_per_cpu)
             self._page_size = inst.page_size()
             self._layout = WqLayout.from_formats({ev: inst.event_format(ev) for ev in EVENTS})
-            for ev in EVENTS:
-                inst.enable_event(ev, self.filter)
+            self._enable_events(inst)
             inst.open_raw()
             inst.set_tracing(True)
             self._t_start_ns = inst.clock_now_ns()
@@ -723,6 +766,30 @@ class WorkqueueCollector(Collector):
         self._agg = WorkqueueAggregator(self._t_start_ns + int(ctx.ramp_s * 1e9))
         self._ticker = tracefs.Ticker(self._tick, self.read_interval_s, "fslab-workqueue")
         self._ticker.start()
+
+    def _enable_events(self, inst: TraceInstance) -> None:
+        """Enable the events with the filter by name, or by address where the kernel
+        does not compare function pointers with names (6.1, 5.10: EINVAL)."""
+        expr = self.filter
+        for ev in EVENTS:
+            if "function" not in inst.event_format(ev).fields:
+                inst.enable_event(ev)  # 6.1's activate_work: nothing to filter on
+                continue
+            try:
+                inst.enable_event(ev, expr)
+            except tracefs.TracefsError as exc:
+                cause = exc.__cause__
+                if expr != self.filter or not isinstance(cause, OSError):
+                    raise
+                if cause.errno != errno.EINVAL:
+                    raise
+                expr = address_filter(
+                    self.include_functions, self.exclude_functions, KernelSymbols()
+                )
+                inst.enable_event(ev, expr)
+                self._note = "; ".join(
+                    filter(None, [self._note, "work functions filtered by address"])
+                )
 
     def _tick(self) -> None:
         self._read()

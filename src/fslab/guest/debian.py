@@ -36,6 +36,7 @@ from fslab.proc import CommandLog, run
 
 ARCHIVE_SUITES = ("bookworm", "bookworm-updates", "bullseye")
 SECURITY_SUITES = ("bookworm-security", "bullseye-security")
+OFFERED_SERIES = ("5.10", "6.1", "6.12")  # the kernel series those suites carry
 DEBIAN_CODENAMES = ("buster", "bullseye", "bookworm", "trixie", "forky", "sid")
 KEYRING = Path("/usr/share/keyrings/debian-archive-keyring.gpg")
 LISTS_MAX_AGE_S = 24 * 3600

@@ -13,8 +13,8 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from fslab.guest.config import GuestConfig
 from fslab.spec import Point
+from fslab.vm_config import GuestConfig
 
 
 @dataclass(frozen=True)

@@ -19,8 +19,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from fslab.errors import ToolError, UsageError
-from fslab.guest.config import Accel
 from fslab.guest.kernels import Kernel
+from fslab.vm_config import Accel
 
 KVM_DEVICE = Path("/dev/kvm")
 _KVM_GET_API_VERSION = 0xAE00

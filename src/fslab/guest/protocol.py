@@ -15,10 +15,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from fslab.guest.config import GUEST_AXES
 from fslab.roles import PointRole
 from fslab.spec import Point, Spec, validate_spec
 from fslab.store.db import PointOutcome
+from fslab.vm_config import GUEST_AXES
 
 MARKER = "@fslab-agent"
 SESSION_FILE = "session.json"

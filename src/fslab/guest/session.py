@@ -33,7 +33,6 @@ from types import FrameType
 from typing import Any
 
 from fslab.errors import FslabError
-from fslab.guest.config import Accel, GuestConfig
 from fslab.guest.kernels import Kernel, resolve_kernel
 from fslab.guest.probe import PROBE_TIMEOUT_S, AccelChoice, check_cpus, choose_accel
 from fslab.guest.protocol import (
@@ -52,6 +51,7 @@ from fslab.proc import stop_process_group
 from fslab.spec import Point, Spec
 from fslab.store.db import PointOutcome, utc_now
 from fslab.units import format_bytes
+from fslab.vm_config import Accel, GuestConfig
 from fslab.workload import plan as workload_plan
 
 CONSOLE_TAIL_BYTES = 6000
@@ -375,7 +375,7 @@ class GuestSession:
         rwdir.mkdir()
         session_file = rwdir / SESSION_FILE
         write_json_atomic(session_file, {"boot": self.boots, "config": self.config.model_dump()})
-        command = (sys.executable, "-m", "fslab.guest.agent", str(session_file))
+        command = (sys.executable, "-m", "fslab.guest_agent", str(session_file))
         assert self.kernel is not None
         plan = boot_plan(
             self.kernel,

@@ -17,8 +17,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from fslab.errors import ToolError
-from fslab.guest.config import Accel
 from fslab.guest.kernels import Kernel
+from fslab.vm_config import Accel
 
 VNG_INSTALL_HINT = "pip install virtme-ng (fslab pins it; `make venv` installs it)"
 QEMU_INSTALL_HINT = "apt-get install qemu-system-x86 busybox-static kmod"

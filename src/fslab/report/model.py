@@ -43,6 +43,7 @@ from fslab.analyze.figures import (
     wchan_rows,
     workqueue_rows,
 )
+from fslab.analyze.guests import TCG_CAVEAT, guest_label, runs_under_tcg
 from fslab.analyze.point_profile import NoProfile, ProfileKind, load_profile
 from fslab.analyze.series import Series, build_series, select_campaigns
 from fslab.analyze.stats import MIN_REPS
@@ -137,6 +138,7 @@ class Setup:
     sweep: dict[str, list[Any]]
     run: dict[str, Any]
     notes: list[str] = field(default_factory=list)
+    guests: list[str] = field(default_factory=list)  # analyze.guests labels; [] on the host
 
 
 @dataclass
@@ -474,6 +476,9 @@ def _setup(store: Store, data: CampaignData) -> Setup:
     fs_specs = {fs.get("label"): fs for fs in spec.get("filesystems", [])}
     filesystems = [_filesystem(store, data, c, fs_specs.get(c, {})) for c in configs]
     workload = dict(spec.get("workload", {}))
+    guests = [p.facts["guest"] for p in data.points if isinstance(p.facts.get("guest"), dict)]
+    if runs_under_tcg(guests):
+        notes.append(TCG_CAVEAT)
     return Setup(
         host=host,
         device=data.campaign.device,
@@ -484,6 +489,7 @@ def _setup(store: Store, data: CampaignData) -> Setup:
         sweep={k: list(v) for k, v in spec.get("sweep", {}).items()},
         run=dict(spec.get("run", {})),
         notes=notes,
+        guests=list(dict.fromkeys(guest_label(g) for g in guests)),
     )
 
 

@@ -136,10 +136,12 @@ def _host(reply: Reply) -> str:
     host = reply.report.setup.host
     memory = host.get("memory_bytes")
     memory_text = f", {format_bytes(memory)} of memory" if memory else ""
-    return (
+    machine = (
         f"a {host.get('online_cpus', '?')}-CPU machine{memory_text}, kernel "
         f"{host.get('kernel_release', '?')}"
     )
+    guests = reply.report.setup.guests
+    return f"{machine}, in qemu guests ({'; '.join(guests)})" if guests else machine
 
 
 def _opening(reply: Reply) -> list[str]:
@@ -282,7 +284,8 @@ def _figure_table(reply: Reply) -> list[str]:
     common = points[0] if points and all(p.key == points[0].key for p in points) else None
     cpus = reply.reported.cpus
     host_cpus = reply.report.setup.host.get("online_cpus", "?")
-    here = f"here ({host_cpus} CPUs)" + (f", {_point(common.key)}" if common else "")
+    where = "in the guest" if reply.report.setup.guests else f"{host_cpus} CPUs"
+    here = f"here ({where})" + (f", {_point(common.key)}" if common else "")
     headers = ["", f"yours ({cpus} CPUs)" if cpus else "yours", here]
     rows: list[list[str]] = []
     missing: list[str] = []

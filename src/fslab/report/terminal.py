@@ -86,13 +86,23 @@ def results_table(rows: Sequence[SummaryRow], title: str) -> Table:
 
 def campaigns_table(campaigns: Sequence[CampaignRow], counts: dict[int, dict[str, int]]) -> Table:
     table = Table(title="campaigns", title_justify="left")
-    for column in ("id", "name", "status", "points ok/failed/pending", "started (UTC)", "kernel"):
+    columns = (
+        "id",
+        "name",
+        "host",
+        "status",
+        "points ok/failed/pending",
+        "started (UTC)",
+        "kernel",
+    )
+    for column in columns:
         table.add_column(column)
     for c in campaigns:
         n = counts.get(c.id, {})
         table.add_row(
             str(c.id),
             c.name,
+            c.hostname,
             c.status,
             f"{n.get('ok', 0)}/{n.get('failed', 0)}/{n.get('pending', 0)}",
             c.started_at.replace("+00:00", ""),

@@ -192,14 +192,16 @@ def setup_rows(report: Report) -> list[tuple[str, str]]:
         if host.get(k) and host[k] != "not installed"
     ]
     memory = host.get("memory_bytes")
+    host_word = "host " if setup.guests else ""  # guest points: the rows below are the host's
     rows = [
-        ("kernel", str(host.get("kernel_release", "not recorded"))),
+        (f"{host_word}kernel", str(host.get("kernel_release", "not recorded"))),
         (
-            "CPUs",
+            f"{host_word}CPUs",
             f"{host.get('online_cpus', '?')} online, nr_cpu_ids {host.get('nr_cpu_ids', '?')}"
             + (f" ({host['cpu_model']})" if host.get("cpu_model") else ""),
         ),
         ("memory", format_bytes(memory) if memory else "not recorded"),
+        *(("guest" if i == 0 else "", label) for i, label in enumerate(setup.guests)),
         ("device", setup.device_text),
         ("tools", "; ".join(tools) or "not recorded"),
     ]

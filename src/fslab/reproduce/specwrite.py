@@ -21,6 +21,7 @@ import tomlkit
 from tomlkit.items import Table
 
 from fslab.errors import UsageError
+from fslab.guest.debian import OFFERED_SERIES
 from fslab.reproduce import pending
 from fslab.reproduce.facts import DdFact, FioFact, QuestionFact, ReportFacts
 from fslab.reproduce.scale import (
@@ -85,12 +86,17 @@ class Reproduction:
     questions: list[QuestionFact]
 
 
-def build_spec(facts: ReportFacts, *, source_name: str, host: HostShape) -> Reproduction:
-    """The spec reproducing the report here; UsageError (exit 2) when it has no workload."""
+def build_spec(
+    facts: ReportFacts, *, source_name: str, host: HostShape, guests: bool = True
+) -> Reproduction:
+    """The spec reproducing the report here; UsageError (exit 2) when it has no workload.
+
+    With `guests`, the report's kernel and CPU count run in a qemu guest where
+    fslab can have them (pending.vm_section); without, on this host."""
     if not facts.has_workload:
         raise UsageError(_no_workload_message(facts, source_name))
     questions = list(facts.questions)
-    builder = _Builder(facts, host, questions)
+    builder = _Builder(facts, host, questions, guests=guests)
     doc = builder.document(source_name)
     text = tomlkit.dumps(doc)
     spec = validate_spec(tomllib.loads(text), f"the spec written for {source_name}")
@@ -117,7 +123,10 @@ def spec_name(source_name: str, title: str) -> str:
 class _Builder:
     """Builds the TOML document section by section, collecting warnings and questions."""
 
-    def __init__(self, facts: ReportFacts, host: HostShape, questions: list[QuestionFact]) -> None:
+    def __init__(
+        self, facts: ReportFacts, host: HostShape, questions: list[QuestionFact], *, guests: bool
+    ) -> None:
+        self.guests = guests
         self.facts = facts
         self.host = host
         self.questions = questions
@@ -151,6 +160,9 @@ class _Builder:
         doc["workload"] = workload
         if sweep.value:
             doc["sweep"] = sweep
+        vm = self._vm()
+        if vm is not None:
+            doc["vm"] = vm
         doc["run"] = run
         doc["quick"] = self._quick(configs, quick_set)
         doc["reported"] = self._reported(source_name, configs)
@@ -456,34 +468,78 @@ class _Builder:
 
     # -- what cannot run here, and [reported] ---------------------------------------------
 
+    def _vm_section(self) -> dict[str, str | int] | None:
+        return pending.vm_section(self.facts, self.host.nr_cpu_ids) if self.guests else None
+
+    def _vm(self) -> Table | None:
+        section = self._vm_section()
+        if section is None:
+            return None
+        vm = tomlkit.table()
+        for line in _wrap(
+            "every point runs in a qemu guest (docs/guests.md): "
+            + self._vm_why(section)
+            + "; `fslab kernels fetch` the kernel first"
+        ):
+            vm.add(tomlkit.comment(line))
+        for key, value in section.items():
+            vm[key] = value
+        return vm
+
+    def _vm_why(self, section: dict[str, str | int]) -> str:
+        facts = self.facts
+        reasons = []
+        kernel = next(
+            (k for k in facts.kernels if pending.kernel_series(k.version) == section["kernel"]),
+            None,
+        )
+        if kernel is not None:
+            reasons.append(
+                f"the report's kernel {kernel.version} (line {kernel.source.number}) as "
+                f"Debian's {section['kernel']}"
+            )
+        if "possible_cpus" in section:
+            cpu = max(facts.cpus, key=lambda c: c.count)
+            reasons.append(
+                f"its {cpu.count} CPUs (line {cpu.source.number}) as the guest's possible "
+                f"CPUs (nr_cpu_ids), {section['cpus']} of them online"
+            )
+        return " and ".join(reasons)
+
     def _unreproducible(self) -> None:
         facts, host = self.facts, self.host
-        if pending.vm_section(facts) is None:
-            for kernel in facts.kernels:
+        vm = self._vm_section()
+        runs = (
+            f"this spec runs {vm['kernel']} in a guest"
+            if vm
+            else f"this host runs {host.kernel_release}"
+        )
+        for kernel in facts.kernels:
+            if vm is None or pending.kernel_series(kernel.version) != vm["kernel"]:
                 self._cannot(
                     "kernel",
                     kernel.version,
                     kernel.source.number,
-                    f"this host runs {host.kernel_release}; guests with other kernels "
-                    f"are not in specs yet",
+                    f"{runs}; fslab's guests boot Debian's {', '.join(OFFERED_SERIES)} "
+                    "(or your own build: vm.kernel = PATH)",
                 )
-            if facts.cpus:
-                cpu = max(facts.cpus, key=lambda c: c.count)
-                if cpu.count != host.online_cpus:
-                    self._cannot(
-                        "cpus",
-                        str(cpu.count),
-                        cpu.source.number,
-                        f"this host has {host.online_cpus} CPUs (nr_cpu_ids "
-                        f"{host.nr_cpu_ids}); guests with more possible CPUs are not in "
-                        f"specs yet",
-                    )
-            for memory in facts.memory[:1]:
+        if facts.cpus and vm is None:
+            cpu = max(facts.cpus, key=lambda c: c.count)
+            if cpu.count != host.online_cpus:
+                self._cannot(
+                    "cpus",
+                    str(cpu.count),
+                    cpu.source.number,
+                    f"this host has {host.online_cpus} CPUs (nr_cpu_ids {host.nr_cpu_ids})",
+                )
+        for memory in facts.memory[:1]:
+            if vm is None or memory.size_bytes > host.memory_bytes:
                 self._cannot(
                     "memory",
                     memory.text,
                     memory.source.number,
-                    f"this host has {human_bytes(host.memory_bytes)}",
+                    f"this host has {human_bytes(host.memory_bytes)}"
+                    + (", the most a guest can get" if vm else ""),
                 )
         if pending.target_limits(facts) is None:
             for device in facts.devices:

@@ -1,35 +1,58 @@
-"""The results database: one SQLite file, opened explicitly, never at import.
+"""The results database: a SQLite file (the default) or a shared PostgreSQL.
 
-WAL mode lets `fslab show` read while a campaign writes; each finished point is
-committed in one transaction before the next point starts, so a crash loses at
-most the point in flight.
+One schema for both (fslab.store.tables, migrated by alembic), written through
+SQLAlchemy Core. Each finished point is committed in one transaction before
+the next point starts, so a crash loses at most the point in flight. SQLite
+runs in WAL mode, so `fslab show` reads while a campaign writes; PostgreSQL
+takes many hosts' campaigns at once, its sequences keeping ids unique. When a
+shared database drops out mid-campaign, writes are kept in a local spool
+(fslab.store.spool) and sent, in order, once it is back.
 """
 
 from __future__ import annotations
 
-import dataclasses
+import contextlib
 import json
 import os
-import sqlite3
 from collections.abc import Iterator, Mapping, Sequence
-from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
-from importlib import resources
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
-from fslab.errors import FslabError
+from sqlalchemy import (
+    URL,
+    Connection,
+    Engine,
+    create_engine,
+    delete,
+    event,
+    func,
+    insert,
+    make_url,
+    select,
+    text,
+    update,
+)
+from sqlalchemy import exc as sa_exc
+from sqlalchemy.engine import RowMapping
+
+from fslab.errors import FslabError, UsageError
+from fslab.hostfacts import HostFacts
 from fslab.roles import PointRole
-from fslab.store.lock import campaign_running
+from fslab.store import migrate, tables
+from fslab.store.lock import campaign_lock, campaign_running
+from fslab.store.spool import Spool, spool_path
+from fslab.store.tables import SCHEMA_VERSION
 
-SCHEMA_VERSION = 2
-# version -> the statements that take a database from it to the next version
-MIGRATIONS: dict[int, str] = {
-    # 2: points get a role; everything stored before was instrumented and counted
-    1: "ALTER TABLE points ADD COLUMN role TEXT NOT NULL DEFAULT 'inline'"
-    " CHECK (role IN ('clean', 'evidence', 'inline'));",
-}
+__all__ = ["SCHEMA_VERSION", "CampaignRow", "PlannedPoint", "PointOutcome", "PointRow", "Store"]
+
+CampaignStatus = Literal["running", "complete", "interrupted", "failed"]
+PointStatus = Literal["pending", "ok", "failed"]
+CollectorStatus = Literal["ok", "unavailable", "failed"]
+
+# PostgreSQL advisory locks of running campaigns: (this key, campaign id)
+_PG_LOCK_CLASS = 0x0F51AB
 
 
 def default_db_path() -> Path:
@@ -38,8 +61,39 @@ def default_db_path() -> Path:
     return Path(base) / "fslab" / "results.db"
 
 
+def default_db() -> str:
+    """$FSLAB_DB (a path or a postgresql:// URL), else the SQLite file of default_db_path."""
+    return os.environ.get("FSLAB_DB") or str(default_db_path())
+
+
 def utc_now() -> str:
     return datetime.now(UTC).isoformat(timespec="seconds")
+
+
+def database_url(location: str | Path) -> URL:
+    """The SQLAlchemy URL of a --db value: a file path, or postgresql://user@host/db."""
+    text_location = str(location)
+    if "://" not in text_location:
+        return URL.create("sqlite", database=str(Path(text_location).expanduser()))
+    try:
+        url = make_url(text_location)
+    except sa_exc.ArgumentError:
+        raise UsageError(f"--db {text_location!r} is neither a file path nor a URL") from None
+    if url.get_backend_name() in ("postgresql", "postgres"):
+        return url.set(drivername="postgresql+psycopg")
+    if url.get_backend_name() == "sqlite":
+        return url
+    raise UsageError(
+        f"--db {url.render_as_string(hide_password=True)}: fslab stores results in SQLite "
+        "(a file path) or PostgreSQL (postgresql://user@host/dbname)"
+    )
+
+
+def shown_location(url: URL) -> str:
+    """A database as messages name it: the file, or the URL without its password."""
+    if url.get_backend_name() == "sqlite":
+        return str(url.database)
+    return url.set(drivername="postgresql").render_as_string(hide_password=True)
 
 
 @dataclass(frozen=True)
@@ -56,7 +110,7 @@ class PlannedPoint:
 class PointOutcome:
     """Everything measured at one point, saved in one transaction."""
 
-    status: str  # ok | failed
+    status: PointStatus
     error: str = ""
     stderr: str = ""
     metrics: dict[str, float] = field(default_factory=dict)
@@ -72,7 +126,7 @@ class PointOutcome:
 class CampaignRow:
     id: int
     name: str
-    status: str
+    status: CampaignStatus
     spec: dict[str, Any]
     spec_toml: str
     overrides: dict[str, Any]
@@ -81,6 +135,12 @@ class CampaignRow:
     fslab_version: str
     started_at: str
     ended_at: str | None
+    hostname: str = ""  # the name it is stored under (a fleet's inventory name)
+
+    @property
+    def host_facts(self) -> HostFacts:
+        """The machine it ran on, typed."""
+        return HostFacts.from_stored(self.host)
 
 
 @dataclass(frozen=True)
@@ -93,7 +153,7 @@ class PointRow:
     sweep: dict[str, Any]
     repeat: int
     role: PointRole
-    status: str
+    status: PointStatus
     error: str | None
     stderr: str | None
     facts: dict[str, Any]
@@ -101,21 +161,35 @@ class PointRow:
     ended_at: str | None
 
 
-class Store:
-    """A connection to one results database."""
+class StoreUnavailable(FslabError):
+    """The database cannot be reached or refuses the login; the message says the fix."""
 
-    def __init__(self, path: str | Path) -> None:
-        self.path = Path(path)
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        self._conn = sqlite3.connect(self.path, timeout=30.0, isolation_level=None)
-        self._conn.row_factory = sqlite3.Row
-        self._conn.execute("PRAGMA journal_mode=WAL")
-        self._conn.execute("PRAGMA foreign_keys=ON")
-        self._conn.execute("PRAGMA busy_timeout=30000")
-        self._ensure_schema()
+
+class Store:
+    """A connection to one results database (SQLite path or PostgreSQL URL)."""
+
+    def __init__(self, location: str | Path) -> None:
+        self.url = database_url(location)
+        self.shared = self.url.get_backend_name() == "postgresql"
+        self.location = shown_location(self.url)  # what messages name
+        self._engine = _postgresql_engine(self.url) if self.shared else _sqlite_engine(self.url)
+        self._spool = Spool(spool_path(self.location)) if self.shared else None
+        try:
+            self._ensure_schema()
+            self.flush_spool()
+        except BaseException:
+            self._engine.dispose()
+            raise
+
+    @property
+    def path(self) -> Path:
+        """The SQLite file (the lock file lives beside it)."""
+        if self.shared:
+            raise FslabError(f"{self.location} is a PostgreSQL database, not a file")
+        return Path(str(self.url.database))
 
     def close(self) -> None:
-        self._conn.close()
+        self._engine.dispose()
 
     def __enter__(self) -> Store:
         return self
@@ -123,53 +197,56 @@ class Store:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
-    @contextmanager
-    def _transaction(self) -> Iterator[sqlite3.Connection]:
-        self._conn.execute("BEGIN IMMEDIATE")
+    # ------------------------------------------------------------ connections
+
+    @contextlib.contextmanager
+    def _connect(self, *, write: bool) -> Iterator[Connection]:
+        """One transaction; SQLite writers take the write lock up front (BEGIN IMMEDIATE)."""
         try:
-            yield self._conn
-        except BaseException:
-            self._conn.execute("ROLLBACK")
-            raise
-        self._conn.execute("COMMIT")
+            with self._engine.connect() as conn:
+                if write:
+                    conn.execution_options(fslab_write=True)
+                with conn.begin():
+                    yield conn
+        except (sa_exc.OperationalError, sa_exc.InterfaceError) as exc:
+            raise self._unavailable(exc) from None
+
+    def _unavailable(self, exc: sa_exc.DBAPIError) -> StoreUnavailable:
+        reason = (str(exc.orig) if exc.orig else str(exc)).strip().splitlines()[0]
+        if "password authentication failed" in reason or "no password supplied" in reason:
+            fix = (
+                "check the user and password in --db / $FSLAB_DB "
+                "(postgresql://USER:PASSWORD@HOST/DB, or a ~/.pgpass line)"
+            )
+        elif not self.shared:
+            fix = "check the file and its directory are writable, or give another --db"
+        else:
+            fix = (
+                f"start the server at {self.url.host or 'localhost'}:{self.url.port or 5432} "
+                "or fix the host, port and database name in --db / $FSLAB_DB"
+            )
+        return StoreUnavailable(f"results database {self.location}: {reason}; {fix}")
 
     def _ensure_schema(self) -> None:
-        has_meta = self._conn.execute(
-            "SELECT 1 FROM sqlite_master WHERE type='table' AND name='meta'"
-        ).fetchone()
-        if has_meta:
-            row = self._conn.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone()
-            version = int(row["value"]) if row else 0
-            if version > SCHEMA_VERSION:
+        with self._connect(write=True) as conn:
+            if self.shared:
+                # hosts opening a new shared database at once: one creates the schema
+                conn.execute(text("SELECT pg_advisory_xact_lock(:k, 0)"), {"k": _PG_LOCK_CLASS})
+            revision = migrate.revision_of(conn)
+            if revision.at_head:
+                return
+            if revision.newer:
                 raise FslabError(
-                    f"{self.path} has schema version {version}, newer than this fslab "
-                    f"understands ({SCHEMA_VERSION}); upgrade fslab or use another --db"
+                    f"{self.location} has schema {revision.current}, newer than this fslab "
+                    f"understands ({tables.HEAD}); upgrade fslab or use another --db"
                 )
-            if version < SCHEMA_VERSION:
-                self._migrate(version)
-            return
-        script = resources.files("fslab.store").joinpath("schema.sql").read_text()
-        # one script, one transaction: a half-created schema is never left behind
-        self._conn.executescript(
-            f"BEGIN IMMEDIATE;\n{script}\n"
-            "INSERT OR IGNORE INTO meta (key, value)"
-            f" VALUES ('schema_version', '{SCHEMA_VERSION}');\n"
-            "COMMIT;"
-        )
-
-    def _migrate(self, version: int) -> None:
-        """Bring an older database up to SCHEMA_VERSION, all steps in one transaction."""
-        if any(v not in MIGRATIONS for v in range(version, SCHEMA_VERSION)):
-            raise FslabError(
-                f"{self.path} has schema version {version} and no migration to "
-                f"{SCHEMA_VERSION} exists; use another --db"
-            )
-        steps = "\n".join(MIGRATIONS[v] for v in range(version, SCHEMA_VERSION))
-        self._conn.executescript(
-            f"BEGIN IMMEDIATE;\n{steps}\n"
-            f"UPDATE meta SET value='{SCHEMA_VERSION}' WHERE key='schema_version';\n"
-            "COMMIT;"
-        )
+            if self.shared and revision.current is not None:
+                raise FslabError(
+                    f"{self.location} has schema {revision.current}; this fslab writes "
+                    f"{tables.HEAD}. Run `fslab store migrate --db URL` once, after "
+                    "upgrading fslab on every host that writes to it"
+                )
+            migrate.upgrade(conn)
 
     # ------------------------------------------------------------ writing
 
@@ -185,80 +262,55 @@ class Store:
         fslab_version: str,
         points: Sequence[PlannedPoint],
         started_at: str | None = None,
+        host_name: str | None = None,
     ) -> int:
-        with self._transaction() as conn:
-            cursor = conn.execute(
-                "INSERT INTO campaigns (name, status, spec_json, spec_toml, overrides_json,"
-                " host_json, device_json, fslab_version, started_at)"
-                " VALUES (?, 'running', ?, ?, ?, ?, ?, ?, ?)",
-                (
-                    name,
-                    json.dumps(spec),
-                    spec_toml,
-                    json.dumps(overrides),
-                    json.dumps(host),
-                    json.dumps(device) if device is not None else None,
-                    fslab_version,
-                    started_at or utc_now(),
-                ),
-            )
-            campaign_id = int(cursor.lastrowid or 0)
+        """Record a campaign and its pending points; host_name (default: the host facts'
+        hostname) is the host it is listed and compared under."""
+        with self._connect(write=True) as conn:
+            campaign_id = conn.execute(
+                insert(tables.campaigns)
+                .values(
+                    name=name,
+                    status="running",
+                    spec_json=json.dumps(spec),
+                    spec_toml=spec_toml,
+                    overrides_json=json.dumps(overrides),
+                    host_json=json.dumps(host),
+                    host=host_name or str(host.get("hostname", "")),
+                    device_json=json.dumps(device) if device is not None else None,
+                    fslab_version=fslab_version,
+                    started_at=started_at or utc_now(),
+                )
+                .returning(tables.campaigns.c.id)
+            ).scalar_one()
             _insert_points(conn, campaign_id, points, first_seq=None)
-        return campaign_id
+        return int(campaign_id)
 
     def add_points(self, campaign_id: int, points: Sequence[PlannedPoint]) -> list[PointRow]:
         """Append pending points after the campaign's last seq, in the order given.
 
         For adaptive repetition (`fslab run --until-ci`). The given seq values
-        are replaced: the next free seqs are taken inside the transaction, so
-        two writers can never collide. Returns the new rows.
+        are replaced: the next free seqs are taken inside the transaction (the
+        campaign row locked on PostgreSQL), so two writers can never collide.
         """
-        with self._transaction() as conn:
-            row = conn.execute(
-                "SELECT max(seq) AS last FROM points WHERE campaign_id=?", (campaign_id,)
-            ).fetchone()
-            first = (row["last"] + 1) if row and row["last"] is not None else 0
+        with self._connect(write=True) as conn:
+            conn.execute(
+                select(tables.campaigns.c.id)
+                .where(tables.campaigns.c.id == campaign_id)
+                .with_for_update()
+            )
+            last = conn.execute(
+                select(func.max(tables.points.c.seq)).where(
+                    tables.points.c.campaign_id == campaign_id
+                )
+            ).scalar()
+            first = 0 if last is None else int(last) + 1
             _insert_points(conn, campaign_id, points, first_seq=first)
         return [p for p in self.points(campaign_id) if p.seq >= first]
 
     def save_outcome(self, point_id: int, outcome: PointOutcome) -> None:
         """Store one point's results, replacing anything a previous attempt left."""
-        with self._transaction() as conn:
-            for table in ("metrics", "artifacts", "commands", "collectors"):
-                conn.execute(f"DELETE FROM {table} WHERE point_id = ?", (point_id,))
-            conn.execute(
-                "UPDATE points SET status=?, error=?, stderr=?, facts_json=?, started_at=?,"
-                " ended_at=? WHERE id=?",
-                (
-                    outcome.status,
-                    outcome.error or None,
-                    outcome.stderr or None,
-                    json.dumps(outcome.facts),
-                    outcome.started_at or None,
-                    outcome.ended_at or utc_now(),
-                    point_id,
-                ),
-            )
-            conn.executemany(
-                "INSERT INTO metrics (point_id, name, value) VALUES (?, ?, ?)",
-                [(point_id, k, float(v)) for k, v in outcome.metrics.items()],
-            )
-            conn.executemany(
-                "INSERT INTO artifacts (point_id, name, content) VALUES (?, ?, ?)",
-                [(point_id, k, v) for k, v in outcome.artifacts.items()],
-            )
-            conn.executemany(
-                "INSERT INTO commands (point_id, seq, argv_json, returncode, seconds)"
-                " VALUES (?, ?, ?, ?, ?)",
-                [
-                    (point_id, i, json.dumps(argv), rc, secs)
-                    for i, (argv, rc, secs) in enumerate(outcome.commands)
-                ],
-            )
-            conn.executemany(
-                "INSERT INTO collectors (point_id, name, status, reason) VALUES (?, ?, ?, ?)",
-                [(point_id, k, s, r) for k, (s, r) in outcome.collectors.items()],
-            )
+        self._deferrable("save_outcome", {"point_id": point_id, "outcome": _outcome_dict(outcome)})
 
     def add_results(
         self,
@@ -271,146 +323,460 @@ class Store:
     ) -> None:
         """Add what post-processing produced to a saved point (replacing same-named
         entries; top-level facts keys are merged), in one transaction."""
-        with self._transaction() as conn:
-            row = conn.execute("SELECT facts_json FROM points WHERE id=?", (point_id,)).fetchone()
-            merged = {**(json.loads(row["facts_json"]) if row and row["facts_json"] else {})}
-            merged.update(facts)
-            conn.execute(
-                "UPDATE points SET facts_json=? WHERE id=?", (json.dumps(merged), point_id)
-            )
-            conn.executemany(
-                "INSERT OR REPLACE INTO metrics (point_id, name, value) VALUES (?, ?, ?)",
-                [(point_id, k, float(v)) for k, v in metrics.items()],
-            )
-            conn.executemany(
-                "INSERT OR REPLACE INTO artifacts (point_id, name, content) VALUES (?, ?, ?)",
-                [(point_id, k, v) for k, v in artifacts.items()],
-            )
-            conn.executemany(
-                "INSERT OR REPLACE INTO collectors (point_id, name, status, reason)"
-                " VALUES (?, ?, ?, ?)",
-                [(point_id, k, s, r) for k, (s, r) in collectors.items()],
-            )
+        self._deferrable(
+            "add_results",
+            {
+                "point_id": point_id,
+                "metrics": dict(metrics),
+                "artifacts": dict(artifacts),
+                "collectors": {k: list(v) for k, v in collectors.items()},
+                "facts": dict(facts),
+            },
+        )
 
     def set_campaign_status(
-        self, campaign_id: int, status: str, ended_at: str | None = None
+        self, campaign_id: int, status: CampaignStatus, ended_at: str | None = None
     ) -> None:
         ended = (ended_at or utc_now()) if status != "running" else None
-        with self._transaction() as conn:
-            conn.execute(
-                "UPDATE campaigns SET status=?, ended_at=? WHERE id=?",
-                (status, ended, campaign_id),
-            )
+        self._deferrable(
+            "set_campaign_status", {"campaign_id": campaign_id, "status": status, "ended": ended}
+        )
 
     def set_campaign_device(self, campaign_id: int, device: Mapping[str, Any]) -> None:
-        with self._transaction() as conn:
+        with self._connect(write=True) as conn:
             conn.execute(
-                "UPDATE campaigns SET device_json=? WHERE id=?", (json.dumps(device), campaign_id)
+                update(tables.campaigns)
+                .where(tables.campaigns.c.id == campaign_id)
+                .values(device_json=json.dumps(device))
             )
+
+    def delete_campaign(self, campaign_id: int) -> None:
+        """Remove a campaign and everything stored under it (a re-import replaces it)."""
+        with self._connect(write=True) as conn:
+            point_ids = select(tables.points.c.id).where(tables.points.c.campaign_id == campaign_id)
+            for table in tables.POINT_CHILDREN:
+                conn.execute(delete(table).where(table.c.point_id.in_(point_ids)))
+            conn.execute(delete(tables.points).where(tables.points.c.campaign_id == campaign_id))
+            conn.execute(delete(tables.campaigns).where(tables.campaigns.c.id == campaign_id))
+
+    def _deferrable(self, op: str, args: dict[str, Any]) -> None:
+        """A write that may wait out an outage of a shared database.
+
+        Writes are applied in order: anything spooled goes first. If the database
+        cannot be reached, the write joins the spool (a local file, fsynced) and
+        the campaign goes on; the next write, or the next fslab that opens this
+        database, sends the spool.
+        """
+        try:
+            self.flush_spool()
+            with self._connect(write=True) as conn:
+                _APPLY[op](conn, args)
+        except StoreUnavailable:
+            if self._spool is None:
+                raise
+            self._spool.append(op, args)
+
+    def flush_spool(self) -> int:
+        """Send writes kept during an outage; returns how many were sent."""
+        if self._spool is None or not self._spool.pending():
+            return 0
+
+        def apply_all(entries: list[tuple[str, dict[str, Any]]]) -> None:
+            with self._connect(write=True) as conn:
+                for op, args in entries:
+                    _APPLY[op](conn, args)
+
+        return self._spool.drain(apply_all)
+
+    def spooled(self) -> int:
+        """Writes waiting in the local spool for the database to come back."""
+        return self._spool.pending() if self._spool is not None else 0
+
+    # ------------------------------------------------------------ locks
+
+    @contextlib.contextmanager
+    def campaign_lock(self, campaign_id: int) -> Iterator[None]:
+        """Hold the campaign's runner lock; refuse if another fslab holds it.
+
+        SQLite: a byte lock beside the file (fslab.store.lock). PostgreSQL: a
+        session advisory lock, seen by every host, released when the session
+        ends however the runner dies.
+        """
+        if not self.shared:
+            with campaign_lock(self.path, campaign_id):
+                yield
+            return
+        try:
+            conn = self._engine.connect()
+        except (sa_exc.OperationalError, sa_exc.InterfaceError) as exc:
+            raise self._unavailable(exc) from None
+        try:
+            got = conn.execute(
+                text("SELECT pg_try_advisory_lock(:k, :c)"), {"k": _PG_LOCK_CLASS, "c": campaign_id}
+            ).scalar()
+            conn.commit()
+            if not got:
+                raise FslabError(
+                    f"campaign {campaign_id} is being run by another fslab right now (a host "
+                    f"writing to {self.location}); wait for it to finish or stop it first"
+                )
+            yield
+        finally:
+            # a pooled session outlives close(): end this one, and its lock with it
+            with contextlib.suppress(sa_exc.DBAPIError):
+                conn.invalidate()
+            conn.close()
+
+    def _running(self, campaign_id: int) -> bool:
+        if not self.shared:
+            return campaign_running(self.path, campaign_id)
+        with self._connect(write=False) as conn:
+            held = conn.execute(
+                text(
+                    "SELECT count(*) FROM pg_locks WHERE locktype='advisory' AND granted"
+                    " AND classid=:k AND objid=:c AND objsubid=2"
+                ),
+                {"k": _PG_LOCK_CLASS, "c": campaign_id},
+            ).scalar()
+        return bool(held)
 
     # ------------------------------------------------------------ reading
 
-    def campaigns(self) -> list[CampaignRow]:
-        rows = self._conn.execute("SELECT * FROM campaigns ORDER BY id").fetchall()
+    def campaigns(self, *, host: str | None = None) -> list[CampaignRow]:
+        query = select(tables.campaigns).order_by(tables.campaigns.c.id)
+        if host is not None:
+            query = query.where(tables.campaigns.c.host == host)
+        with self._connect(write=False) as conn:
+            rows = conn.execute(query).mappings().all()
         return [self._live(_campaign_row(r)) for r in rows]
 
     def campaign(self, campaign_id: int) -> CampaignRow:
-        row = self._conn.execute("SELECT * FROM campaigns WHERE id=?", (campaign_id,)).fetchone()
+        with self._connect(write=False) as conn:
+            row = (
+                conn.execute(select(tables.campaigns).where(tables.campaigns.c.id == campaign_id))
+                .mappings()
+                .first()
+            )
         if row is None:
-            raise FslabError(f"no campaign {campaign_id} in {self.path} (see `fslab list`)")
+            raise FslabError(f"no campaign {campaign_id} in {self.location} (see `fslab list`)")
         return self._live(_campaign_row(row))
 
     def _live(self, campaign: CampaignRow) -> CampaignRow:
         """'running' only while a fslab holds the campaign's lock; else it was killed."""
-        if campaign.status == "running" and not campaign_running(self.path, campaign.id):
-            return dataclasses.replace(campaign, status="interrupted")
+        if campaign.status == "running" and not self._running(campaign.id):
+            return replace(campaign, status="interrupted")
         return campaign
 
+    def find_campaign(self, campaign: CampaignRow) -> int | None:
+        """The id of the same campaign here (name, host and start time), if stored."""
+        with self._connect(write=False) as conn:
+            found = conn.execute(
+                select(tables.campaigns.c.id).where(
+                    tables.campaigns.c.name == campaign.name,
+                    tables.campaigns.c.host == campaign.hostname,
+                    tables.campaigns.c.started_at == campaign.started_at,
+                )
+            ).scalar()
+        return None if found is None else int(found)
+
+    def point_counts(self) -> dict[int, dict[str, int]]:
+        """Points by status of every campaign: {campaign id: {status: count}}."""
+        query = select(tables.points.c.campaign_id, tables.points.c.status, func.count()).group_by(
+            tables.points.c.campaign_id, tables.points.c.status
+        )
+        counts: dict[int, dict[str, int]] = {}
+        with self._connect(write=False) as conn:
+            for campaign_id, status, n in conn.execute(query):
+                counts.setdefault(campaign_id, {})[status] = n
+        return counts
+
     def latest_campaign_id(self) -> int:
-        row = self._conn.execute("SELECT max(id) AS id FROM campaigns").fetchone()
-        if row is None or row["id"] is None:
-            raise FslabError(f"no campaigns in {self.path} yet; run one with `fslab run`")
-        return int(row["id"])
+        with self._connect(write=False) as conn:
+            latest = conn.execute(select(func.max(tables.campaigns.c.id))).scalar()
+        if latest is None:
+            raise FslabError(f"no campaigns in {self.location} yet; run one with `fslab run`")
+        return int(latest)
 
     def points(self, campaign_id: int) -> list[PointRow]:
-        rows = self._conn.execute(
-            "SELECT * FROM points WHERE campaign_id=? ORDER BY seq", (campaign_id,)
-        ).fetchall()
+        with self._connect(write=False) as conn:
+            rows = (
+                conn.execute(
+                    select(tables.points)
+                    .where(tables.points.c.campaign_id == campaign_id)
+                    .order_by(tables.points.c.seq)
+                )
+                .mappings()
+                .all()
+            )
         return [_point_row(r) for r in rows]
 
     def metrics(self, campaign_id: int) -> dict[int, dict[str, float]]:
-        rows = self._conn.execute(
-            "SELECT m.point_id, m.name, m.value FROM metrics m JOIN points p ON p.id = m.point_id"
-            " WHERE p.campaign_id=?",
-            (campaign_id,),
-        ).fetchall()
+        query = (
+            select(tables.metrics.c.point_id, tables.metrics.c.name, tables.metrics.c.value)
+            .join(tables.points, tables.points.c.id == tables.metrics.c.point_id)
+            .where(tables.points.c.campaign_id == campaign_id)
+        )
         result: dict[int, dict[str, float]] = {}
-        for row in rows:
-            result.setdefault(row["point_id"], {})[row["name"]] = row["value"]
+        with self._connect(write=False) as conn:
+            for point_id, name, value in conn.execute(query):
+                result.setdefault(point_id, {})[name] = value
         return result
 
     def artifact(self, point_id: int, name: str) -> str | None:
-        row = self._conn.execute(
-            "SELECT content FROM artifacts WHERE point_id=? AND name=?", (point_id, name)
-        ).fetchone()
-        return None if row is None else str(row["content"])
+        with self._connect(write=False) as conn:
+            content = conn.execute(
+                select(tables.artifacts.c.content).where(
+                    tables.artifacts.c.point_id == point_id, tables.artifacts.c.name == name
+                )
+            ).scalar()
+        return None if content is None else str(content)
 
     def artifact_names(self, point_id: int) -> list[str]:
-        rows = self._conn.execute(
-            "SELECT name FROM artifacts WHERE point_id=? ORDER BY name", (point_id,)
-        ).fetchall()
-        return [r["name"] for r in rows]
+        with self._connect(write=False) as conn:
+            names = conn.execute(
+                select(tables.artifacts.c.name)
+                .where(tables.artifacts.c.point_id == point_id)
+                .order_by(tables.artifacts.c.name)
+            ).scalars()
+            return list(names)
 
     def commands(self, point_id: int) -> list[list[str]]:
         return [argv for argv, _, _ in self.command_records(point_id)]
 
     def command_records(self, point_id: int) -> list[tuple[list[str], int, float]]:
         """(argv, exit code, seconds) of each command the point ran, in order."""
-        rows = self._conn.execute(
-            "SELECT argv_json, returncode, seconds FROM commands WHERE point_id=? ORDER BY seq",
-            (point_id,),
-        ).fetchall()
-        return [(json.loads(r["argv_json"]), r["returncode"], r["seconds"]) for r in rows]
+        query = (
+            select(
+                tables.commands.c.argv_json, tables.commands.c.returncode, tables.commands.c.seconds
+            )
+            .where(tables.commands.c.point_id == point_id)
+            .order_by(tables.commands.c.seq)
+        )
+        with self._connect(write=False) as conn:
+            return [(json.loads(a), rc, secs) for a, rc, secs in conn.execute(query)]
 
     def collectors(self, point_id: int) -> dict[str, tuple[str, str]]:
-        rows = self._conn.execute(
-            "SELECT name, status, reason FROM collectors WHERE point_id=? ORDER BY name",
-            (point_id,),
-        ).fetchall()
-        return {r["name"]: (r["status"], r["reason"]) for r in rows}
+        query = (
+            select(tables.collectors.c.name, tables.collectors.c.status, tables.collectors.c.reason)
+            .where(tables.collectors.c.point_id == point_id)
+            .order_by(tables.collectors.c.name)
+        )
+        with self._connect(write=False) as conn:
+            return {name: (status, reason) for name, status, reason in conn.execute(query)}
 
     def integrity_ok(self) -> bool:
-        row = self._conn.execute("PRAGMA integrity_check").fetchone()
-        return row is not None and row[0] == "ok"
+        """SQLite's integrity check; PostgreSQL checks its own pages, so: reachable."""
+        with self._connect(write=False) as conn:
+            if self.shared:
+                return conn.execute(text("SELECT 1")).scalar() == 1
+            return conn.exec_driver_sql("PRAGMA integrity_check").scalar() == "ok"
+
+
+def upgrade_database(location: str | Path) -> tuple[str | None, str]:
+    """`fslab store migrate`: bring any database to HEAD; returns (before, after)."""
+    url = database_url(location)
+    engine = _postgresql_engine(url) if url.get_backend_name() == "postgresql" else None
+    engine = engine or _sqlite_engine(url)
+    try:
+        with engine.connect() as conn:
+            conn.execution_options(fslab_write=True)
+            with conn.begin():
+                if conn.dialect.name == "postgresql":
+                    conn.execute(text("SELECT pg_advisory_xact_lock(:k, 0)"), {"k": _PG_LOCK_CLASS})
+                before = migrate.revision_of(conn)
+                if before.newer:
+                    raise FslabError(
+                        f"{location} has schema {before.current}, newer than this fslab "
+                        f"understands ({tables.HEAD}); upgrade fslab"
+                    )
+                if not before.at_head:
+                    migrate.upgrade(conn)
+    finally:
+        engine.dispose()
+    return before.current, tables.HEAD
+
+
+# ------------------------------------------------------------ engines
+
+
+def _sqlite_engine(url: URL) -> Engine:
+    path = Path(str(url.database))
+    path.parent.mkdir(parents=True, exist_ok=True)
+    engine = create_engine(url, connect_args={"timeout": 30.0})
+
+    @event.listens_for(engine, "connect")
+    def _on_connect(dbapi_conn: Any, _record: Any) -> None:
+        dbapi_conn.isolation_level = None  # fslab says BEGIN itself (below)
+        cursor = dbapi_conn.cursor()
+        cursor.execute("PRAGMA journal_mode=WAL")
+        cursor.execute("PRAGMA foreign_keys=ON")
+        cursor.execute("PRAGMA busy_timeout=30000")
+        cursor.close()
+
+    @event.listens_for(engine, "begin")
+    def _on_begin(conn: Connection) -> None:
+        # writers take the lock before reading, so two never deadlock on an upgrade
+        immediate = conn.get_execution_options().get("fslab_write")
+        conn.exec_driver_sql("BEGIN IMMEDIATE" if immediate else "BEGIN")
+
+    return engine
+
+
+def _postgresql_engine(url: URL) -> Engine:
+    return create_engine(
+        url,
+        pool_pre_ping=True,  # a server restarted mid-campaign: reconnect, don't fail
+        connect_args={"connect_timeout": 10, "application_name": "fslab"},
+    )
+
+
+# ------------------------------------------------------------ rows
 
 
 def _insert_points(
-    conn: sqlite3.Connection,
-    campaign_id: int,
-    points: Sequence[PlannedPoint],
-    *,
-    first_seq: int | None,
+    conn: Connection, campaign_id: int, planned: Sequence[PlannedPoint], *, first_seq: int | None
 ) -> None:
     """Insert pending points: with their own seqs, or numbered from first_seq."""
-    conn.executemany(
-        "INSERT INTO points (campaign_id, seq, config, fs_type, sweep_json, repeat, role, status)"
-        " VALUES (?, ?, ?, ?, ?, ?, ?, 'pending')",
+    if not planned:
+        return
+    conn.execute(
+        insert(tables.points),
         [
-            (
-                campaign_id,
-                p.seq if first_seq is None else first_seq + i,
-                p.config,
-                p.fs_type,
-                json.dumps(p.sweep),
-                p.repeat,
-                p.role,
-            )
-            for i, p in enumerate(points)
+            {
+                "campaign_id": campaign_id,
+                "seq": p.seq if first_seq is None else first_seq + i,
+                "config": p.config,
+                "fs_type": p.fs_type,
+                "sweep_json": json.dumps(p.sweep),
+                "repeat": p.repeat,
+                "role": p.role,
+                "status": "pending",
+            }
+            for i, p in enumerate(planned)
         ],
     )
 
 
-def _campaign_row(row: sqlite3.Row) -> CampaignRow:
+def _outcome_dict(outcome: PointOutcome) -> dict[str, Any]:
+    return {
+        "status": outcome.status,
+        "error": outcome.error,
+        "stderr": outcome.stderr,
+        "metrics": {k: float(v) for k, v in outcome.metrics.items()},
+        "artifacts": dict(outcome.artifacts),
+        "commands": [[list(argv), rc, secs] for argv, rc, secs in outcome.commands],
+        "collectors": {k: list(v) for k, v in outcome.collectors.items()},
+        "facts": outcome.facts,
+        "started_at": outcome.started_at,
+        "ended_at": outcome.ended_at or utc_now(),
+    }
+
+
+def _apply_save_outcome(conn: Connection, args: dict[str, Any]) -> None:
+    point_id, outcome = args["point_id"], args["outcome"]
+    for table in tables.POINT_CHILDREN:
+        conn.execute(delete(table).where(table.c.point_id == point_id))
+    conn.execute(
+        update(tables.points)
+        .where(tables.points.c.id == point_id)
+        .values(
+            status=outcome["status"],
+            error=outcome["error"] or None,
+            stderr=outcome["stderr"] or None,
+            facts_json=json.dumps(outcome["facts"]),
+            started_at=outcome["started_at"] or None,
+            ended_at=outcome["ended_at"],
+        )
+    )
+    _insert_children(
+        conn,
+        point_id,
+        metrics=outcome["metrics"],
+        artifacts=outcome["artifacts"],
+        collectors=outcome["collectors"],
+    )
+    if outcome["commands"]:
+        conn.execute(
+            insert(tables.commands),
+            [
+                {
+                    "point_id": point_id,
+                    "seq": i,
+                    "argv_json": json.dumps(argv),
+                    "returncode": rc,
+                    "seconds": secs,
+                }
+                for i, (argv, rc, secs) in enumerate(outcome["commands"])
+            ],
+        )
+
+
+def _insert_children(
+    conn: Connection,
+    point_id: int,
+    *,
+    metrics: Mapping[str, float],
+    artifacts: Mapping[str, str],
+    collectors: Mapping[str, Sequence[str]],
+) -> None:
+    rows = (
+        (tables.metrics, [{"name": k, "value": float(v)} for k, v in metrics.items()]),
+        (tables.artifacts, [{"name": k, "content": v} for k, v in artifacts.items()]),
+        (
+            tables.collectors,
+            [{"name": k, "status": v[0], "reason": v[1]} for k, v in collectors.items()],
+        ),
+    )
+    for table, values in rows:
+        if values:
+            conn.execute(insert(table), [{"point_id": point_id, **v} for v in values])
+
+
+def _apply_add_results(conn: Connection, args: dict[str, Any]) -> None:
+    point_id = args["point_id"]
+    stored = conn.execute(
+        select(tables.points.c.facts_json).where(tables.points.c.id == point_id)
+    ).scalar()
+    merged = {**(json.loads(stored) if stored else {}), **args["facts"]}
+    conn.execute(
+        update(tables.points)
+        .where(tables.points.c.id == point_id)
+        .values(facts_json=json.dumps(merged))
+    )
+    for table, names in (
+        (tables.metrics, args["metrics"]),
+        (tables.artifacts, args["artifacts"]),
+        (tables.collectors, args["collectors"]),
+    ):
+        if names:
+            conn.execute(
+                delete(table).where(table.c.point_id == point_id, table.c.name.in_(list(names)))
+            )
+    _insert_children(
+        conn,
+        point_id,
+        metrics=args["metrics"],
+        artifacts=args["artifacts"],
+        collectors=args["collectors"],
+    )
+
+
+def _apply_campaign_status(conn: Connection, args: dict[str, Any]) -> None:
+    conn.execute(
+        update(tables.campaigns)
+        .where(tables.campaigns.c.id == args["campaign_id"])
+        .values(status=args["status"], ended_at=args["ended"])
+    )
+
+
+_APPLY = {
+    "save_outcome": _apply_save_outcome,
+    "add_results": _apply_add_results,
+    "set_campaign_status": _apply_campaign_status,
+}
+
+
+def _campaign_row(row: RowMapping) -> CampaignRow:
     return CampaignRow(
         id=row["id"],
         name=row["name"],
@@ -423,10 +789,11 @@ def _campaign_row(row: sqlite3.Row) -> CampaignRow:
         fslab_version=row["fslab_version"],
         started_at=row["started_at"],
         ended_at=row["ended_at"],
+        hostname=row["host"],
     )
 
 
-def _point_row(row: sqlite3.Row) -> PointRow:
+def _point_row(row: RowMapping) -> PointRow:
     return PointRow(
         id=row["id"],
         campaign_id=row["campaign_id"],

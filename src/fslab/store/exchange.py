@@ -58,6 +58,7 @@ def export_campaign(store: Store, campaign_id: int) -> dict[str, Any]:
             "spec_toml": campaign.spec_toml,
             "overrides": campaign.overrides,
             "host": campaign.host,
+            "host_name": campaign.hostname,
             "device": campaign.device,
             "fslab_version": campaign.fslab_version,
             "started_at": campaign.started_at,
@@ -92,6 +93,7 @@ def import_campaign(store: Store, data: Mapping[str, Any]) -> int:
                 for p in points
             ],
             started_at=campaign["started_at"],
+            host_name=campaign.get("host_name"),
         )
         rows = {row.seq: row for row in store.points(new_id)}
         for p in points:

@@ -16,7 +16,7 @@ from pathlib import Path
 
 from fslab.errors import FslabError, UsageError
 from fslab.proc import CommandLog, run_interruptible
-from fslab.spec import SPECIAL_AXES, DdWorkload, FioWorkload, ScalarValue, Spec
+from fslab.spec import DdWorkload, FioWorkload, ScalarValue, Spec, workload_axes
 from fslab.units import format_bytes, parse_duration_s, parse_size_bytes
 from fslab.workload import dd as dd_mod
 from fslab.workload import fio as fio_mod
@@ -56,16 +56,11 @@ def base_fio_options(workload: FioWorkload) -> tuple[fio_mod.FioOptions, list[st
     return dict(imported.options), list(imported.notes)
 
 
-def workload_sweep(sweep: Mapping[str, ScalarValue]) -> dict[str, ScalarValue]:
-    """Sweep values that are workload options (fill axes are fslab's own)."""
-    return {k: v for k, v in sweep.items() if k not in SPECIAL_AXES}
-
-
 def fio_options_for_point(spec: Spec, sweep: Mapping[str, ScalarValue]) -> fio_mod.FioOptions:
     """Base options + sweep values + the run's runtime/ramp."""
     assert isinstance(spec.workload, FioWorkload)
     options, _ = base_fio_options(spec.workload)
-    for key, value in workload_sweep(sweep).items():
+    for key, value in workload_axes(sweep).items():
         options[key] = None if value is True else str(value)
     if spec.run.runtime is not None or "runtime" not in options:
         options["runtime"] = f"{spec.runtime_s:g}"
@@ -260,7 +255,7 @@ def run_fio(argv: list[str], *, timeout_s: float, log: CommandLog) -> WorkloadOu
 
 def dd_parameters(workload: DdWorkload, sweep: Mapping[str, ScalarValue]) -> DdWorkload:
     """The dd workload with this point's swept operands applied."""
-    update = {k: v for k, v in workload_sweep(sweep).items()}
+    update = {k: v for k, v in workload_axes(sweep).items()}
     return workload.model_copy(update=update)
 
 

@@ -1,4 +1,4 @@
-"""The in-guest side: `python -m fslab.guest.agent <rwdir>/session.json`.
+"""The in-guest side: `python -m fslab.guest_agent <rwdir>/session.json`.
 
 virtme-ng starts it as the guest's one command. It readies the guest (the
 loop module, /dev/shm as large as the guest's RAM), reports the guest's facts,
@@ -137,7 +137,7 @@ def serve(rwdir: Path, commands: TextIO, protocol: TextIO) -> None:
 def main(argv: list[str] | None = None) -> int:
     args = sys.argv[1:] if argv is None else argv
     if len(args) != 1:
-        sys.stderr.write("usage: python -m fslab.guest.agent RWDIR/session.json\n")
+        sys.stderr.write("usage: python -m fslab.guest_agent RWDIR/session.json\n")
         return 2
     # stdout is the protocol channel: keep it for ourselves, send strays to the console
     protocol = os.fdopen(os.dup(1), "w", buffering=1)

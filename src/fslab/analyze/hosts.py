@@ -1,0 +1,91 @@
+"""What differs between the hosts of a cross-host comparison, before any verdict.
+
+A campaign's figure on one machine against another's is only read right next
+to what the machines are: the CPU model and counts (nr_cpu_ids sizes ext4's
+free-cluster watermark), memory, kernel, the device under the filesystem and
+the limits put on it. `fslab compare ID --by host` prints these first; each
+pair's comparison then carries its drift warnings (analyze/drift.py) as any
+two campaigns do.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from fslab.analyze.noise import spec_fingerprint
+from fslab.errors import FslabError
+from fslab.store.db import CampaignRow, Store
+from fslab.units import format_bytes
+
+
+@dataclass(frozen=True)
+class HostFact:
+    label: str
+    values: list[str]  # one per host, in the order of the campaigns
+
+    @property
+    def differs(self) -> bool:
+        return len(set(self.values)) > 1
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"fact": self.label, "values": self.values, "differs": self.differs}
+
+
+def _device(campaign: CampaignRow) -> str:
+    device = campaign.device or {}
+    kind = device.get("kind", "?")
+    size = format_bytes(device["size_bytes"]) if device.get("size_bytes") else "?"
+    if kind == "device":
+        model = device.get("model") or "unknown model"
+        return f"{model} {device.get('resolved_path', device.get('path', ''))} {size}".strip()
+    if kind == "ram":
+        return f"RAM-backed loop image {size}"
+    return f"loop image in {device.get('image_dir', '?')} {size}"
+
+
+def _limits(campaign: CampaignRow) -> str:
+    target = campaign.spec.get("target")
+    limits = target.get("limits") if isinstance(target, Mapping) else None
+    if not limits:
+        return "none"
+    return ", ".join(f"{k}={v}" for k, v in sorted(limits.items()) if v is not None) or "none"
+
+
+FACTS: tuple[tuple[str, Callable[[CampaignRow], str]], ...] = (
+    ("host", lambda c: c.hostname),
+    ("campaign", lambda c: f"{c.id} ({c.started_at.replace('+00:00', '')})"),
+    ("CPU model", lambda c: c.host_facts.cpu_model),
+    ("online CPUs", lambda c: str(c.host_facts.online_cpus)),
+    ("nr_cpu_ids", lambda c: str(c.host_facts.nr_cpu_ids)),
+    ("memory", lambda c: format_bytes(c.host_facts.memory_bytes)),
+    ("kernel", lambda c: c.host_facts.kernel_release),
+    ("cpufreq governor", lambda c: c.host_facts.cpu_governor),
+    ("device", _device),
+    ("device limits", _limits),
+    ("fio", lambda c: c.host_facts.fio_version),
+    ("fslab", lambda c: c.fslab_version),
+)
+
+
+def host_facts_side_by_side(campaigns: Sequence[CampaignRow]) -> list[HostFact]:
+    return [HostFact(label, [get(c) for c in campaigns]) for label, get in FACTS]
+
+
+def campaigns_across_hosts(store: Store, campaign_id: int) -> list[CampaignRow]:
+    """The campaign, then the latest finished campaign of the same spec on each other host."""
+    baseline = store.campaign(campaign_id)
+    fingerprint = spec_fingerprint(baseline.spec)
+    latest: dict[str, CampaignRow] = {}
+    for campaign in store.campaigns():
+        if campaign.hostname == baseline.hostname or campaign.status == "running":
+            continue
+        if spec_fingerprint(campaign.spec) == fingerprint:
+            latest[campaign.hostname] = campaign  # ordered by id: the last one wins
+    if not latest:
+        raise FslabError(
+            f"campaign {campaign_id} ({baseline.name} on {baseline.hostname}): no other host "
+            f"in {store.location} has a campaign of the same spec (see `fslab list`)"
+        )
+    return [baseline, *(latest[h] for h in sorted(latest))]

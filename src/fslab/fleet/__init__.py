@@ -1,0 +1,1 @@
+"""`fslab fleet`: the same campaign on many hosts through ansible-playbook."""

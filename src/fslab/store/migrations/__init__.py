@@ -1,0 +1,1 @@
+"""Alembic migrations of the results schema (run through fslab.store.migrate)."""
