@@ -85,6 +85,14 @@ def _value_axis(ax, metric: str | None) -> None:
     ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: format_value(metric, v)))
 
 
+def _finish_axes(ax, metric: str | None, ylabel: str, title: str) -> None:
+    """What every headline plot ends with: values in fslab's units, labels, legend."""
+    _value_axis(ax, metric)
+    ax.set_ylabel(ylabel)
+    ax.set_title(title, fontsize=9)
+    ax.legend(loc="best")
+
+
 # ------------------------------------------------------------------ throughput
 
 
@@ -131,15 +139,14 @@ def throughput_plot(report: Report) -> str | None:
                 )
         _log2_x(ax, all_n)
         ax.set_ylim(bottom=0)
-        _value_axis(ax, metric)
         ax.set_xlabel(f"{scaling.axis} (log scale)")
-        ax.set_ylabel(report.results.headline_label)
-        ax.set_title(
+        _finish_axes(
+            ax,
+            metric,
+            report.results.headline_label,
             f"{report.results.headline_label} vs {scaling.axis}: points = runs, "
             "line = median, dashed = USL fit (where identified), ring = knee, band = cliff",
-            fontsize=9,
         )
-        ax.legend(loc="best")
     return svg_text(fig, "throughput")
 
 
@@ -270,14 +277,13 @@ def bars_plot(report: Report) -> str | None:
                 )
         ax.set_xticks(range(len(groups)))
         ax.set_xticklabels([_group_label(g.point) for g in groups])
-        _value_axis(ax, metric)
-        ax.set_ylabel(report.results.headline_label)
-        ax.set_title(
+        _finish_axes(
+            ax,
+            metric,
+            report.results.headline_label,
             f"{report.results.headline_label} by configuration: median, 95% bootstrap CI "
             "(no error bar below 3 runs)",
-            fontsize=9,
         )
-        ax.legend(loc="best")
     return svg_text(fig, "bars")
 
 
@@ -305,15 +311,14 @@ def series_plot(report: Report) -> str | None:
         ax.set_xticks(range(len(series.entries)))
         ax.set_xticklabels([str(e.campaign_id) for e in series.entries])
         ax.set_ylim(bottom=0)
-        _value_axis(ax, series.metric)
         ax.set_xlabel("campaign (oldest first; shaded: this one)")
-        ax.set_ylabel(report.results.headline_label)
-        ax.set_title(
+        _finish_axes(
+            ax,
+            series.metric,
+            report.results.headline_label,
             f"{report.results.headline_label} per campaign of {series.selector}: "
             "dashed = change point (E-Divisive means + t test)",
-            fontsize=9,
         )
-        ax.legend(loc="best")
     return svg_text(fig, "series")
 
 
