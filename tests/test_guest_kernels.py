@@ -157,10 +157,12 @@ def test_vng_argv_for_tcg_and_kvm() -> None:
     assert tcg[tcg.index("--rwdir") + 1] == "/tmp/fslab-guest-1/boot-1"
     assert tcg[-2:] == [
         "--exec",
+        "env 'NPY_DISABLE_CPU_FEATURES=X86_V3 X86_V4 AVX512_ICL AVX512_SPR' "
         "/venv/bin/python -m fslab.guest_agent '/tmp/x y/session.json'",
     ]
     kvm = vng_argv(_plan(kernel, accel="kvm"), "vng")
     assert "--disable-kvm" not in kvm and "--append" not in kvm
+    assert kvm[-1] == "/venv/bin/python -m fslab.guest_agent '/tmp/x y/session.json'"
 
 
 def test_host_mirrors_come_from_apt_indextargets(data_dir: Path) -> None:
