@@ -355,61 +355,72 @@ def _flags(comparisons: Sequence[Comparison]) -> tuple[bool, bool]:
 
 
 def report_spaced(db: Path | None) -> None:
+    """The figures of every recorded family: FAMILY-base campaigns and their FAMILY-cost*."""
     with spaced_store(db) as store:
         rows = [c for c in store.campaigns() if c.status == "complete"]
-        base = [c for c in rows if c.name == "spaced-base"]
-        costs = sorted({c.name for c in rows if c.name.startswith("spaced-cost")})
-        if len(base) < MIN_CAMPAIGNS + 1:
-            print(f"spaced campaigns: {len(base)} base campaign(s), too few for the figures")
-            return
-        data = {c.id: load_campaign(store, c.id) for c in rows}
-        when = {c.id: datetime.fromisoformat(c.started_at) for c in rows}
-        span = f"{min(when.values()):%Y-%m-%d %H:%M} .. {max(when.values()):%H:%M} UTC"
-        counts = ", ".join(f"{sum(c.name == n for c in rows)} {n}" for n in costs)
-        print(f"spaced campaigns ({store.path}): {len(base)} base, {counts}, {span}")
-        model = noise_model(store, base[-1], [HEADLINE])
-        for (point, _), noise in model.points.items():
-            needed = noise.runs_to_find(1 - SPACED_SHIFT)
-            print(
-                f"  model at {cmp.point_label(point)}: between-campaign CV "
-                f"{noise.between_cv_pct:.1f}%, within {noise.within_cv_pct:.1f}% "
-                f"({noise.campaigns} campaigns); runs per campaign to find -10% with 80% power: "
-                f"{needed or 'none suffice (drift alone hides it)'}"
-            )
-        cycle = _cycles(rows)
-        print(f"  {len(set(cycle.values()))} cycles (one hold of the machine lock each)")
-        aa_pairs = [
-            (a, b) for i, a in enumerate(base) for b in base[i + 1 :] if cycle[a.id] != cycle[b.id]
-        ]
-        gaps = [abs(when[b.id] - when[a.id]).total_seconds() / 60 for a, b in aa_pairs]
-        print(f"  A/A pairs from different cycles: {min(gaps):.0f} to {max(gaps):.0f} min apart")
-        aa_model = aa_plain = power_10 = 0
-        for a, b in aa_pairs:
-            aa_model += _flags(compare_with_noise(store, a.id, b.id))[0]
-            aa_plain += _flags(campaign_comparisons(data[a.id], data[b.id]))[0]
-            names = select_metrics([data[a.id]])
-            noise = noise_model(store, a, names, exclude=[b.id])
-            shifted = _scaled(data[b.id], HEADLINE, SPACED_SHIFT)
-            power_10 += _flags(campaign_comparisons(data[a.id], shifted, None, noise))[1]
-        n = len(aa_pairs)
+        families = sorted({c.name.removesuffix("-base") for c in rows if c.name.endswith("-base")})
+        for family in families:
+            _report_family(store, family, [c for c in rows if c.name.startswith(f"{family}-")])
+
+
+def _report_family(store: Store, family: str, rows: list[Any]) -> None:
+    base = [c for c in rows if c.name == f"{family}-base"]
+    costs = sorted({c.name for c in rows if c.name.startswith(f"{family}-cost")})
+    if len(base) < MIN_CAMPAIGNS + 1:
+        print(f"{family}: {len(base)} base campaign(s), too few for the figures")
+        return
+    data = {c.id: load_campaign(store, c.id) for c in rows}
+    when = {c.id: datetime.fromisoformat(c.started_at) for c in rows}
+    span = f"{min(when.values()):%Y-%m-%d %H:%M} .. {max(when.values()):%H:%M} UTC"
+    counts = ", ".join(f"{sum(c.name == n for c in rows)} {n}" for n in costs)
+    runs = sorted({len(data[c.id].ok_points()) for c in base})
+    print(
+        f"{family} campaigns ({store.path}): {len(base)} {family}-base "
+        f"({'/'.join(map(str, runs))} runs each), {counts}, {span}"
+    )
+    model = noise_model(store, base[-1], [HEADLINE])
+    for (point, _), noise in model.points.items():
+        needed = noise.runs_to_find(1 - SPACED_SHIFT)
         print(
-            f"  A/A: {aa_model} of {n} comparison sets flagged ({aa_model / n:.1%}; goal <= 1 in "
-            f"20 = 5%) with the noise model; {aa_plain} of {n} ({aa_plain / n:.1%}) judged on "
-            "the runs inside each campaign"
+            f"  model at {cmp.point_label(point)}: between-campaign CV "
+            f"{noise.between_cv_pct:.1f}%, within {noise.within_cv_pct:.1f}% "
+            f"({noise.campaigns} campaigns); runs per campaign to find -10% with 80% power: "
+            f"{needed or 'none suffice (drift alone hides it)'}"
         )
+    cycle = _cycles(rows)
+    print(f"  {len(set(cycle.values()))} cycles (one hold of the machine lock each)")
+    aa_pairs = [
+        (a, b) for i, a in enumerate(base) for b in base[i + 1 :] if cycle[a.id] != cycle[b.id]
+    ]
+    gaps = [abs(when[b.id] - when[a.id]).total_seconds() / 60 for a, b in aa_pairs]
+    print(f"  A/A pairs from different cycles: {min(gaps):.0f} to {max(gaps):.0f} min apart")
+    aa_model = aa_plain = power_10 = 0
+    for a, b in aa_pairs:
+        aa_model += _flags(compare_with_noise(store, a.id, b.id))[0]
+        aa_plain += _flags(campaign_comparisons(data[a.id], data[b.id]))[0]
+        names = select_metrics([data[a.id]])
+        noise = noise_model(store, a, names, exclude=[b.id])
+        shifted = _scaled(data[b.id], HEADLINE, SPACED_SHIFT)
+        power_10 += _flags(campaign_comparisons(data[a.id], shifted, None, noise))[1]
+    n = len(aa_pairs)
+    print(
+        f"  A/A: {aa_model} of {n} comparison sets flagged ({aa_model / n:.1%}; goal <= 1 in "
+        f"20 = 5%) with the noise model; {aa_plain} of {n} ({aa_plain / n:.1%}) judged on "
+        "the runs inside each campaign"
+    )
+    print(
+        f"  power, headline x{SPACED_SHIFT} on real base campaigns: found in {power_10} of "
+        f"{n} sets ({power_10 / n:.1%})"
+    )
+    for name in costs:
+        cost = [c for c in rows if c.name == name]
+        ab_pairs = [(a, b) for a in base for b in cost]
+        found = sum(_flags(compare_with_noise(store, a.id, b.id))[1] for a, b in ab_pairs)
         print(
-            f"  power, headline x{SPACED_SHIFT} on real base campaigns: found in {power_10} of "
-            f"{n} sets ({power_10 / n:.1%})"
+            f"  power, real change ({name}: {_real_change(data, base, cost)}): found in "
+            f"{found} of {len(ab_pairs)} sets ({found / len(ab_pairs):.1%}), "
+            f"{len(base)} x {len(cost)} campaigns"
         )
-        for name in costs:
-            cost = [c for c in rows if c.name == name]
-            ab_pairs = [(a, b) for a in base for b in cost]
-            found = sum(_flags(compare_with_noise(store, a.id, b.id))[1] for a, b in ab_pairs)
-            print(
-                f"  power, real change ({name}: {_real_change(data, base, cost)}): found in "
-                f"{found} of {len(ab_pairs)} sets ({found / len(ab_pairs):.1%}), "
-                f"{len(base)} x {len(cost)} campaigns"
-            )
 
 
 def _cycles(rows: Sequence[Any]) -> dict[int, int]:
