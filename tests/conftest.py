@@ -5,12 +5,20 @@ from __future__ import annotations
 import os
 import re
 import shutil
+import signal
 import subprocess
 from pathlib import Path
 
 import pytest
 
 DATA_DIR = Path(__file__).parent / "data"
+
+# A test run started in the background of a shell without job control (nohup,
+# `cmd &` in a script) inherits SIGINT ignored, and Python then installs no
+# KeyboardInterrupt handler: the Ctrl-C tests would test nothing. Give this
+# process, and through exec every child, the interactive default back.
+if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+    signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
 # What fslab itself creates: images fslab-<pid>-<hex>.img and mounts under
