@@ -111,6 +111,18 @@ def test_compare_adds_metrics_by_glob(db):
     assert missing.exit_code == 2 and "matches no stored metric" in _flat(missing.stderr)
 
 
+def test_compare_prints_call_chain_shares_as_the_report_does(db):
+    """In percent, named by their function, with the report's legend (test_comparison_cells)."""
+    glob = "profile.inclusive.ext4_do_writepages"
+    result = fslab("compare", QUICK, "--by", "filesystem", "--metric", glob, "--db", db)
+    assert result.exit_code == 0, result.output
+    out = result.stdout
+    assert "\n  ext4_do_writepages\n" in out and "62.16%" in out and "0.622" not in out
+    assert "Rows in % are perf-profile call-chain shares" in out and _narrow(out)
+    plain = fslab("compare", QUICK, "--by", "filesystem", "--db", db).stdout
+    assert "call-chain shares" not in plain
+
+
 def test_compare_by_an_axis_compares_its_values_inside_one_campaign(db):
     """--by AXIS (how kernels and CPU counts of guests are compared): each value against
     the first, points matched by configuration and the other sweep values."""

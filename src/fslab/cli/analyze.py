@@ -36,9 +36,10 @@ from fslab.analyze.scaling import UslFit
 from fslab.analyze.stats import MIN_REPS
 from fslab.cli.common import DbOption, JsonOption, app, err, guarded, open_store, out, print_json
 from fslab.errors import UsageError
+from fslab.report.comparison import SHARE_LEGEND
 from fslab.report.flamegraph import diff_flamegraph_svg, flamegraph_svg
 from fslab.report.speedscope import speedscope_json
-from fslab.report.terminal import comparison_tables
+from fslab.report.terminal import comparison_tables, shows_call_chain_shares
 from fslab.stacks.fold import folded_to_text
 from fslab.stacks.profile import Profile, folded_diff_text, format_chains, format_diff
 from fslab.store.db import Store
@@ -223,6 +224,8 @@ def _print_comparisons(comparisons: Sequence[Comparison]) -> None:
     else:
         _say("ratio: candidate/baseline medians, CI: its 95% bootstrap interval,")
         _say("p: test on per-run values, Benjamini-Hochberg adjusted over the table")
+    if shows_call_chain_shares(comparisons):
+        _say(textwrap.fill(f"{SHARE_LEGEND}.", 80))
     reps = min_repetitions(comparisons)
     if 0 < reps < MIN_REPS:
         _say(

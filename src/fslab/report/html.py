@@ -19,6 +19,7 @@ from collections.abc import Iterable, Sequence
 from html import escape
 
 from fslab.report import text as tx
+from fslab.report.comparison import MARK_LEGEND
 from fslab.report.flamegraph import diff_flamegraph_svg, flamegraph_svg
 from fslab.report.html_diagnosis import entry_html
 from fslab.report.model import Report
@@ -308,7 +309,7 @@ def _comparisons(report: Report, svg: str | None) -> str:
             parts.append(_table(tx.comparison_table(item.table.rows), group_rows=True))
         parts += _p_lines(item.table.describe()[-1:], "muted")
     if c.items:
-        parts += _p_lines([tx.MARK_LEGEND], "muted")
+        parts += _p_lines([MARK_LEGEND], "muted")
     title = "Comparisons" + (f" (baseline: {c.baseline})" if c.baseline else "")
     return _section("comparisons", title, parts + _notes(c.notes))
 

@@ -11,7 +11,6 @@ says is decided in `report.reply_model`; this module only lays it out.
 
 from __future__ import annotations
 
-import math
 import shlex
 from collections.abc import Iterable, Mapping
 
@@ -19,6 +18,7 @@ from fslab.analyze.compare import ComparisonRow
 from fslab.analyze.comparisons import PointVerdict
 from fslab.analyze.diagnose import Candidate, ConfigDiagnosis, ruled_out_reasons
 from fslab.analyze.reported import FigureMatch
+from fslab.report.comparison import comparison_cells
 from fslab.report.model import FailedPoint, FilesystemSetup
 from fslab.report.reply_model import HypothesisReply, Reply, ScalingNote, build_reply
 from fslab.report.text import Table, shell_lines, wrap
@@ -202,11 +202,11 @@ def _summary(reply: Reply) -> list[str]:
     lead = _lead_remedy(reply.remedies)
     if lead is not None:
         row = lead.row
-        p = f", p {row.p_adjusted:.2g}" if math.isfinite(row.p_adjusted) else ""
+        p = comparison_cells(row).p
         judged = {"better": "is better", "worse": "is worse", "no change shown": "shows no change"}
         out.append(
             f"At {reply.remedy_point}, {lead.candidate} {judged.get(row.verdict, row.verdict)}: "
-            f"{row.change_pct:+.0f}% against {lead.baseline}{p}."
+            f"{row.change_pct:+.0f}% against {lead.baseline}" + (f", p {p}." if p != "-" else ".")
         )
     return out
 
@@ -509,19 +509,16 @@ def _remedy_text(reply: Reply, v: PointVerdict) -> str:
 
 
 def _verdict_short(row: ComparisonRow) -> str:
-    p = f", p {row.p_adjusted:.2g}" if math.isfinite(row.p_adjusted) else ""
-    return f"{row.verdict}, {row.change_pct:+.0f}%{p}"
+    p = comparison_cells(row).p
+    return f"{row.verdict}, {row.change_pct:+.0f}%" + (f", p {p}" if p != "-" else "")
 
 
 def _verdict_long(row: ComparisonRow) -> str:
-    fmt = format_value
-    interval = ""
-    if math.isfinite(row.ci_low) and math.isfinite(row.ci_high):
-        interval = f", 95% CI x{row.ci_low:.2f}..x{row.ci_high:.2f}"
+    c = comparison_cells(row)
+    interval = f", 95% CI x{c.ci_low}..x{c.ci_high}" if c.ci != "-" else ""
     return (
-        f"{_verdict_short(row)} ({metric_label(row.metric)} "
-        f"{fmt(row.metric, row.median_candidate)} vs {fmt(row.metric, row.median_baseline)}, "
-        f"x{row.ratio:.2f}{interval}; {row.n_candidate} vs {row.n_baseline} runs)"
+        f"{_verdict_short(row)} ({c.metric} {c.median_candidate} vs {c.median_baseline}, "
+        f"x{c.ratio}{interval}; {row.n_candidate} vs {row.n_baseline} runs)"
     )
 
 

@@ -2,16 +2,16 @@
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 
 from rich import box
 from rich.markup import escape
 from rich.table import Table
 
-from fslab.analyze.compare import ComparisonRow
+from fslab.analyze.compare import ComparisonRow, Verdict
 from fslab.analyze.comparisons import Comparison
 from fslab.analyze.summary import SummaryRow, watermark_relevant
+from fslab.report.comparison import CALL_CHAIN_SHARE, comparison_cells, comparison_label
 from fslab.store.db import CampaignRow, PointRow
 from fslab.units import format_bytes
 from fslab.vocab import PointKey, format_value, metric_label, point_label, sweep_cell
@@ -124,10 +124,10 @@ def failures_table(points: Sequence[PointRow]) -> Table:
 
 # ------------------------------------------------------------------ comparisons
 # `fslab compare`'s tables: the statistics of each row (n, medians, ratio and its
-# interval, BH-adjusted p, verdict). The reports print the same rows in the kernel
-# test robot's form (report/text.comparison_table).
+# interval, BH-adjusted p, verdict), picked from report/comparison's cells; the
+# reports print other columns of the same cells (report/text.comparison_table).
 
-_VERDICT_STYLE = {
+_VERDICT_STYLE: dict[Verdict, str] = {
     "better": "green",
     "worse": "bold red",
     "changed": "yellow",
@@ -144,20 +144,21 @@ def comparison_tables(comparison: Comparison) -> list[tuple[str, Table]]:
     not fit a column of an 80-column table: then each metric gets a table of
     its own, titled with its name.
     """
-    by_metric = any(len(metric_label(r.metric)) > METRIC_COLUMN_MAX for r in comparison.table.rows)
+    rows = comparison.table.rows
+    by_metric = any(len(comparison_label(r.metric)) > METRIC_COLUMN_MAX for r in rows)
     groups: dict[tuple[str | None, str | None], list[ComparisonRow]] = {}
-    for row in comparison.table.rows:
+    for row in rows:
         key = (_config_of(row.point), row.metric if by_metric else None)
         groups.setdefault(key, []).append(row)
     versus = f"{comparison.candidate} vs {comparison.baseline} (baseline)"
     tables = []
     shown: set[str | None] = set()
-    for (config, metric), rows in groups.items():
+    for (config, metric), group in groups.items():
         heading = [] if config in shown else [f"{config}: {versus}" if config else versus]
         shown.add(config)
         if metric:
-            heading.append(f"  {metric_label(metric)}")
-        tables.append(("\n".join(heading), comparison_table(rows, with_metric=not by_metric)))
+            heading.append(f"  {comparison_label(metric)}")
+        tables.append(("\n".join(heading), comparison_table(group, with_metric=not by_metric)))
     return tables
 
 
@@ -179,11 +180,20 @@ def comparison_table(rows: Sequence[ComparisonRow], *, with_metric: bool = True)
     table.add_column("verdict", no_wrap=True)
     previous = None
     for row in rows:
-        cells = _row_cells(row)
-        cells[0] = "" if row.point == previous else escape(_point_values(row.point))
+        c = comparison_cells(row)
+        point = "" if row.point == previous else escape(_point_values(row.point))
         previous = row.point
-        table.add_row(*(cells if with_metric else cells[:1] + cells[2:]))
+        style = _VERDICT_STYLE[c.verdict]
+        verdict = f"[{style}]{c.verdict}[/]" if style else c.verdict
+        metric = [escape(c.metric)] if with_metric else []
+        stats = [c.n, c.median_baseline, c.median_candidate, c.ratio, c.ci, c.p]
+        table.add_row(point, *metric, *stats, verdict)
     return table
+
+
+def shows_call_chain_shares(comparisons: Sequence[Comparison]) -> bool:
+    """Whether a table has call-chain share rows (named by function: say what they are)."""
+    return any(r.metric.startswith(CALL_CHAIN_SHARE) for c in comparisons for r in c.table.rows)
 
 
 def _point_axes(rows: Sequence[ComparisonRow]) -> list[str]:
@@ -199,31 +209,3 @@ def _point_values(point: PointKey) -> str:
     if isinstance(point, tuple):
         return " ".join(str(value) for axis, value in point if axis != "config") or "-"
     return point_label(point)
-
-
-def _row_cells(row: ComparisonRow) -> list[str]:
-    same = row.n_baseline == row.n_candidate
-    n = str(row.n_baseline) if same else f"{row.n_baseline}/{row.n_candidate}"
-    style = _VERDICT_STYLE.get(row.verdict, "")
-    verdict = f"[{style}]{row.verdict}[/]" if style else row.verdict
-    return [
-        point_label(row.point),
-        escape(metric_label(row.metric)),
-        n,
-        format_value(row.metric, row.median_baseline),
-        format_value(row.metric, row.median_candidate),
-        _ratio(row.ratio),
-        f"{_ratio(row.ci_low)}-{_ratio(row.ci_high)}" if math.isfinite(row.ci_low) else "-",
-        _p(row.p_adjusted),
-        verdict,
-    ]
-
-
-def _ratio(value: float) -> str:
-    return f"{value:.2f}" if math.isfinite(value) else "-"
-
-
-def _p(value: float) -> str:
-    if not math.isfinite(value):
-        return "-"
-    return "<0.001" if value < 0.001 else f"{value:.3f}"

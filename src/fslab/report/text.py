@@ -16,7 +16,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from fslab.analyze.compare import ComparisonRow
-from fslab.analyze.metrics_catalog import metric_def
+from fslab.report.comparison import MARK_LEGEND, SHARE_LEGEND, comparison_cells
 from fslab.report.model import (
     Comparisons,
     Contention,
@@ -43,20 +43,6 @@ from fslab.vocab import (
 
 WIDTH = 80
 _ZERO = {"", "0", "0s", "None"}
-MARKS = {
-    "better": "+",
-    "worse": "-",
-    "changed": "~",
-    "no change shown": "=",
-    "needs more runs": "?",
-}
-MARK_LEGEND = (
-    "verdict marks: + better, - worse (BH-adjusted p < 0.05 and a change beyond "
-    "the run-to-run noise), ~ changed (evidence metric), = no change shown, "
-    "? needs more runs"
-)
-
-
 # ------------------------------------------------------------------ building blocks
 
 
@@ -338,64 +324,31 @@ def latency_table(results: Results) -> Table | None:
 def comparison_table(rows: Sequence[ComparisonRow]) -> Table:
     """Baseline vs candidate in the kernel test robot's form, one metric per line.
 
-    base mean ± %stddev, %change, new mean ± %stddev, then the metric; the
-    sweep point heads each group of rows. Profile shares (perf-profile call
-    chains: the share of samples with a function on the stack) are shown in
-    percent and their change in percentage points, as the robot does. The
-    verdict mark comes from the statistics (analyze.compare), not from the
-    size of the change.
+    base mean ± %stddev, %change, new mean ± %stddev, the verdict mark, then
+    the metric (cells from report/comparison); the sweep point heads each
+    group of rows. The mark comes from the statistics (analyze.compare), not
+    from the size of the change.
     """
     out = []
     previous = None
     for row in rows:
-        label = point_label(row.point)
-        if label != previous:
-            out.append([label, "", "", "", "", "", ""])
-            previous = label
-        share = is_share(row.metric)
+        c = comparison_cells(row)
+        if c.point != previous:
+            out.append([c.point, "", "", "", "", "", ""])
+            previous = c.point
         out.append(
             [
-                _mean(row.metric, row.mean_baseline, share),
-                _sd(row.sd_pct_baseline),
-                _robot_change(row, share),
-                _mean(row.metric, row.mean_candidate, share),
-                _sd(row.sd_pct_candidate),
-                MARKS.get(row.verdict, "?"),
-                row.metric.split(".", 2)[-1] if share else metric_label(row.metric),
+                c.mean_baseline,
+                c.sd_baseline,
+                c.change,
+                c.mean_candidate,
+                c.sd_candidate,
+                c.mark,
+                c.metric,
             ]
         )
     headers = ["base", "%stddev", "%change", "new", "%stddev", "", "metric"]
     return Table(headers, out, "rrrrrll", cut=6)
-
-
-def is_share(metric: str) -> bool:
-    """A profile share (a fraction of samples), shown in percent."""
-    return metric.startswith("profile.") and metric_def(metric).unit == "share"
-
-
-def _mean(metric: str, value: float, share: bool) -> str:
-    if not math.isfinite(value):
-        return "-"
-    return f"{100 * value:.2f}%" if share else format_value(metric, value)
-
-
-def _sd(pct: float) -> str:
-    """The robot leaves out a spread below 2%; so does fslab."""
-    return f"± {pct:2.0f}%" if math.isfinite(pct) and pct >= 2 else ""
-
-
-def _robot_change(row: ComparisonRow, share: bool) -> str:
-    if share:
-        if math.isfinite(row.mean_baseline) and math.isfinite(row.mean_candidate):
-            return f"{100 * (row.mean_candidate - row.mean_baseline):+.1f}"
-        return "-"
-    if math.isfinite(row.mean_candidate) and math.isfinite(row.mean_baseline) and row.mean_baseline:
-        return f"{100 * (row.mean_candidate / row.mean_baseline - 1):+.1f}%"
-    return "-"
-
-
-def _change(ratio: float) -> str:
-    return f"{(ratio - 1.0) * 100:+.1f}%"
 
 
 def workqueue_table(contention: Contention) -> Table | None:
@@ -597,9 +550,8 @@ def _comparisons(report: Report) -> list[str]:
     if c.items:
         lines += wrap(
             "base, new: means over repetitions, +- sample SD in % of the mean (left out "
-            "below 2%); %change: new vs base. Rows in % are perf-profile call-chain "
-            "shares (samples with the function on the stack), their change in percentage "
-            "points."
+            f"below 2%); %change: new vs base. {SHARE_LEGEND}, their change in "
+            "percentage points."
         )
         lines += wrap(MARK_LEGEND)
     return lines + _notes(c.notes)
