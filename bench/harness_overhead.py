@@ -42,7 +42,7 @@ from fslab.runner import RunOptions, run_campaign, run_point, start_campaign
 from fslab.spec import Point, Spec, expand_points, load_spec
 from fslab.store.db import Store
 from fslab.target.loop import image_name
-from fslab.timing import CampaignTiming, PointTiming
+from fslab.timing import CampaignTiming
 
 NUMJOBS = [1, 2, 4, 8, 12, 16, 24, 32, 48, 64]  # 10 sweep points of the seed workload
 WALL_GOAL = 1.10  # per run, over runtime + ramp
@@ -125,11 +125,11 @@ def campaign(spec: Spec, mode: str) -> Campaign:
         points = store.points(cid)
         bad = [p for p in points if p.status != "ok"]
         assert not bad, [p.error for p in bad]
-        timing = CampaignTiming.total(t for p in points if (t := PointTiming.from_facts(p.facts)))
+        timing = CampaignTiming.total(t for p in points if (t := p.facts.point_timing))
         commands = [[argv for argv, _, _ in store.command_records(p.id)] for p in points]
         collector_s: dict[str, float] = {}
         for p in points:
-            for name, phases in p.facts.get("collector_seconds", {}).items():
+            for name, phases in (p.facts.collector_seconds or {}).items():
                 for phase, seconds in phases.items():
                     key = f"{name}.{phase}"
                     collector_s[key] = collector_s.get(key, 0.0) + seconds

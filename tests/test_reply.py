@@ -28,7 +28,7 @@ from fslab.analyze.comparisons import verdicts_at
 from fslab.analyze.dataset import load_campaign
 from fslab.analyze.diagnose import diagnose_campaign, judge_hypothesis
 from fslab.analyze.mechanisms import blamed_mechanism, load_rules
-from fslab.analyze.reported import match_figures, reported_spec, reporter_point
+from fslab.analyze.reported import match_figures, reporter_point
 from fslab.cli import app
 from fslab.report.reply import WIDTH, render_reply
 from fslab.report.reply_model import Reply, build_reply
@@ -217,7 +217,7 @@ def test_reply_follows_the_reporters_point(tmp_path):
 
     store, cid = _store(tmp_path, FSYNC, at_256)
     data = load_campaign(store, cid)
-    reported = reported_spec(data.campaign.spec)
+    reported = data.campaign.spec.reported
     assert reported is not None
     point, _ = reporter_point(data, "ext4-reported", reported.point)
     assert point is not None and point.exact and point.label == "numjobs=256"

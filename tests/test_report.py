@@ -164,13 +164,13 @@ def test_dd_campaign_says_why_latency_and_scaling_are_missing(
     reproduced = r.report.reproduce.point
     assert reproduced is not None
     point = next(p for p in r.store.points(r.campaign_id) if p.id == reproduced.point_id)
-    assert ("fallocate -l" in r.text) == bool(point.facts.get("fill", {}).get("bytes_filled"))
+    assert ("fallocate -l" in r.text) == bool(point.facts.fill and point.facts.fill.bytes_filled)
     # a pre-filled point's recipe fills it the same way
     from fslab.analyze.dataset import load_campaign
     from fslab.report import model
 
     data = load_campaign(r.store, r.campaign_id)
-    filled = next(p for p in data.ok_points() if p.facts.get("fill", {}).get("bytes_filled"))
+    filled = next(p for p in data.ok_points() if p.facts.fill and p.facts.fill.bytes_filled)
     recipe = model._reproduce(r.store, data, model._ref(data, filled))
     steps = [step.argv for step in recipe.steps if step.argv]
     names = [argv[0] for argv in steps]

@@ -18,6 +18,7 @@ from fslab.errors import FslabError, UsageError
 from fslab.store.db import SCHEMA_VERSION, PlannedPoint, PointOutcome, Store, upgrade_database
 from fslab.store.exchange import export_campaign, import_campaign
 from fslab.store.tables import HEAD
+from tests.tiny_spec import tiny_spec_data
 
 DATA = Path(__file__).parent / "data"
 
@@ -25,7 +26,7 @@ DATA = Path(__file__).parent / "data"
 def _campaign(store: Store, n_points: int = 3, *, hostname: str = "box-a") -> int:
     return store.create_campaign(
         name="t",
-        spec={"name": "t"},
+        spec=tiny_spec_data("t"),
         spec_toml='name = "t"',
         overrides={},
         host={"kernel_release": "6.18", "hostname": hostname},
@@ -57,7 +58,7 @@ def test_round_trip(new_db):
         assert store.commands(points[0].id) == [["mkfs.ext4", "/dev/loop0"]]
         assert store.command_records(points[0].id) == [(["mkfs.ext4", "/dev/loop0"], 0, 0.5)]
         assert store.collectors(points[0].id) == {"perf": ("unavailable", "no perf")}
-        assert store.points(cid)[0].facts["mount_options_effective"] == "rw,noatime"
+        assert store.points(cid)[0].facts.mount_options_effective == "rw,noatime"
         store.set_campaign_status(cid, "complete")
         assert store.campaign(cid).ended_at is not None
         assert store.latest_campaign_id() == cid
@@ -162,14 +163,17 @@ def test_an_older_sqlite_database_is_migrated(tmp_path, version):
     """tests/data/store_schema_v{1,2}.sql: the schemas fslab shipped before alembic
     (v1: fslab 0.1; v2: points with roles). Both open, their rows intact."""
     path = tmp_path / "old.db"
+    # a spec as an older fslab stored it (no target.limits, vm, reported, ...)
+    old_spec = json.loads((DATA / "campaign_fsync_quick.json").read_text())["campaign"]["spec"]
     with sqlite3.connect(path) as conn:
         conn.executescript((DATA / f"store_schema_v{version}.sql").read_text())
         conn.execute(f"INSERT INTO meta VALUES ('schema_version', '{version}')")
         conn.execute(
             "INSERT INTO campaigns (name, status, spec_json, spec_toml, overrides_json,"
             " host_json, fslab_version, started_at)"
-            " VALUES ('old', 'complete', '{}', '', '{}', '{\"hostname\": \"old-box\"}',"
-            " '0.1.0', '2026-01-01')"
+            " VALUES ('old', 'complete', ?, '', '{}', '{\"hostname\": \"old-box\"}',"
+            " '0.1.0', '2026-01-01')",
+            (json.dumps(old_spec),),
         )
         conn.execute(
             "INSERT INTO points (campaign_id, seq, config, fs_type, sweep_json, repeat, status)"
@@ -180,7 +184,9 @@ def test_an_older_sqlite_database_is_migrated(tmp_path, version):
         (point,) = store.points(1)
         assert point.role == "inline"
         assert store.metrics(1) == {point.id: {"fio.write.iops": 99.0}}
-        assert store.campaign(1).hostname == "old-box"
+        old = store.campaign(1)
+        assert old.hostname == "old-box" and old.spec.target.limits is None  # typed, defaults
+        assert old.host.hostname == "old-box" and old.host.fact("kernel_release") is None
         (new,) = store.add_points(1, [PlannedPoint(0, "ext4", "ext4", {"numjobs": 1}, 0)])
         assert new.role == "clean"
     with sqlite3.connect(path) as conn:
@@ -211,7 +217,7 @@ def test_a_shared_database_of_an_older_schema_waits_for_store_migrate(pg_cluster
 def _roles_campaign(store: Store, *roles: str) -> int:
     return store.create_campaign(
         name="t",
-        spec={},
+        spec=tiny_spec_data("t"),
         spec_toml="",
         overrides={"collect": "separate"},
         host={},
@@ -253,7 +259,7 @@ def test_post_processing_results_are_added_to_a_saved_point(new_db):
         assert store.collectors(point.id) == {"perf": ("ok", "")}
         assert store.artifact(point.id, "profile.oncpu.folded") == "fio;x 1\n"
         facts = store.points(cid)[0].facts
-        assert facts == {"config": "ext4", "timing": {"setup_s": 1.0, "post_s": 0.2}}
+        assert facts.stored() == {"config": "ext4", "timing": {"setup_s": 1.0, "post_s": 0.2}}
 
 
 def test_roles_survive_export_and_import_and_old_exports_read_as_inline(new_db):

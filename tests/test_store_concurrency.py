@@ -11,6 +11,7 @@ from __future__ import annotations
 import multiprocessing
 
 from fslab.store.db import PlannedPoint, PointOutcome, Store
+from tests.tiny_spec import tiny_spec_data
 
 WRITERS = 8
 CAMPAIGNS = 3
@@ -23,7 +24,7 @@ def _write(location: str, writer: int) -> list[int]:
         for c in range(CAMPAIGNS):
             cid = store.create_campaign(
                 name=f"c{c}",
-                spec={},
+                spec=tiny_spec_data(f"c{c}"),
                 spec_toml="",
                 overrides={},
                 host={"hostname": f"host-{writer}"},

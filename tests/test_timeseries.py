@@ -16,9 +16,10 @@ from fslab import bisection
 from fslab.analyze.bisect import bisect_list
 from fslab.analyze.drift import host_drift
 from fslab.analyze.noise import fit_point_noise, spec_fingerprint
+from fslab.hostfacts import HostFacts
 from fslab.report.model import build_report
 from fslab.report.text import render_text
-from fslab.spec import load_spec
+from fslab.spec import Spec, load_spec
 from fslab.store.db import Store
 from fslab.store.exchange import import_campaign
 
@@ -26,9 +27,9 @@ DATA = Path(__file__).parent / "data"
 SPACED = Path(__file__).parent.parent / "bench" / "spaced"
 
 
-def _spec(path: Path, *overrides: str) -> dict:
+def _spec(path: Path, *overrides: str) -> Spec:
     spec, _ = load_spec(str(path), overrides=list(overrides))
-    return spec.model_dump(mode="json")
+    return spec
 
 
 def test_fingerprint_ignores_names_and_repetitions_but_not_what_is_measured() -> None:
@@ -50,14 +51,15 @@ def _host(name: str) -> dict:
 
 def test_drift_names_each_differing_fact_and_only_those() -> None:
     recorded = _host("campaign_fsync_quick.json")
-    assert host_drift(recorded, _host("campaign_fsync_dioread.json")) == []
+    typed = HostFacts.from_stored
+    assert host_drift(typed(recorded), typed(_host("campaign_fsync_dioread.json"))) == []
     other = {
         **recorded,
         "kernel_cmdline": recorded["kernel_cmdline"] + " mitigations=off",
         "perf_version": "perf version 6.1.187",
         "cpu_governor": "performance",
     }
-    found = host_drift(recorded, other)
+    found = host_drift(typed(recorded), typed(other))
     assert [d.fact for d in found] == ["kernel_cmdline", "perf_version"]  # governor: one side
     assert "candidate only 'mitigations=off'" in found[0].describe()
     assert "'perf version 6.1.192' (baseline) vs 'perf version 6.1.187'" in found[1].describe()

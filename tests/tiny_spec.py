@@ -3,6 +3,11 @@ that are about what happens around a campaign (a fleet, a store outage)."""
 
 from __future__ import annotations
 
+import tomllib
+from typing import Any
+
+from fslab.spec import validate_spec
+
 
 def tiny_spec(name: str, numjobs: tuple[int, ...] = (1,), repeat: int = 2) -> str:
     """One ext4 configuration, 1 s of 16 KiB fsync'd writes per point."""
@@ -28,3 +33,8 @@ numjobs = {list(numjobs)}
 repeat = {repeat}
 runtime = "1s"
 """
+
+
+def tiny_spec_data(name: str = "t") -> dict[str, Any]:
+    """The tiny spec as a campaign stores it (the store reads specs back validated)."""
+    return validate_spec(tomllib.loads(tiny_spec(name))).model_dump(mode="json")

@@ -12,7 +12,7 @@ import re
 import shutil
 import subprocess
 from collections.abc import Mapping
-from dataclasses import asdict, dataclass, fields
+from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
@@ -65,20 +65,38 @@ class HostFacts:
     xfsprogs_version: str
     fslab_version: str
     ext4_watermark_clusters: int
+    # the facts a stored campaign recorded (older fslab versions recorded fewer);
+    # None: all of them (collected here)
+    recorded: frozenset[str] | None = field(default=None, compare=False, repr=False)
 
     def to_dict(self) -> dict[str, object]:
-        return asdict(self)
+        """The facts as stored: only those recorded, so a stored campaign round-trips."""
+        return {name: getattr(self, name) for name in _FACTS if self.has(name)}
+
+    def has(self, name: str) -> bool:
+        return name in _FACTS and (self.recorded is None or name in self.recorded)
+
+    def fact(self, name: str) -> str | int | None:
+        """A fact by name; None when the campaign did not record it."""
+        return getattr(self, name) if self.has(name) else None
 
     @classmethod
     def from_stored(cls, data: Mapping[str, Any]) -> HostFacts:
         """The facts a campaign stored; a field an older fslab did not record reads as
-        'unknown' (or 0), so every stored campaign has the same typed facts."""
+        'unknown' (or 0), so every stored campaign has the same typed facts, and
+        `fact()` says None for it."""
         values: dict[str, Any] = {}
         for f in fields(cls):
-            default: Any = 0 if f.type in (int, "int") else "unknown"
+            if f.name not in _FACTS:
+                continue
+            default: Any = 0 if f.type in (int, "int") else UNKNOWN
             raw = data.get(f.name, default)
             values[f.name] = int(raw) if isinstance(default, int) else str(raw)
-        return cls(**values)
+        return cls(**values, recorded=frozenset(data).intersection(_FACTS))
+
+
+UNKNOWN = "unknown"
+_FACTS = tuple(f.name for f in fields(HostFacts) if f.name != "recorded")  # in field order
 
 
 def host_name() -> str:

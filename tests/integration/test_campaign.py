@@ -91,7 +91,7 @@ def test_tiny_campaign_stores_trustworthy_results(tmp_path, no_leaks):
 
     with Store(db) as store:
         (campaign,) = store.campaigns()
-        assert campaign.host["nr_cpu_ids"] >= 1 and campaign.host["fio_version"].startswith("fio")
+        assert campaign.host.nr_cpu_ids >= 1 and campaign.host.fio_version.startswith("fio")
         points = store.points(campaign.id)
         assert [p.status for p in points] == ["ok"] * 4
         metrics = store.metrics(campaign.id)
@@ -101,12 +101,13 @@ def test_tiny_campaign_stores_trustworthy_results(tmp_path, no_leaks):
         assert m["fio.write.clat_ns_p50"] <= m["fio.write.clat_ns_p99"]
         commands = [argv[0] for argv in store.commands(ext4.id)]
         assert "mkfs.ext4" in commands and "mount" in commands and "fio" in commands
-        assert "noatime" in ext4.facts["mount_options_effective"]
-        assert "data=ordered" in ext4.facts["mount_options_effective"]
-        assert ext4.facts["filesystem"]["journal_size_bytes"] > 0
+        assert ext4.facts.mount_options_effective and ext4.facts.filesystem
+        assert "noatime" in ext4.facts.mount_options_effective
+        assert "data=ordered" in ext4.facts.mount_options_effective
+        assert (ext4.facts.filesystem.journal_size_bytes or 0) > 0
         assert json.loads(store.artifact(ext4.id, "fio.json"))["jobs"]
         xfs = next(p for p in points if p.config == "xfs")
-        assert "log_size_bytes" in xfs.facts["filesystem"]
+        assert xfs.facts.filesystem and xfs.facts.filesystem.log_size_bytes
 
     listed = json.loads(fslab("list", "--db", str(db), "--json").stdout)
     assert listed[0]["points"] == {"ok": 4}

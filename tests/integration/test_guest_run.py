@@ -82,7 +82,8 @@ def test_fslab_run_kernel_sweeps_possible_cpus_in_guests_and_compares_by_axis(
         points = sorted(store.points(1), key=lambda p: p.started_at or "")
     for point in points:
         assert point.status == "ok", point.error
-        guest = point.facts["guest"]
+        guest = point.facts.guest
+        assert guest is not None
         assert (guest["nr_cpu_ids"], guest["online_cpus"]) == (point.sweep["possible_cpus"], 2)
         assert guest["kernel_release"] == guest_kernel().release
         assert guest["accel"] in ("kvm", "tcg") and guest["boot"] == 1

@@ -139,8 +139,8 @@ def test_a_campaign_point_runs_at_its_limit_and_records_it(tmp_path, no_leaks):
     with Store(db) as store:
         (point,) = store.points(store.latest_campaign_id())
         iops = store.metrics(point.campaign_id)[point.id]["fio.write.iops"]
-    limits = point.facts["device_limits"]
-    assert limits["write_iops"] == 300 and "blkio" in limits["how"]
+    limits = point.facts.device_limits
+    assert limits is not None and limits.write_iops == 300 and "blkio" in limits.how
     assert 200 < iops < 330, iops
     for kind in ("write_iops", "write_bps", "read_iops", "read_bps"):
         assert ":" not in (BLKIO_ROOT / f"blkio.throttle.{kind}_device").read_text()

@@ -86,9 +86,10 @@ def test_fsync_storm_report_runs_end_to_end(tmp_path, no_leaks):
             if argv[0] == "fio" and "--create_only=1" not in argv
         )
         assert "--filesize=4m" in fio and "--fsync=1" in fio and "--numjobs=16" in fio
-        reported = campaign.spec["reported"]
-        assert [f["text"] for f in reported["expected"]] == ["22K", "less than 1K"]
-        assert reported["hypotheses"][0]["names"][1]["name"] == "rsv_conversion_wq"
+        reported = campaign.spec.reported
+        assert reported is not None
+        assert [f.text for f in reported.expected] == ["22K", "less than 1K"]
+        assert reported.hypotheses[0].names[1].name == "rsv_conversion_wq"
 
 
 @requires_root
@@ -116,17 +117,16 @@ def test_cached_write_report_runs_end_to_end_in_a_1728_cpu_guest(tmp_path, no_le
         ext4 = next(p for p in points if p.config == "ext4")
         dd = next(argv for argv in store.commands(ext4.id) if argv[0] == "dd")
         assert "bs=1M" in dd and "count=10" in dd
-        reported = campaign.spec["reported"]
-        assert {f["config"] for f in reported["expected"] if f["metric"] == "dd.bw_bytes_s"} == {
+        reported = campaign.spec.reported
+        assert reported is not None
+        assert {f.config for f in reported.expected if f.metric == "dd.bw_bytes_s"} == {
             "ext4",
             "xfs",
         }
-        assert {u["fact"] for u in reported["unreproduced"]} == {"kernel", "memory"}
+        assert {u.fact for u in reported.unreproduced} == {"kernel", "memory"}
         for point in points:  # the reporter's CPU count as the guest's possible CPUs
-            assert (point.facts["guest"]["nr_cpu_ids"], point.facts["guest"]["online_cpus"]) == (
-                1728,
-                2,
-            )
+            guest = point.facts.guest or {}
+            assert (guest["nr_cpu_ids"], guest["online_cpus"]) == (1728, 2)
             if point.config == "ext4":  # watermark 864 MiB: 64 MiB free is below it
                 below = point.sweep["fill_leave_free"] == "64MiB"
-                assert point.facts["below_ext4_watermark"] is below
+                assert point.facts.below_ext4_watermark is below

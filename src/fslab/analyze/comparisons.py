@@ -280,9 +280,9 @@ def axis_comparisons(
 def axis_detail(data: CampaignData, axis: str, value: str) -> str:
     """What one value of an axis ran on: the guest's kernel, CPUs and accelerator."""
     guests = [
-        p.facts["guest"]
+        p.facts.guest
         for p in data.points
-        if str(p.sweep.get(axis)) == value and isinstance(p.facts.get("guest"), dict)
+        if str(p.sweep.get(axis)) == value and p.facts.guest is not None
     ]
     return guest_summary(guests) or "on the host"
 
@@ -380,6 +380,6 @@ def _campaign_detail(data: CampaignData) -> str:
     """Name, kernel, host and start time: what differs between two campaigns."""
     host = data.campaign.host
     return (
-        f"{data.campaign.name}, {host.get('kernel_release', '?')} on "
-        f"{host.get('hostname', '?')}, {data.campaign.started_at.replace('+00:00', 'Z')}"
+        f"{data.campaign.name}, {host.fact('kernel_release') or '?'} on "
+        f"{host.fact('hostname') or '?'}, {data.campaign.started_at.replace('+00:00', 'Z')}"
     )

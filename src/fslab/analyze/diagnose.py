@@ -111,7 +111,7 @@ def load_evidence(
         if profile is not None and kind == "oncpu":
             profile = profile.busy()
         profiles[kind] = profile if profile is not None and profile.total else None
-    facts = {**row.facts, "fs_type": row.fs_type}
+    facts = {**row.facts.stored(), "fs_type": row.fs_type}  # rules name facts as stored
     return PointEvidence(key, row, headline, data.metrics.get(row.id, {}), facts, profiles)
 
 

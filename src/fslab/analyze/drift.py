@@ -9,9 +9,9 @@ each difference it finds as a warning; a fact one side did not record
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+
+from fslab.hostfacts import HostFacts
 
 #: (host fact, what to call it), in the order warnings are given.
 CHECKED_FACTS: tuple[tuple[str, str], ...] = (
@@ -58,11 +58,11 @@ class Drift:
         }
 
 
-def host_drift(baseline: Mapping[str, Any], candidate: Mapping[str, Any]) -> list[Drift]:
+def host_drift(baseline: HostFacts, candidate: HostFacts) -> list[Drift]:
     """Every checked fact recorded on both sides with different values."""
     found = []
     for fact, label in CHECKED_FACTS:
-        a, b = baseline.get(fact), candidate.get(fact)
+        a, b = baseline.fact(fact), candidate.fact(fact)
         if a is None or b is None or str(a) == str(b):
             continue
         found.append(Drift(fact, label, str(a), str(b)))

@@ -10,7 +10,7 @@ two campaigns do.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -46,25 +46,25 @@ def _device(campaign: CampaignRow) -> str:
 
 
 def _limits(campaign: CampaignRow) -> str:
-    target = campaign.spec.get("target")
-    limits = target.get("limits") if isinstance(target, Mapping) else None
-    if not limits:
+    limits = campaign.spec.target.limits
+    if limits is None:
         return "none"
-    return ", ".join(f"{k}={v}" for k, v in sorted(limits.items()) if v is not None) or "none"
+    set_limits = limits.model_dump(mode="json", exclude_none=True)
+    return ", ".join(f"{k}={v}" for k, v in sorted(set_limits.items())) or "none"
 
 
 FACTS: tuple[tuple[str, Callable[[CampaignRow], str]], ...] = (
     ("host", lambda c: c.hostname),
     ("campaign", lambda c: f"{c.id} ({c.started_at.replace('+00:00', '')})"),
-    ("CPU model", lambda c: c.host_facts.cpu_model),
-    ("online CPUs", lambda c: str(c.host_facts.online_cpus)),
-    ("nr_cpu_ids", lambda c: str(c.host_facts.nr_cpu_ids)),
-    ("memory", lambda c: format_bytes(c.host_facts.memory_bytes)),
-    ("kernel", lambda c: c.host_facts.kernel_release),
-    ("cpufreq governor", lambda c: c.host_facts.cpu_governor),
+    ("CPU model", lambda c: c.host.cpu_model),
+    ("online CPUs", lambda c: str(c.host.online_cpus)),
+    ("nr_cpu_ids", lambda c: str(c.host.nr_cpu_ids)),
+    ("memory", lambda c: format_bytes(c.host.memory_bytes)),
+    ("kernel", lambda c: c.host.kernel_release),
+    ("cpufreq governor", lambda c: c.host.cpu_governor),
     ("device", _device),
     ("device limits", _limits),
-    ("fio", lambda c: c.host_facts.fio_version),
+    ("fio", lambda c: c.host.fio_version),
     ("fslab", lambda c: c.fslab_version),
 )
 

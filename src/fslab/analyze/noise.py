@@ -38,12 +38,13 @@ import math
 import warnings
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
 
 import numpy as np
 from scipy import stats as sps
 
 from fslab.analyze.compare import CONFIDENCE, ComparisonRow, unjudged_row
+from fslab.hostfacts import HostFacts
+from fslab.spec import Spec
 from fslab.vocab import PointKey
 
 MIN_CAMPAIGNS = 3  # baselines below which no between-campaign variance is estimated
@@ -57,9 +58,14 @@ _IGNORED_TOP = ("name", "description", "reported", "quick", "sweep")
 _IGNORED_RUN = ("repeat", "timeout_factor", "setup_timeout")
 
 
-def spec_fingerprint(spec: Mapping[str, Any]) -> str:
-    """A short hash of the validated spec, minus what names it or does not change a point."""
-    kept = {k: v for k, v in spec.items() if k not in _IGNORED_TOP}
+def spec_fingerprint(spec: Spec) -> str:
+    """A short hash of the validated spec, minus what names it or does not change a point.
+
+    Hashed from the model with its defaults filled in, so a campaign stored by
+    an older fslab (whose JSON lacks fields added since) has the fingerprint of
+    the same spec run today.
+    """
+    kept = {k: v for k, v in spec.model_dump(mode="json").items() if k not in _IGNORED_TOP}
     if isinstance(kept.get("run"), Mapping):
         kept["run"] = {k: v for k, v in kept["run"].items() if k not in _IGNORED_RUN}
     if isinstance(kept.get("filesystems"), list):
@@ -71,9 +77,9 @@ def spec_fingerprint(spec: Mapping[str, Any]) -> str:
     return hashlib.sha256(text.encode()).hexdigest()[:12]
 
 
-def host_key(host: Mapping[str, Any]) -> str:
+def host_key(host: HostFacts) -> str:
     """The machine as booted: hostname and kernel (a different kernel is a different host)."""
-    return f"{host.get('hostname', '?')} {host.get('kernel_release', '?')}"
+    return f"{host.fact('hostname') or '?'} {host.fact('kernel_release') or '?'}"
 
 
 @dataclass(frozen=True)

@@ -161,7 +161,7 @@ def missing_reason(store: Store, data: CampaignData, point: PointRow, kind: Prof
         return f"point {label}: the {name} collector ran but stored no {artifact_name(kind)}"
     if point.status == "failed":
         return f"point {label} failed before profiling: {point.error}"
-    if data.campaign.spec.get("collect", {}).get(name) is False:
+    if getattr(data.campaign.spec.collect, name, None) is False:
         return f"point {label}: the spec turns the {name} collector off ([collect] {name} = false)"
     if not status:
         return (

@@ -19,23 +19,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from pydantic import ValidationError
-
 from fslab.analyze.dataset import CampaignData
 from fslab.analyze.falloff import as_number
 from fslab.spec_reported import ReportedFigure, ReportedSpec
 from fslab.vocab import PointKey, point_label
-
-
-def reported_spec(spec: Mapping[str, Any]) -> ReportedSpec | None:
-    """The campaign spec's [reported] table, None when it has none (or an unreadable one)."""
-    raw = spec.get("reported")
-    if not raw:
-        return None
-    try:
-        return ReportedSpec.model_validate(raw)
-    except ValidationError:
-        return None
 
 
 @dataclass(frozen=True)

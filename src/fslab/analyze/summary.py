@@ -166,10 +166,10 @@ def _row(
     ]
     facts = RowFacts()
     for p in ok:
-        if "ext4_watermark_bytes" in p.facts:
-            facts.ext4_watermark_bytes = int(p.facts["ext4_watermark_bytes"])
-        if "below_ext4_watermark" in p.facts:
-            facts.below_ext4_watermark = bool(p.facts["below_ext4_watermark"])
+        if p.facts.ext4_watermark_bytes is not None:
+            facts.ext4_watermark_bytes = p.facts.ext4_watermark_bytes
+        if p.facts.below_ext4_watermark is not None:
+            facts.below_ext4_watermark = p.facts.below_ext4_watermark
         free = metrics.get(p.id, {}).get("fs.free_bytes_start")
         if free is not None and facts.free_bytes_start is None:
             facts.free_bytes_start = free

@@ -22,7 +22,7 @@ def print_results(store: Store, campaign_id: int, as_json: bool) -> None:
                     "status": campaign.status,
                     "started_at": campaign.started_at,
                     "ended_at": campaign.ended_at,
-                    "host": campaign.host,
+                    "host": campaign.host.to_dict(),
                     "device": campaign.device,
                 },
                 "results": [r.to_dict() for r in rows],
@@ -35,12 +35,12 @@ def print_results(store: Store, campaign_id: int, as_json: bool) -> None:
         )
         return
     host = campaign.host
-    guests = guest_summary(p.facts["guest"] for p in points if "guest" in p.facts)
+    guests = guest_summary(p.facts.guest for p in points if p.facts.guest is not None)
     title = f"campaign {campaign.id} {campaign.name} ({campaign.status}) - " + (
         f"in guests: {guests}"
         if guests
-        else f"kernel {host.get('kernel_release')}, {host.get('online_cpus')} CPUs "
-        f"(nr_cpu_ids {host.get('nr_cpu_ids')})"
+        else f"kernel {host.fact('kernel_release')}, {host.fact('online_cpus')} CPUs "
+        f"(nr_cpu_ids {host.fact('nr_cpu_ids')})"
     )
     out.print(terminal.results_table(rows, title))
     if any(p.status == "failed" for p in points):

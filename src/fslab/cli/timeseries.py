@@ -207,7 +207,7 @@ def _series_campaigns(
             f"no campaign named {selector!r} in {store.location}, and it is no spec file or preset"
         ) from None
     loaded, _, _ = _load(selector, set_, quick)
-    found = select_campaigns(store, fingerprint=spec_fingerprint(loaded.model_dump(mode="json")))
+    found = select_campaigns(store, fingerprint=spec_fingerprint(loaded))
     if not found:
         raise UsageError(
             f"no stored campaign of the spec {selector} (as given) in {store.location}"

@@ -51,10 +51,12 @@ from fslab.analyze.summary import SummaryRow, summarize, watermark_relevant
 from fslab.collect.registry import ALL_COLLECTORS
 from fslab.errors import FslabError
 from fslab.roles import mode_of_roles
+from fslab.spec import FilesystemSpec
 from fslab.stacks.profile import DiffRow, HotChain, Profile, diff
 from fslab.store.db import PointRow, Store
+from fslab.store.facts import FilesystemFacts, PointFacts
 from fslab.target.limits import DeviceLimits
-from fslab.timing import CampaignTiming, PointTiming
+from fslab.timing import CampaignTiming
 from fslab.units import format_bytes
 from fslab.vocab import PERCENTILES, metric_label, point_key, point_label
 
@@ -432,11 +434,11 @@ def _campaign_info(data: CampaignData) -> CampaignInfo:
     c = data.campaign
     counts = {s: sum(1 for p in data.points if p.status == s) for s in ("ok", "failed", "pending")}
     mode = str(c.overrides.get("collect") or mode_of_roles(p.role for p in data.points))
-    timings = [t for p in data.points if (t := PointTiming.from_facts(p.facts))]
+    timings = [t for p in data.points if (t := p.facts.point_timing)]
     return CampaignInfo(
         id=c.id,
         name=c.name,
-        description=str(c.spec.get("description", "")),
+        description=c.spec.description,
         status=c.status,
         started_at=c.started_at,
         ended_at=c.ended_at,
@@ -469,14 +471,14 @@ COLLECT_TEXT = {
 def _setup(store: Store, data: CampaignData) -> Setup:
     spec = data.campaign.spec
     notes = []
-    host = dict(data.campaign.host)
+    host = data.campaign.host.to_dict()
     if not host:
         notes.append("no host facts were stored with this campaign")
     configs = data.configs()
-    fs_specs = {fs.get("label"): fs for fs in spec.get("filesystems", [])}
-    filesystems = [_filesystem(store, data, c, fs_specs.get(c, {})) for c in configs]
-    workload = dict(spec.get("workload", {}))
-    guests = [p.facts["guest"] for p in data.points if isinstance(p.facts.get("guest"), dict)]
+    fs_specs = {fs.label: fs for fs in spec.filesystems}
+    filesystems = [_filesystem(store, data, c, fs_specs.get(c)) for c in configs]
+    workload = spec.workload.model_dump(mode="json", exclude_unset=True)
+    guests = [p.facts.guest for p in data.points if p.facts.guest is not None]
     if runs_under_tcg(guests):
         notes.append(TCG_CAVEAT)
     return Setup(
@@ -486,8 +488,8 @@ def _setup(store: Store, data: CampaignData) -> Setup:
         filesystems=filesystems,
         workload=workload,
         workload_text=_workload_text(workload),
-        sweep={k: list(v) for k, v in spec.get("sweep", {}).items()},
-        run=dict(spec.get("run", {})),
+        sweep={k: list(v) for k, v in spec.sweep.items()},
+        run=spec.run.model_dump(mode="json", exclude_unset=True),
         notes=notes,
         guests=list(dict.fromkeys(guest_label(g) for g in guests)),
     )
@@ -495,15 +497,13 @@ def _setup(store: Store, data: CampaignData) -> Setup:
 
 def _device_limits(data: CampaignData) -> str:
     """target.limits as applied (the point facts), in words; empty without limits."""
-    applied = next(
-        (p.facts["device_limits"] for p in data.points if p.facts.get("device_limits")), None
-    )
+    applied = next((p.facts.device_limits for p in data.points if p.facts.device_limits), None)
     if not applied:
         return ""
     limits = DeviceLimits(
-        **{k: applied.get(k) for k in ("read_iops", "write_iops", "read_bps", "write_bps")}
+        applied.read_iops, applied.write_iops, applied.read_bps, applied.write_bps
     )
-    return f"limited to {limits.describe()} ({applied.get('how', 'blkio throttle')})"
+    return f"limited to {limits.describe()} ({applied.how})"
 
 
 def _device_text(device: dict[str, Any] | None, limits: str = "") -> str:
@@ -552,17 +552,17 @@ def _workload_text(workload: dict[str, Any]) -> list[str]:
 
 
 def _filesystem(
-    store: Store, data: CampaignData, config: str, fs_spec: dict[str, Any]
+    store: Store, data: CampaignData, config: str, fs_spec: FilesystemSpec | None
 ) -> FilesystemSetup:
     points = [p for p in data.points if p.config == config]
-    fs_type = points[0].fs_type if points else str(fs_spec.get("type", "?"))
-    with_facts = next((p for p in points if p.facts.get("filesystem")), None)
+    fs_type = points[0].fs_type if points else fs_spec.type if fs_spec else "?"
+    with_facts = next((p for p in points if p.facts.filesystem), None)
     commands = next((store.commands(p.id) for p in points if store.commands(p.id)), [])
     mkfs = next((argv for argv in commands if argv and argv[0].startswith("mkfs")), None)
     mount = next((argv for argv in commands if argv and argv[0] == "mount"), None)
     notes = []
-    facts = with_facts.facts if with_facts else {}
-    fs_facts = facts.get("filesystem", {})
+    facts = with_facts.facts if with_facts else PointFacts()
+    fs_facts = facts.filesystem or FilesystemFacts()
     if all(p.status == "pending" for p in points):
         notes.append("no point has run yet")
     elif not any(p.status == "ok" for p in points):
@@ -571,25 +571,25 @@ def _filesystem(
         notes.append(f"no point succeeded{why}")
     if with_facts is None and any(p.status != "pending" for p in points):
         notes.append("nothing was read back from the filesystem (no point got that far)")
-    journal = fs_facts.get("journal_size_bytes")
+    journal = fs_facts.journal_size_bytes
     kind = "journal"
-    if journal is None and fs_facts.get("log_size_bytes") is not None:
-        journal, kind = fs_facts["log_size_bytes"], "log"
-    features = fs_facts.get("features", [])
+    if journal is None and fs_facts.log_size_bytes is not None:
+        journal, kind = fs_facts.log_size_bytes, "log"
+    features = fs_facts.features
     if isinstance(features, dict):
         features = [f"{k}={v}" for k, v in features.items()]
     return FilesystemSetup(
         config=config,
         fs_type=fs_type,
-        description=str(fs_spec.get("description") or ""),
-        mkfs_options=list(fs_spec.get("mkfs_options", [])),
-        mount_options=list(fs_spec.get("mount_options", [])),
+        description=fs_spec.description if fs_spec else "",
+        mkfs_options=list(fs_spec.mkfs_options) if fs_spec else [],
+        mount_options=list(fs_spec.mount_options) if fs_spec else [],
         mkfs_argv=mkfs,
         mount_argv=mount,
-        mount_options_effective=facts.get("mount_options_effective"),
-        journal_bytes=int(journal) if journal is not None else None,
+        mount_options_effective=facts.mount_options_effective,
+        journal_bytes=journal,
         journal_kind=kind,
-        block_size_bytes=fs_facts.get("block_size_bytes"),
+        block_size_bytes=fs_facts.block_size_bytes,
         features=list(features),
         notes=notes,
     )
@@ -651,14 +651,14 @@ def _image_steps(data: CampaignData, commands: list[list[str]]) -> list[Step]:
 
 
 def _fill_steps(point: PointRow, mountpoint: str) -> list[Step]:
-    fill = point.facts.get("fill")
-    if not isinstance(fill, dict) or not fill.get("bytes_filled"):
+    fill = point.facts.fill
+    if fill is None or not fill.bytes_filled:
         return []
-    size = int(fill["bytes_filled"])
+    size = fill.bytes_filled
     return [
         Step(
             f"fslab then pre-filled the filesystem with fallocate(2), leaving "
-            f"{_gib(fill.get('free_bytes_after', 0))} free; one file does the same:",
+            f"{_gib(fill.free_bytes_after or 0)} free; one file does the same:",
             ["fallocate", "-l", str(size), f"{mountpoint}/fslab-fill-0"],
         )
     ]

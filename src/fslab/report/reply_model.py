@@ -22,7 +22,7 @@ from fslab.analyze.dataset import load_campaign
 from fslab.analyze.diagnose import ConfigDiagnosis, HypothesisJudgement, judge_hypothesis
 from fslab.analyze.falloff import Falloff
 from fslab.analyze.mechanisms import Blamed, blamed_mechanism, load_rules
-from fslab.analyze.reported import FigureMatch, match_figures, reported_spec
+from fslab.analyze.reported import FigureMatch, match_figures
 from fslab.report.model import Report, build_report, rerun_argv
 from fslab.spec_comments import SpecComment, spec_comments
 from fslab.spec_reported import ReportedSpec
@@ -82,7 +82,7 @@ def build_reply(store: Store, campaign_id: int) -> Reply:
     report = build_report(store, campaign_id)
     data = load_campaign(store, campaign_id)
     spec = data.campaign.spec
-    reported = reported_spec(spec)
+    reported = spec.reported
     quick = bool(data.campaign.overrides.get("quick"))
     comments = spec_comments(data.campaign.spec_toml)
     diagnoses = [e.diagnosis for e in report.diagnosis.entries if e.diagnosis is not None]
@@ -96,17 +96,14 @@ def build_reply(store: Store, campaign_id: int) -> Reply:
         rerun=rerun_argv(data.campaign.overrides, reported.source if reported else ""),
         quick=quick,
         quick_reason=next((c.reason for c in comments if c.path == ("quick", "set")), ""),
-        scaling=_scaling(comments, spec, data.campaign.spec_toml, quick),
+        scaling=_scaling(comments, spec.model_dump(mode="json"), data.campaign.spec_toml, quick),
         figures=figures,
         falloffs=[d.falloff for d in diagnoses if d.falloff is not None],
         focus=focus,
         hypotheses=_hypotheses(reported, focus),
         remedy_point=point_label,
         remedies=remedies,
-        descriptions={
-            str(fs.get("label")): str(fs.get("description") or "")
-            for fs in spec.get("filesystems", [])
-        },
+        descriptions={str(fs.label): fs.description for fs in spec.filesystems},
     )
 
 

@@ -106,7 +106,7 @@ def campaigns_table(campaigns: Sequence[CampaignRow], counts: dict[int, dict[str
             c.status,
             f"{n.get('ok', 0)}/{n.get('failed', 0)}/{n.get('pending', 0)}",
             c.started_at.replace("+00:00", ""),
-            str(c.host.get("kernel_release", "")),
+            str(c.host.fact("kernel_release") or ""),
         )
     return table
 

@@ -20,6 +20,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Literal
 
+from pydantic import ValidationError
 from sqlalchemy import (
     URL,
     Connection,
@@ -40,7 +41,9 @@ from sqlalchemy.engine import RowMapping
 from fslab.errors import FslabError, UsageError
 from fslab.hostfacts import HostFacts
 from fslab.roles import PointRole
+from fslab.spec import Spec, validate_spec
 from fslab.store import migrate, tables
+from fslab.store.facts import PointFacts
 from fslab.store.lock import campaign_lock, campaign_running
 from fslab.store.spool import Spool, spool_path
 from fslab.store.tables import SCHEMA_VERSION
@@ -124,23 +127,20 @@ class PointOutcome:
 
 @dataclass(frozen=True)
 class CampaignRow:
+    """A campaign as read back: its spec and host parsed once, here, at the store border."""
+
     id: int
     name: str
     status: CampaignStatus
-    spec: dict[str, Any]
-    spec_toml: str
+    spec: Spec  # validated from the stored JSON
+    spec_toml: str  # the source as the user wrote it
     overrides: dict[str, Any]
-    host: dict[str, Any]
+    host: HostFacts
     device: dict[str, Any] | None
     fslab_version: str
     started_at: str
     ended_at: str | None
     hostname: str = ""  # the name it is stored under (a fleet's inventory name)
-
-    @property
-    def host_facts(self) -> HostFacts:
-        """The machine it ran on, typed."""
-        return HostFacts.from_stored(self.host)
 
 
 @dataclass(frozen=True)
@@ -156,7 +156,7 @@ class PointRow:
     status: PointStatus
     error: str | None
     stderr: str | None
-    facts: dict[str, Any]
+    facts: PointFacts
     started_at: str | None
     ended_at: str | None
 
@@ -781,16 +781,23 @@ def _campaign_row(row: RowMapping) -> CampaignRow:
         id=row["id"],
         name=row["name"],
         status=row["status"],
-        spec=json.loads(row["spec_json"]),
+        spec=validate_spec(json.loads(row["spec_json"]), f"campaign {row['id']} (stored spec)"),
         spec_toml=row["spec_toml"],
         overrides=json.loads(row["overrides_json"]),
-        host=json.loads(row["host_json"]),
+        host=HostFacts.from_stored(json.loads(row["host_json"])),
         device=json.loads(row["device_json"]) if row["device_json"] else None,
         fslab_version=row["fslab_version"],
         started_at=row["started_at"],
         ended_at=row["ended_at"],
         hostname=row["host"],
     )
+
+
+def _point_facts(point_id: int, stored: str | None) -> PointFacts:
+    try:
+        return PointFacts.model_validate_json(stored or "{}")
+    except ValidationError as exc:
+        raise FslabError(f"point {point_id}: stored facts do not read back: {exc}") from None
 
 
 def _point_row(row: RowMapping) -> PointRow:
@@ -806,7 +813,7 @@ def _point_row(row: RowMapping) -> PointRow:
         status=row["status"],
         error=row["error"],
         stderr=row["stderr"],
-        facts=json.loads(row["facts_json"]) if row["facts_json"] else {},
+        facts=_point_facts(row["id"], row["facts_json"]),
         started_at=row["started_at"],
         ended_at=row["ended_at"],
     )

@@ -1,0 +1,82 @@
+"""A point's facts as read back from the store: what the runner learnt around it.
+
+The runner, the guest session and the agent write the facts as JSON (the
+column stays JSON: old databases open unchanged); the store parses them once,
+here, so the reports and the analysis read attributes, not `facts.get("...")`.
+Every field is optional: a point stored by an older fslab, or one that failed
+before a fact was read, has fewer. Facts a collector or filesystem adds that
+this model does not name are kept (extra fields), so nothing stored is lost
+and an export round-trips.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict
+
+from fslab.timing import PointTiming
+
+
+class _Facts(BaseModel):
+    model_config = ConfigDict(extra="allow", frozen=True)
+
+    def stored(self) -> dict[str, Any]:
+        """The facts as the store holds them (what was set, extras included)."""
+        return self.model_dump(mode="json", exclude_unset=True)
+
+
+class FilesystemFacts(_Facts):
+    """The filesystem read back after mkfs (dumpe2fs / xfs_info); fields differ by type."""
+
+    fs_type: str = ""
+    block_size_bytes: int | None = None
+    cluster_size_bytes: int | None = None
+    journal_size_bytes: int | None = None  # ext4
+    log_size_bytes: int | None = None  # xfs
+    features: list[str] | dict[str, Any] = []  # ext4: names; xfs: name -> value
+
+
+class FillFacts(_Facts):
+    """The pre-fill (fallocate) before the point ran."""
+
+    bytes_filled: int = 0
+    free_bytes_before: int | None = None
+    free_bytes_after: int | None = None
+    seconds: float | None = None
+
+
+class DeviceLimitFacts(_Facts):
+    """target.limits as applied to the device (blkio throttle)."""
+
+    device: str = ""
+    devno: str = ""
+    how: str = "blkio throttle"
+    read_iops: int | None = None
+    write_iops: int | None = None
+    read_bps: int | None = None
+    write_bps: int | None = None
+
+
+class PointFacts(_Facts):
+    """Everything the runner recorded about one point besides its metrics."""
+
+    config: str | None = None  # the filesystem configuration's label
+    filesystem: FilesystemFacts | None = None
+    mount_options_effective: str | None = None
+    ext4_watermark_clusters: int | None = None
+    ext4_watermark_bytes: int | None = None
+    below_ext4_watermark: bool | None = None
+    fill: FillFacts | None = None
+    device_limits: DeviceLimitFacts | None = None
+    timing: dict[str, float] | None = None  # fslab.timing.PointTiming, as stored
+    collector_seconds: dict[str, dict[str, float]] | None = None  # name -> phase -> s
+    umount: str | None = None  # set when the mount had to be detached lazily
+    # a guest point: the guest as booted (fslab.guest.session; read by analyze.guests)
+    guest: dict[str, Any] | None = None
+    guest_point_s: float | None = None
+
+    @property
+    def point_timing(self) -> PointTiming | None:
+        """Where the point's wall time went; None for points stored without it."""
+        return PointTiming.from_facts({"timing": self.timing})
