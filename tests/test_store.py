@@ -130,7 +130,7 @@ def test_export_import_round_trip(new_db):
         assert export_campaign(target, new_id)["points"] == exported["points"]
         imported = target.campaign(new_id)
         assert imported.status == "interrupted"
-        assert imported.overrides["imported_from"] == cid
+        assert imported.overrides.imported_from == cid
         assert imported.started_at == exported["campaign"]["started_at"]
         assert imported.hostname == "box-a"
 

@@ -500,7 +500,7 @@ def run_campaign(
 
 def campaign_collect_mode(campaign: CampaignRow, rows: Sequence[PointRow]) -> CollectMode:
     """The collection mode a campaign was planned with (inferred for older campaigns)."""
-    stored = campaign.overrides.get("collect")
+    stored = campaign.overrides.collect
     known = [mode for mode in COLLECT_MODES if mode == stored]
     return known[0] if known else mode_of_roles(r.role for r in rows)
 

@@ -473,7 +473,8 @@ def test_cli_records_the_device_identity(scratch: Scratch, tmp_path: Path) -> No
     (campaign,) = campaigns_in(tmp_path)
     st = os.stat(device)
     assert campaign.status == "complete"
-    assert campaign.device["kind"] == "device"
-    assert campaign.device["path"] == link and campaign.device["resolved_path"] == device
-    assert campaign.device["major_minor"] == f"{os.major(st.st_rdev)}:{os.minor(st.st_rdev)}"
-    assert campaign.device["size_bytes"] == 128 * MiB
+    stored = campaign.device
+    assert stored is not None and stored.kind == "device"
+    assert stored.path == link and stored.resolved_path == device
+    assert stored.major_minor == f"{os.major(st.st_rdev)}:{os.minor(st.st_rdev)}"
+    assert stored.size_bytes == 128 * MiB

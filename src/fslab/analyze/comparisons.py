@@ -218,10 +218,10 @@ def campaign_comparisons(
 def calibrate_command(data: CampaignData) -> str:
     """The `fslab calibrate` command line that would back comparisons against `data`."""
     overrides = data.campaign.overrides
-    words = ["fslab", "calibrate", str(overrides.get("source") or data.campaign.name)]
-    if overrides.get("quick"):
+    words = ["fslab", "calibrate", overrides.source or data.campaign.name]
+    if overrides.quick:
         words.append("--quick")
-    for item in overrides.get("set") or []:
+    for item in overrides.set:
         words += ["--set", shlex.quote(str(item))]
     return " ".join([*words, "--times", "5", "--spacing", "10m"])
 

@@ -17,6 +17,7 @@ from typing import Any
 from fslab.analyze.noise import spec_fingerprint
 from fslab.errors import FslabError
 from fslab.store.db import CampaignRow, Store
+from fslab.store.facts import DeviceFacts
 from fslab.units import format_bytes
 
 
@@ -34,15 +35,14 @@ class HostFact:
 
 
 def _device(campaign: CampaignRow) -> str:
-    device = campaign.device or {}
-    kind = device.get("kind", "?")
-    size = format_bytes(device["size_bytes"]) if device.get("size_bytes") else "?"
-    if kind == "device":
-        model = device.get("model") or "unknown model"
-        return f"{model} {device.get('resolved_path', device.get('path', ''))} {size}".strip()
-    if kind == "ram":
+    device = campaign.device or DeviceFacts(kind="?")
+    size = format_bytes(device.size_bytes) if device.size_bytes else "?"
+    if device.kind == "device":
+        model = device.model or "unknown model"
+        return f"{model} {device.resolved_path or device.path or ''} {size}".strip()
+    if device.kind == "ram":
         return f"RAM-backed loop image {size}"
-    return f"loop image in {device.get('image_dir', '?')} {size}"
+    return f"loop image in {device.image_dir or '?'} {size}"
 
 
 def _limits(campaign: CampaignRow) -> str:

@@ -211,5 +211,5 @@ def _entry(data: CampaignData, metric: str | None) -> SeriesEntry:
         fingerprint=spec_fingerprint(data.campaign.spec),
         medians=medians,
         runs={p: len(v[metric]) for p, v in per_point.items() if metric and v.get(metric)},
-        candidate=data.campaign.overrides.get("candidate"),
+        candidate=data.campaign.overrides.candidate,
     )

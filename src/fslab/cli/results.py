@@ -23,7 +23,7 @@ def print_results(store: Store, campaign_id: int, as_json: bool) -> None:
                     "started_at": campaign.started_at,
                     "ended_at": campaign.ended_at,
                     "host": campaign.host.to_dict(),
-                    "device": campaign.device,
+                    "device": campaign.device.stored() if campaign.device else None,
                 },
                 "results": [r.to_dict() for r in rows],
                 "failures": [

@@ -54,7 +54,7 @@ from fslab.roles import mode_of_roles
 from fslab.spec import FilesystemSpec
 from fslab.stacks.profile import DiffRow, HotChain, Profile, diff
 from fslab.store.db import PointRow, Store
-from fslab.store.facts import FilesystemFacts, PointFacts
+from fslab.store.facts import DeviceFacts, FilesystemFacts, PointFacts
 from fslab.target.limits import DeviceLimits
 from fslab.timing import CampaignTiming
 from fslab.units import format_bytes
@@ -433,7 +433,7 @@ def focus_points(data: CampaignData) -> tuple[PointRef | None, PointRef | None]:
 def _campaign_info(data: CampaignData) -> CampaignInfo:
     c = data.campaign
     counts = {s: sum(1 for p in data.points if p.status == s) for s in ("ok", "failed", "pending")}
-    mode = str(c.overrides.get("collect") or mode_of_roles(p.role for p in data.points))
+    mode = str(c.overrides.collect or mode_of_roles(p.role for p in data.points))
     timings = [t for p in data.points if (t := p.facts.point_timing)]
     return CampaignInfo(
         id=c.id,
@@ -443,7 +443,7 @@ def _campaign_info(data: CampaignData) -> CampaignInfo:
         started_at=c.started_at,
         ended_at=c.ended_at,
         fslab_version=c.fslab_version,
-        overrides=dict(c.overrides),
+        overrides=c.overrides.stored(),
         points_total=len(data.points),
         points_ok=counts["ok"],
         points_failed=counts["failed"],
@@ -483,7 +483,7 @@ def _setup(store: Store, data: CampaignData) -> Setup:
         notes.append(TCG_CAVEAT)
     return Setup(
         host=host,
-        device=data.campaign.device,
+        device=data.campaign.device.stored() if data.campaign.device else None,
         device_text=_device_text(data.campaign.device, _device_limits(data)),
         filesystems=filesystems,
         workload=workload,
@@ -506,22 +506,21 @@ def _device_limits(data: CampaignData) -> str:
     return f"limited to {limits.describe()} ({applied.how})"
 
 
-def _device_text(device: dict[str, Any] | None, limits: str = "") -> str:
+def _device_text(device: DeviceFacts | None, limits: str = "") -> str:
     text = _device_base_text(device)
     return f"{text}; {limits}" if limits else text
 
 
-def _device_base_text(device: dict[str, Any] | None) -> str:
-    if not device:
+def _device_base_text(device: DeviceFacts | None) -> str:
+    if device is None or not device.stored():
         return "not recorded"
-    size = device.get("size_bytes")
+    size = device.size_bytes
     size_text = f"{_gib(size)} " if size else ""
-    kind = device.get("kind")
-    if kind == "ram":
-        return f"{size_text}sparse loop image in {device.get('image_dir', '/dev/shm')} (RAM)"
-    if kind == "file":
-        return f"{size_text}sparse loop image in {device.get('image_dir', '?')}"
-    path = device.get("path") or device.get("device") or "?"
+    if device.kind == "ram":
+        return f"{size_text}sparse loop image in {device.image_dir or '/dev/shm'} (RAM)"
+    if device.kind == "file":
+        return f"{size_text}sparse loop image in {device.image_dir or '?'}"
+    path = device.path or "?"
     return f"block device {path} {size_text}".strip()
 
 
@@ -637,10 +636,10 @@ def _image_steps(data: CampaignData, commands: list[list[str]]) -> list[Step]:
 
     The image is the file `losetup --find --show` attached (mkfs ran on it just before).
     """
-    device = data.campaign.device or {}
-    size = device.get("size_bytes")
+    device = data.campaign.device or DeviceFacts()
+    size = device.size_bytes
     attach = next((a for a in commands if a[:1] == ["losetup"] and "--find" in a), None)
-    if attach is None or not size or device.get("kind") not in ("ram", "file"):
+    if attach is None or not size or device.kind not in ("ram", "file"):
         return []
     return [
         Step(

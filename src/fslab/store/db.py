@@ -43,10 +43,11 @@ from fslab.hostfacts import HostFacts
 from fslab.roles import PointRole
 from fslab.spec import Spec, validate_spec
 from fslab.store import migrate, tables
-from fslab.store.facts import PointFacts
+from fslab.store.facts import CampaignOverrides, DeviceFacts, PointFacts
 from fslab.store.lock import campaign_lock, campaign_running
 from fslab.store.spool import Spool, spool_path
 from fslab.store.tables import SCHEMA_VERSION
+from fslab.vocab import ScalarValue
 
 __all__ = ["SCHEMA_VERSION", "CampaignRow", "PlannedPoint", "PointOutcome", "PointRow", "Store"]
 
@@ -134,9 +135,9 @@ class CampaignRow:
     status: CampaignStatus
     spec: Spec  # validated from the stored JSON
     spec_toml: str  # the source as the user wrote it
-    overrides: dict[str, Any]
+    overrides: CampaignOverrides
     host: HostFacts
-    device: dict[str, Any] | None
+    device: DeviceFacts | None
     fslab_version: str
     started_at: str
     ended_at: str | None
@@ -150,7 +151,7 @@ class PointRow:
     seq: int
     config: str
     fs_type: str
-    sweep: dict[str, Any]
+    sweep: dict[str, ScalarValue]  # axis -> value, in spec order
     repeat: int
     role: PointRole
     status: PointStatus
@@ -783,9 +784,9 @@ def _campaign_row(row: RowMapping) -> CampaignRow:
         status=row["status"],
         spec=validate_spec(json.loads(row["spec_json"]), f"campaign {row['id']} (stored spec)"),
         spec_toml=row["spec_toml"],
-        overrides=json.loads(row["overrides_json"]),
+        overrides=CampaignOverrides.model_validate_json(row["overrides_json"]),
         host=HostFacts.from_stored(json.loads(row["host_json"])),
-        device=json.loads(row["device_json"]) if row["device_json"] else None,
+        device=DeviceFacts.model_validate_json(row["device_json"]) if row["device_json"] else None,
         fslab_version=row["fslab_version"],
         started_at=row["started_at"],
         ended_at=row["ended_at"],

@@ -1,12 +1,14 @@
-"""A point's facts as read back from the store: what the runner learnt around it.
+"""The JSON columns of the store, typed as they are read back: a point's facts
+(what the runner learnt around it), a campaign's device and its overrides.
 
-The runner, the guest session and the agent write the facts as JSON (the
-column stays JSON: old databases open unchanged); the store parses them once,
-here, so the reports and the analysis read attributes, not `facts.get("...")`.
+The runner, the guest session and the agent write them as JSON (the columns
+stay JSON: old databases open unchanged); the store parses them once, here,
+so the reports and the analysis read attributes, not `facts.get("...")`.
 Every field is optional: a point stored by an older fslab, or one that failed
-before a fact was read, has fewer. Facts a collector or filesystem adds that
-this model does not name are kept (extra fields), so nothing stored is lost
-and an export round-trips.
+before a fact was read, has fewer. Fields a collector or filesystem adds that
+these models do not name are kept (extra fields), so nothing stored is lost
+and an export round-trips. (The spec and the host facts have their own types:
+fslab.spec.Spec and fslab.hostfacts.HostFacts.)
 """
 
 from __future__ import annotations
@@ -56,6 +58,31 @@ class DeviceLimitFacts(_Facts):
     write_iops: int | None = None
     read_bps: int | None = None
     write_bps: int | None = None
+
+
+class DeviceFacts(_Facts):
+    """What a campaign ran on: a loop image (ram, file) or a block device the guard accepted."""
+
+    kind: str = ""  # "ram" | "file" | "device"
+    size_bytes: int | None = None
+    image_dir: str | None = None  # ram, file: where the image lives
+    path: str | None = None  # device: as named by the user
+    resolved_path: str | None = None  # device: after symlinks
+    major_minor: str | None = None
+    model: str | None = None
+    serial: str | None = None
+
+
+class CampaignOverrides(_Facts):
+    """How the campaign was started beyond its spec (fslab run's command line and callers)."""
+
+    source: str = ""  # the preset or spec file
+    set: list[str] = []  # --set key=value, in order
+    quick: bool = False
+    collect: str | None = None  # the collection mode it was planned with
+    candidate: str | None = None  # a bisection's candidate (kernel or commit)
+    fleet_key: str | None = None  # the fleet run it belongs to
+    imported_from: int | None = None  # its id in the database it was exported from
 
 
 class PointFacts(_Facts):
