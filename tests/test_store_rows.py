@@ -122,5 +122,6 @@ def test_facts_that_do_not_read_back_name_the_point(tmp_path: Path) -> None:
         )
         (point,) = store.points(cid)
         store.save_outcome(point.id, PointOutcome(status="ok", facts=facts))
-        with pytest.raises(FslabError, match=rf"point {point.id}: stored facts do not read back"):
+        wanted = rf"point {point.id}: stored PointFacts does not read back"
+        with pytest.raises(FslabError, match=wanted):
             store.points(cid)

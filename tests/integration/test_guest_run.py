@@ -84,9 +84,9 @@ def test_fslab_run_kernel_sweeps_possible_cpus_in_guests_and_compares_by_axis(
         assert point.status == "ok", point.error
         guest = point.facts.guest
         assert guest is not None
-        assert (guest["nr_cpu_ids"], guest["online_cpus"]) == (point.sweep["possible_cpus"], 2)
-        assert guest["kernel_release"] == guest_kernel().release
-        assert guest["accel"] in ("kvm", "tcg") and guest["boot"] == 1
+        assert (guest.nr_cpu_ids, guest.online_cpus) == (point.sweep["possible_cpus"], 2)
+        assert guest.kernel_release == guest_kernel().release
+        assert guest.accel in ("kvm", "tcg") and guest.boot == 1
     # one boot per guest per repetition, the guests' order turned round in the second
     assert [p.sweep["possible_cpus"] for p in points] == [2, 64, 64, 2]
     compared = fslab("compare", "1", "--by", "possible_cpus", "--db", str(db))

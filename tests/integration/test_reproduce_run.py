@@ -125,8 +125,8 @@ def test_cached_write_report_runs_end_to_end_in_a_1728_cpu_guest(tmp_path, no_le
         }
         assert {u.fact for u in reported.unreproduced} == {"kernel", "memory"}
         for point in points:  # the reporter's CPU count as the guest's possible CPUs
-            guest = point.facts.guest or {}
-            assert (guest["nr_cpu_ids"], guest["online_cpus"]) == (1728, 2)
+            guest = point.facts.guest
+            assert guest is not None and (guest.nr_cpu_ids, guest.online_cpus) == (1728, 2)
             if point.config == "ext4":  # watermark 864 MiB: 64 MiB free is below it
                 below = point.sweep["fill_leave_free"] == "64MiB"
                 assert point.facts.below_ext4_watermark is below

@@ -18,9 +18,9 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
 
-from pydantic import ValidationError
+from pydantic import BaseModel, ValidationError
 from sqlalchemy import (
     URL,
     Connection,
@@ -778,15 +778,18 @@ _APPLY = {
 
 
 def _campaign_row(row: RowMapping) -> CampaignRow:
+    """Parsed once here: the spec validated, the host facts, device and overrides typed."""
+    where = f"campaign {row['id']}"
+    device = row["device_json"]
     return CampaignRow(
         id=row["id"],
         name=row["name"],
         status=row["status"],
-        spec=validate_spec(json.loads(row["spec_json"]), f"campaign {row['id']} (stored spec)"),
+        spec=validate_spec(json.loads(row["spec_json"]), f"{where} (stored spec)"),
         spec_toml=row["spec_toml"],
-        overrides=CampaignOverrides.model_validate_json(row["overrides_json"]),
+        overrides=_read(CampaignOverrides, row["overrides_json"], where),
         host=HostFacts.from_stored(json.loads(row["host_json"])),
-        device=DeviceFacts.model_validate_json(row["device_json"]) if row["device_json"] else None,
+        device=_read(DeviceFacts, device, where) if device else None,
         fslab_version=row["fslab_version"],
         started_at=row["started_at"],
         ended_at=row["ended_at"],
@@ -794,11 +797,15 @@ def _campaign_row(row: RowMapping) -> CampaignRow:
     )
 
 
-def _point_facts(point_id: int, stored: str | None) -> PointFacts:
+_Model = TypeVar("_Model", bound=BaseModel)
+
+
+def _read(model: type[_Model], stored: str | None, what: str) -> _Model:
+    """A JSON column as its type; one that does not read back names its row."""
     try:
-        return PointFacts.model_validate_json(stored or "{}")
+        return model.model_validate_json(stored or "{}")
     except ValidationError as exc:
-        raise FslabError(f"point {point_id}: stored facts do not read back: {exc}") from None
+        raise FslabError(f"{what}: stored {model.__name__} does not read back: {exc}") from None
 
 
 def _point_row(row: RowMapping) -> PointRow:
@@ -814,7 +821,7 @@ def _point_row(row: RowMapping) -> PointRow:
         status=row["status"],
         error=row["error"],
         stderr=row["stderr"],
-        facts=_point_facts(row["id"], row["facts_json"]),
+        facts=_read(PointFacts, row["facts_json"], f"point {row['id']}"),
         started_at=row["started_at"],
         ended_at=row["ended_at"],
     )

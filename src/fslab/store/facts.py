@@ -85,6 +85,22 @@ class CampaignOverrides(_Facts):
     imported_from: int | None = None  # its id in the database it was exported from
 
 
+class GuestFacts(_Facts):
+    """The guest a point ran in, as booted (fslab.guest.session.GuestSession.facts)."""
+
+    kernel_release: str | None = None
+    kernel_source: str | None = None
+    nr_cpu_ids: int | None = None
+    online_cpus: int | None = None
+    possible_cpus: int | None = None
+    memory_bytes: int | None = None
+    accel: str | None = None  # "kvm" | "tcg"
+    accel_reason: str | None = None
+    boot: int | None = None  # which boot of the guest ran the point
+    boot_s: float | None = None
+    point_s_host: float | None = None  # the point's round trip, seen from the host
+
+
 class PointFacts(_Facts):
     """Everything the runner recorded about one point besides its metrics."""
 
@@ -99,8 +115,7 @@ class PointFacts(_Facts):
     timing: dict[str, float] | None = None  # fslab.timing.PointTiming, as stored
     collector_seconds: dict[str, dict[str, float]] | None = None  # name -> phase -> s
     umount: str | None = None  # set when the mount had to be detached lazily
-    # a guest point: the guest as booted (fslab.guest.session; read by analyze.guests)
-    guest: dict[str, Any] | None = None
+    guest: GuestFacts | None = None  # a guest point: the guest as booted
     guest_point_s: float | None = None
 
     @property
