@@ -98,8 +98,8 @@ def test_text_fsync_shows_setup_results_and_evidence(rendered: dict[str, Rendere
     r = rendered["fsync"]
     text = r.text
     host = r.report.setup.host
-    assert f"kernel    {host['kernel_release']}" in text
-    assert f"nr_cpu_ids {host['nr_cpu_ids']}" in text
+    assert f"kernel    {host.kernel_release}" in text
+    assert f"nr_cpu_ids {host.nr_cpu_ids}" in text
     # effective mkfs, mount options read back, and the journal sizes the preset contrasts
     assert "mkfs.ext4 -F -q -E lazy_itable_init=0,lazy_journal_init=0 -J" in text
     assert "in effect  rw,noatime,nodiratime / rw,data=ordered" in text

@@ -80,6 +80,11 @@ class HostFacts:
         """A fact by name; None when the campaign did not record it."""
         return getattr(self, name) if self.has(name) else None
 
+    def shown(self, name: str, missing: str = "?") -> str:
+        """A fact as text, `missing` when the campaign did not record it."""
+        value = self.fact(name)
+        return str(value) if value is not None else missing
+
     @classmethod
     def from_stored(cls, data: Mapping[str, Any]) -> HostFacts:
         """The facts a campaign stored; a field an older fslab did not record reads as

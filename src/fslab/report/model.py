@@ -50,11 +50,12 @@ from fslab.analyze.stats import MIN_REPS
 from fslab.analyze.summary import SummaryRow, summarize, watermark_relevant
 from fslab.collect.registry import ALL_COLLECTORS
 from fslab.errors import FslabError
+from fslab.hostfacts import HostFacts
 from fslab.roles import mode_of_roles
 from fslab.spec import FilesystemSpec
 from fslab.stacks.profile import DiffRow, HotChain, Profile, diff
 from fslab.store.db import PointRow, Store
-from fslab.store.facts import DeviceFacts, FilesystemFacts, PointFacts
+from fslab.store.facts import CampaignOverrides, DeviceFacts, FilesystemFacts, PointFacts
 from fslab.target.limits import DeviceLimits
 from fslab.timing import CampaignTiming
 from fslab.units import format_bytes
@@ -99,7 +100,7 @@ class CampaignInfo:
     started_at: str
     ended_at: str | None
     fslab_version: str
-    overrides: dict[str, Any]
+    overrides: CampaignOverrides
     points_total: int
     points_ok: int
     points_failed: int
@@ -131,8 +132,8 @@ class FilesystemSetup:
 
 @dataclass
 class Setup:
-    host: dict[str, Any]
-    device: dict[str, Any] | None
+    host: HostFacts
+    device: DeviceFacts | None
     device_text: str
     filesystems: list[FilesystemSetup]
     workload: dict[str, Any]
@@ -443,7 +444,7 @@ def _campaign_info(data: CampaignData) -> CampaignInfo:
         started_at=c.started_at,
         ended_at=c.ended_at,
         fslab_version=c.fslab_version,
-        overrides=c.overrides.stored(),
+        overrides=c.overrides,
         points_total=len(data.points),
         points_ok=counts["ok"],
         points_failed=counts["failed"],
@@ -471,8 +472,8 @@ COLLECT_TEXT = {
 def _setup(store: Store, data: CampaignData) -> Setup:
     spec = data.campaign.spec
     notes = []
-    host = data.campaign.host.to_dict()
-    if not host:
+    host = data.campaign.host
+    if not host.to_dict():
         notes.append("no host facts were stored with this campaign")
     configs = data.configs()
     fs_specs = {fs.label: fs for fs in spec.filesystems}
@@ -483,7 +484,7 @@ def _setup(store: Store, data: CampaignData) -> Setup:
         notes.append(TCG_CAVEAT)
     return Setup(
         host=host,
-        device=data.campaign.device.stored() if data.campaign.device else None,
+        device=data.campaign.device,
         device_text=_device_text(data.campaign.device, _device_limits(data)),
         filesystems=filesystems,
         workload=workload,
@@ -1019,18 +1020,18 @@ def _diagnosis(store: Store, data: CampaignData, worst: PointRef | None) -> Diag
     return Diagnosis(True, entries, notes)
 
 
-def rerun_argv(overrides: dict[str, Any], report_source: str = "") -> list[str]:
+def rerun_argv(overrides: CampaignOverrides, report_source: str = "") -> list[str]:
     """The fslab command that runs the campaign's experiment again, from its stored
     overrides: `fslab reproduce REPORT --run` when it reproduces a report, else
     `fslab run SPEC`, with its --quick and --set."""
     if report_source and report_source != "-":
         argv = ["fslab", "reproduce", report_source, "--run"]
     else:
-        argv = ["fslab", "run", str(overrides.get("source") or "SPEC")]
-    if overrides.get("quick"):
+        argv = ["fslab", "run", overrides.source or "SPEC"]
+    if overrides.quick:
         argv.append("--quick")
-    for item in overrides.get("set", []):
-        argv += ["--set", str(item)]
+    for item in overrides.set:
+        argv += ["--set", item]
     return argv
 
 

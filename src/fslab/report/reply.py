@@ -134,11 +134,11 @@ def _shell(argv: list[str], indent: str = INDENT) -> list[str]:
 
 def _host(reply: Reply) -> str:
     host = reply.report.setup.host
-    memory = host.get("memory_bytes")
-    memory_text = f", {format_bytes(memory)} of memory" if memory else ""
+    memory = host.fact("memory_bytes")
+    memory_text = f", {format_bytes(int(memory))} of memory" if memory else ""
     machine = (
-        f"a {host.get('online_cpus', '?')}-CPU machine{memory_text}, kernel "
-        f"{host.get('kernel_release', '?')}"
+        f"a {host.shown('online_cpus')}-CPU machine{memory_text}, kernel "
+        f"{host.shown('kernel_release')}"
     )
     guests = reply.report.setup.guests
     return f"{machine}, in qemu guests ({'; '.join(guests)})" if guests else machine
@@ -283,7 +283,7 @@ def _figure_table(reply: Reply) -> list[str]:
     points = [f.point for f in reply.figures if f.point is not None]
     common = points[0] if points and all(p.key == points[0].key for p in points) else None
     cpus = reply.reported.cpus
-    host_cpus = reply.report.setup.host.get("online_cpus", "?")
+    host_cpus = reply.report.setup.host.shown("online_cpus")
     where = "in the guest" if reply.report.setup.guests else f"{host_cpus} CPUs"
     here = f"here ({where})" + (f", {_point(common.key)}" if common else "")
     headers = ["", f"yours ({cpus} CPUs)" if cpus else "yours", here]

@@ -93,7 +93,7 @@ def build_reply(store: Store, campaign_id: int) -> Reply:
     return Reply(
         report=report,
         reported=reported,
-        rerun=rerun_argv(data.campaign.overrides.stored(), reported.source if reported else ""),
+        rerun=rerun_argv(data.campaign.overrides, reported.source if reported else ""),
         quick=quick,
         quick_reason=next((c.reason for c in comments if c.path == ("quick", "set")), ""),
         scaling=_scaling(comments, spec.model_dump(mode="json"), data.campaign.spec_toml, quick),

@@ -173,20 +173,20 @@ def setup_rows(report: Report) -> list[tuple[str, str]]:
     """(label, value) lines describing the machine, target and workload."""
     host, setup = report.setup.host, report.setup
     tools = [
-        str(host[k])
+        host.shown(k)
         for k in ("fio_version", "e2fsprogs_version", "xfsprogs_version", "perf_version")
-        if host.get(k) and host[k] != "not installed"
+        if host.fact(k) and host.fact(k) != "not installed"
     ]
-    memory = host.get("memory_bytes")
+    memory = host.fact("memory_bytes")
     host_word = "host " if setup.guests else ""  # guest points: the rows below are the host's
     rows = [
-        (f"{host_word}kernel", str(host.get("kernel_release", "not recorded"))),
+        (f"{host_word}kernel", host.shown("kernel_release", "not recorded")),
         (
             f"{host_word}CPUs",
-            f"{host.get('online_cpus', '?')} online, nr_cpu_ids {host.get('nr_cpu_ids', '?')}"
-            + (f" ({host['cpu_model']})" if host.get("cpu_model") else ""),
+            f"{host.shown('online_cpus')} online, nr_cpu_ids {host.shown('nr_cpu_ids')}"
+            + (f" ({host.cpu_model})" if host.fact("cpu_model") else ""),
         ),
-        ("memory", format_bytes(memory) if memory else "not recorded"),
+        ("memory", format_bytes(int(memory)) if memory else "not recorded"),
         *(("guest" if i == 0 else "", label) for i, label in enumerate(setup.guests)),
         ("device", setup.device_text),
         ("tools", "; ".join(tools) or "not recorded"),
@@ -231,7 +231,7 @@ def filesystem_rows(fs: FilesystemSetup) -> list[tuple[str, str]]:
 def invocation(report: Report) -> str | None:
     """The `fslab run` command line that made the campaign, from its stored overrides."""
     overrides = report.campaign.overrides
-    if not overrides.get("source"):
+    if not overrides.source:
         return None
     return shlex.join(rerun_argv(overrides))
 

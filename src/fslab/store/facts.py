@@ -27,6 +27,9 @@ class _Facts(BaseModel):
         """The facts as the store holds them (what was set, extras included)."""
         return self.model_dump(mode="json", exclude_unset=True)
 
+    def to_dict(self) -> dict[str, Any]:  # the reports' JSON (report.json_report.plain)
+        return self.stored()
+
 
 class FilesystemFacts(_Facts):
     """The filesystem read back after mkfs (dumpe2fs / xfs_info); fields differ by type."""
