@@ -81,7 +81,7 @@ class PointEvidence:
     row: PointRow | None
     headline: float | None
     metrics: Mapping[str, float]
-    facts: Mapping[str, Any]
+    facts: Mapping[str, Any]  # by stored name, as the rules' fact conditions name them
     profiles: dict[ProfileKind, Profile | None]
 
     @property
@@ -491,11 +491,12 @@ def device_rate(evidence: PointEvidence, limit: str) -> float | None:
 def device_ceiling(points: list[PointEvidence]) -> Ceiling | None:
     """The limit every point ran at (>= 90% of it), with the numbers; None if any did not."""
     found: Ceiling | None = None
-    limits = points[0].facts.get("device_limits") if points else None
-    if not isinstance(limits, Mapping):
+    row = points[0].row if points else None
+    limits = row.facts.device_limits if row is not None else None
+    if limits is None:
         return None
     for limit in _LIMIT_RATE:
-        value = limits.get(limit)
+        value = getattr(limits, limit)
         if not value:
             continue
         rates = [device_rate(p, limit) for p in points]
