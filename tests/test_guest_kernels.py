@@ -28,10 +28,13 @@ from fslab.guest.kernels import (
     Kernel,
     bzimage_release,
     in_series,
+    limits_problem,
     release_sort_key,
     resolve_kernel,
 )
 from fslab.guest.vng import BootPlan, stage_kernel, vng_argv
+from fslab.guest_runner import check_guests
+from fslab.spec import Spec, validate_spec
 from tests.guest_support import guest_kernel, require_qemu
 
 
@@ -233,3 +236,38 @@ def test_asking_for_kvm_without_a_device_is_a_usage_error(monkeypatch, tmp_path:
     kernel = Kernel("6.1.0-57-amd64", Path("/k"), Path("/m"), None, "t")
     with pytest.raises(UsageError, match=r"accel = kvm: .* does not exist"):
         probe.choose_accel("kvm", kernel, lambda _k: None)
+
+
+def _limited_guest_spec(kernel: str, modules: str | None, limits: bool) -> Spec:
+    return validate_spec(
+        {
+            "name": "guest-limits",
+            "target": {"size": "512MiB", **({"limits": {"write_iops": 200}} if limits else {})},
+            "filesystems": [{"label": "ext4", "type": "ext4"}],
+            "workload": {"kind": "fio", "options": {"name": "w", "rw": "randwrite"}},
+            "vm": {"kernel": kernel, "modules": modules, "accel": "tcg"},
+        }
+    )
+
+
+def test_limits_in_a_guest_need_its_kernel_built_with_the_blkio_throttle(tmp_path: Path) -> None:
+    """Debian's kernels have it; a user's build without it is refused before any boot."""
+    require_qemu()
+    kernel = guest_kernel()
+    assert limits_problem(kernel) is None
+    assert kernel.facts()["kernel_config"]["CONFIG_BLK_DEV_THROTTLING"] == "y"
+    assert kernel.config_path is not None and kernel.modules_dir is not None
+    image = tmp_path / "bzImage"
+    shutil.copy(kernel.image, image)
+    (tmp_path / f"config-{kernel.release}").write_text(
+        kernel.config_path.read_text().replace(
+            "CONFIG_BLK_DEV_THROTTLING=y", "# CONFIG_BLK_DEV_THROTTLING is not set"
+        )
+    )
+    modules = str(kernel.modules_dir)
+    check_guests(_limited_guest_spec(str(image), modules, limits=False))
+    with pytest.raises(UsageError) as caught:
+        check_guests(_limited_guest_spec(str(image), modules, limits=True))
+    assert caught.value.exit_code == 2
+    assert str(caught.value).startswith("target.limits: kernel ")
+    assert "without CONFIG_BLK_DEV_THROTTLING" in str(caught.value)

@@ -3,7 +3,9 @@
 virtme-ng starts it as the guest's one command. It readies the guest (the
 loop module, /dev/shm as large as the guest's RAM), reports the guest's facts,
 then runs each requested point with the runner's own point code, exactly as
-on the host, and writes the outcome as JSON for the host to store. It exits
+on the host, and writes the outcome as JSON for the host to store. Its setup
+mounts the cgroup-v1 blkio hierarchy, so `target.limits` throttle the guest's
+loop device as they do the host's (fslab.target.limits). It exits
 on `quit` or when its input ends (the host is gone), which powers the guest off.
 """
 
@@ -37,6 +39,7 @@ from fslab.hostfacts import (
 from fslab.proc import run
 from fslab.runner import RunOptions, run_point
 from fslab.store.db import PointOutcome, utc_now
+from fslab.target.limits import mount_blkio
 
 SHM = "/dev/shm"
 
@@ -46,13 +49,15 @@ def result_name(request_name: str) -> str:
 
 
 def prepare_guest() -> list[str]:
-    """Load the loop driver, let /dev/shm hold an image as large as RAM; say what failed."""
+    """Load the loop driver, let /dev/shm hold an image as large as RAM, mount the blkio
+    hierarchy (for target.limits); say what failed."""
     notes = []
     for argv in (["modprobe", "loop"], ["mount", "-o", "remount,size=100%", SHM]):
         record = run(argv, check=False, timeout_s=120)
         if record.returncode != 0:
             notes.append(f"{' '.join(argv)}: exit {record.returncode}: {record.stderr.strip()}")
-    return notes
+    blkio_problem = mount_blkio()
+    return notes + ([blkio_problem] if blkio_problem else [])
 
 
 def _uptime_s() -> float:

@@ -17,6 +17,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
+from fslab.errors import UsageError
+from fslab.guest.kernels import limits_problem
 from fslab.guest.order import boot_groups
 from fslab.guest.session import GuestError, GuestSession, check_guest
 from fslab.spec import Point, Spec, expand_points
@@ -33,9 +35,13 @@ def guests_of(spec: Spec, points: Sequence[Point]) -> list[GuestConfig]:
 
 
 def check_guests(spec: Spec) -> None:
-    """Every guest the campaign needs can be had (UsageError/GuestError, exit 2)."""
+    """Every guest the campaign needs can be had, with its device limits
+    (UsageError/GuestError, exit 2)."""
     for guest in guests_of(spec, expand_points(spec)):
-        check_guest(guest, target_bytes=spec.target.size_bytes)
+        kernel, _ = check_guest(guest, target_bytes=spec.target.size_bytes)
+        problem = limits_problem(kernel) if spec.target.limits is not None else None
+        if problem is not None:
+            raise UsageError(f"target.limits: {problem}")
 
 
 def _failed(error: str, console: str) -> PointOutcome:

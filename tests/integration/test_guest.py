@@ -33,6 +33,7 @@ from fslab.guest import probe
 from fslab.guest.session import GuestError, GuestSession
 from fslab.hostfacts import ext4_free_clusters_watermark
 from fslab.spec import expand_points, load_spec, validate_spec
+from fslab.target.limits import GUEST_BLKIO_ROOT
 from fslab.vm_config import GuestConfig
 
 pytestmark = [requires_root, pytest.mark.root, pytest.mark.guest]
@@ -152,6 +153,47 @@ def test_possible_cpus_1728_puts_near_full_ext4_below_the_watermark_and_slows_dd
     full, empty = statistics.median(bandwidth[True]), statistics.median(bandwidth[False])
     print(f"ext4 at nr_cpu_ids 1728: near-full {full / 1e6:.1f} MB/s, empty {empty / 1e6:.1f} MB/s")
     assert full < 0.7 * empty
+
+
+# target.limits in a guest: 16 KiB direct random writes (each write is one bio,
+# so fio's IOPS is the device's) on a loop device the guest's blkio throttle caps.
+LIMITED_IOPS = 200
+LIMITS_SPEC = f"""
+name = "guest-limits"
+[target]
+size = "512MiB"
+limits = {{ write_iops = {LIMITED_IOPS} }}
+[[filesystems]]
+label = "ext4"
+type = "ext4"
+[workload]
+kind = "fio"
+options = {{ name = "w", rw = "randwrite", bs = "16k", direct = 1, filesize = "16m" }}
+[run]
+runtime = "3s"
+ramp = "0s"
+"""
+
+
+def test_write_iops_limit_caps_a_guest_point_and_the_next_point_runs_free(no_guest_left):
+    """One boot: the limited point runs at its limit with the host's facts; the same point
+    without limits, next in the same guest, runs far above it (the limit was cleared)."""
+    limited = _spec(LIMITS_SPEC)
+    free = limited.model_copy(update={"target": limited.target.model_copy(update={"limits": None})})
+    (point,) = expand_points(limited)
+    config = GuestConfig(kernel=GUEST_SERIES, cpus=2, accel="tcg")
+    with GuestSession(config, target_bytes=limited.target.size_bytes) as guest:
+        outcomes = [guest.run_point(spec, point) for spec in (limited, free)]
+    for outcome in outcomes:
+        assert outcome.status == "ok", f"{outcome.error}\n{outcome.stderr[-3000:]}"
+    capped, uncapped = (o.metrics["fio.write.iops"] for o in outcomes)
+    print(f"guest write IOPS: limited to {LIMITED_IOPS}: {capped:.0f}; unlimited: {uncapped:.0f}")
+    facts = outcomes[0].facts["device_limits"]
+    assert facts["write_iops"] == LIMITED_IOPS and facts["device"].startswith("/dev/loop")
+    assert facts["how"] == f"blkio throttle at the root cgroup ({GUEST_BLKIO_ROOT})"
+    assert "device_limits" not in outcomes[1].facts
+    assert 0.7 * LIMITED_IOPS < capped < 1.15 * LIMITED_IOPS
+    assert uncapped > 5 * LIMITED_IOPS
 
 
 def test_a_guest_that_does_not_boot_in_time_is_a_clear_error(no_guest_left):

@@ -36,7 +36,10 @@ KEY_CONFIG_OPTIONS = (
     "CONFIG_XFS_FS",
     "CONFIG_BTRFS_FS",
     "CONFIG_BLK_DEV_LOOP",
+    "CONFIG_BLK_DEV_THROTTLING",
 )
+# What target.limits needs in a guest: the blkio cgroup and its throttle.
+THROTTLE_OPTIONS = ("CONFIG_BLK_CGROUP", "CONFIG_BLK_DEV_THROTTLING")
 _SETUP_HEADER_MAGIC = b"HdrS"
 T = TypeVar("T")
 
@@ -256,6 +259,20 @@ def _ancestor_modules(image: Path, release: str) -> Path | None:
             if candidate.is_dir():
                 return candidate
     return None
+
+
+def limits_problem(kernel: Kernel) -> str | None:
+    """Why target.limits cannot be applied in a guest of this kernel, or None.
+
+    Only its config can say before a boot; without one the guest's point says."""
+    options = kernel.config_options()
+    missing = [name for name in THROTTLE_OPTIONS if options and options.get(name) != "y"]
+    if not missing:
+        return None
+    return (
+        f"kernel {kernel.release} is built without {' and '.join(missing)}: a guest "
+        "applies the limits with the blkio throttle; boot a kernel that has it"
+    )
 
 
 def check_kernel(kernel: Kernel) -> None:

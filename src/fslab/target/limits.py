@@ -3,11 +3,15 @@
 The first seed report's volume was provisioned at 64000 IOPS; a RAM-backed
 loop device has no such ceiling. `target.limits` puts one back with the
 cgroup-v1 blkio throttle, written at the ROOT blkio cgroup
-(`/sys/fs/cgroup/blkio/blkio.throttle.{read,write}_{iops,bps}_device`,
-lines "MAJ:MIN value"). At the root, every bio to the device is throttled,
+(`<root>/blkio.throttle.{read,write}_{iops,bps}_device`, lines "MAJ:MIN
+value"; the root is where the blkio hierarchy is mounted, usually
+/sys/fs/cgroup/blkio). At the root, every bio to the device is throttled,
 including writeback issued by the kernel's flusher threads, which a child
 cgroup holding only the workload would miss. Writing 0 clears a limit;
 `device_limits` always clears what it set, on success, failure and Ctrl-C.
+
+A qemu guest applies them the same way: its agent mounts the blkio hierarchy
+(`mount_blkio`) and the runner's point code throttles the guest's loop device.
 """
 
 from __future__ import annotations
@@ -19,11 +23,13 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from fslab.errors import FslabError
-from fslab.target.guard import block_major_minor
+from fslab.proc import run
+from fslab.target.guard import block_major_minor, read_mountinfo
 from fslab.target.loop import deferred_interrupts
 from fslab.units import format_bytes
 
-BLKIO_ROOT = Path("/sys/fs/cgroup/blkio")
+BLKIO_ROOT = Path("/sys/fs/cgroup/blkio")  # where systemd and most distributions mount it
+GUEST_BLKIO_ROOT = Path("/run/fslab-blkio")  # a guest's: its /sys/fs/cgroup is cgroup2
 KINDS = ("read_iops", "write_iops", "read_bps", "write_bps")
 
 
@@ -49,18 +55,48 @@ class DeviceLimits:
         return ", ".join(parts)
 
 
-def throttle_file(kind: str, root: Path = BLKIO_ROOT) -> Path:
+def mounted_blkio() -> Path | None:
+    """Where the cgroup-v1 blkio hierarchy is mounted, or None."""
+    for entry in read_mountinfo():
+        if entry.fs_type == "cgroup" and "blkio" in entry.super_options.split(","):
+            return Path(entry.mount_point)
+    return None
+
+
+def blkio_root() -> Path:
+    """The blkio hierarchy's root: where it is mounted, else BLKIO_ROOT (for the message)."""
+    return mounted_blkio() or BLKIO_ROOT
+
+
+def mount_blkio(where: Path = GUEST_BLKIO_ROOT) -> str | None:
+    """Mount the cgroup-v1 blkio hierarchy at `where` unless one is mounted; why not, or None.
+
+    For a guest without systemd: v1 blkio mounts beside cgroup2 as long as no
+    cgroup2 group has the io controller enabled. Left mounted: the guest powers off.
+    """
+    if mounted_blkio() is not None:
+        return None
+    where.mkdir(parents=True, exist_ok=True)
+    record = run(["mount", "-t", "cgroup", "-o", "blkio", "blkio", str(where)], check=False)
+    if record.returncode != 0:
+        return f"mount -t cgroup -o blkio: exit {record.returncode}: {record.stderr.strip()}"
+    return None
+
+
+def throttle_file(kind: str, root: Path) -> Path:
     return root / f"blkio.throttle.{kind}_device"
 
 
-def unavailable_reason(limits: DeviceLimits, root: Path = BLKIO_ROOT) -> str | None:
+def unavailable_reason(limits: DeviceLimits, root: Path | None = None) -> str | None:
     """Why the limits cannot be applied on this host, or None when they can."""
+    root = blkio_root() if root is None else root
     for kind, _ in limits.items():
         path = throttle_file(kind, root)
         if not path.exists():
             return (
                 f"target.limits needs the cgroup-v1 blkio throttle, and {path} does not "
-                "exist (mount the blkio controller at /sys/fs/cgroup/blkio)"
+                "exist (mount it: mount -t cgroup -o blkio blkio /sys/fs/cgroup/blkio; "
+                "a kernel needs CONFIG_BLK_DEV_THROTTLING)"
             )
         if not os.access(path, os.W_OK):
             return f"target.limits: {path} is not writable (run as root)"
@@ -84,7 +120,7 @@ def _write(kind: str, devno: str, value: int, root: Path) -> None:
 
 @contextlib.contextmanager
 def device_limits(
-    limits: DeviceLimits | None, device: str, *, root: Path = BLKIO_ROOT
+    limits: DeviceLimits | None, device: str, *, root: Path | None = None
 ) -> Iterator[dict[str, object]]:
     """Throttle `device` while the block runs; yields the facts to record with the point.
 
@@ -94,6 +130,7 @@ def device_limits(
     if limits is None or not limits.items():
         yield {}
         return
+    root = blkio_root() if root is None else root
     reason = unavailable_reason(limits, root)
     if reason is not None:
         raise FslabError(reason)
@@ -121,8 +158,9 @@ def device_limits(
             raise FslabError("device limit not cleared: " + "; ".join(failures))
 
 
-def current_limits(device: str, root: Path = BLKIO_ROOT) -> dict[str, int]:
+def current_limits(device: str, root: Path | None = None) -> dict[str, int]:
     """The throttle values in force for `device` (for checks and leftovers)."""
+    root = blkio_root() if root is None else root
     devno = device_number(device)
     found: dict[str, int] = {}
     for kind in KINDS:
