@@ -141,6 +141,18 @@ def test_a_campaign_point_runs_at_its_limit_and_records_it(tmp_path, no_leaks):
         iops = store.metrics(point.campaign_id)[point.id]["fio.write.iops"]
     limits = point.facts.device_limits
     assert limits is not None and limits.write_iops == 300 and "blkio" in limits.how
+    assert limits.blkio_root == str(BLKIO_ROOT)
     assert 200 < iops < 330, iops
+    # the report says so, and its recipe sets the same throttle before fio
+    shown = subprocess.run(
+        [sys.executable, "-m", "fslab", "report", "--db", str(db)],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
+    assert "limited to write 300 IOPS (blkio throttle at the root cgroup" in shown
+    throttle = f"{BLKIO_ROOT}/blkio.throttle.write_iops_device"
+    assert f"""'echo "$0" > "$1"' '{limits.devno} 300'""" in shown
+    assert throttle in shown and shown.index(throttle) < shown.index("# fio ")
     for kind in ("write_iops", "write_bps", "read_iops", "read_bps"):
         assert ":" not in (BLKIO_ROOT / f"blkio.throttle.{kind}_device").read_text()

@@ -25,6 +25,7 @@ import json
 import math
 import statistics
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from fslab.analyze.campaign_scaling import CurveFit, ScaleReport, fit_campaign
@@ -55,8 +56,8 @@ from fslab.roles import mode_of_roles
 from fslab.spec import FilesystemSpec
 from fslab.stacks.profile import DiffRow, HotChain, Profile, diff
 from fslab.store.db import PointRow, Store
-from fslab.store.facts import CampaignOverrides, DeviceFacts, FilesystemFacts, PointFacts
-from fslab.target.limits import DeviceLimits
+from fslab.store.facts import CampaignOverrides, DeviceFacts, DeviceLimitFacts, FilesystemFacts, PointFacts
+from fslab.target.limits import DeviceLimits, throttle_file
 from fslab.timing import CampaignTiming
 from fslab.units import format_bytes
 from fslab.vocab import PERCENTILES, metric_label, point_key, point_label
@@ -501,10 +502,11 @@ def _device_limits(data: CampaignData) -> str:
     applied = next((p.facts.device_limits for p in data.points if p.facts.device_limits), None)
     if not applied:
         return ""
-    limits = DeviceLimits(
-        applied.read_iops, applied.write_iops, applied.read_bps, applied.write_bps
-    )
-    return f"limited to {limits.describe()} ({applied.how})"
+    return f"limited to {_applied(applied).describe()} ({applied.how})"
+
+
+def _applied(applied: DeviceLimitFacts) -> DeviceLimits:
+    return DeviceLimits(applied.read_iops, applied.write_iops, applied.read_bps, applied.write_bps)
 
 
 def _device_text(device: DeviceFacts | None, limits: str = "") -> str:
@@ -615,7 +617,7 @@ def _reproduce(store: Store, data: CampaignData, worst: PointRef | None) -> Repr
         steps.append(Step(None, argv, rc))
         if argv and argv[0] == "mount":
             mountpoint = argv[-1]
-            steps += _fill_steps(point, mountpoint)
+            steps += _fill_steps(point, mountpoint) + _limit_steps(point)
         if argv and argv[0] == "dd":
             iterations = data.metrics.get(point.id, {}).get("dd.iterations")
             if iterations and iterations > 1:
@@ -661,6 +663,31 @@ def _fill_steps(point: PointRow, mountpoint: str) -> list[Step]:
             f"{_gib(fill.free_bytes_after or 0)} free; one file does the same:",
             ["fallocate", "-l", str(size), f"{mountpoint}/fslab-fill-0"],
         )
+    ]
+
+
+def _limit_steps(point: PointRow) -> list[Step]:
+    """target.limits as set before the workload (fslab writes the throttle files itself)."""
+    applied = point.facts.device_limits
+    if applied is None or not applied.blkio_root:
+        return []
+    limits = _applied(applied)
+    comment = (
+        f"fslab then capped the device at {limits.describe()} for the workload, at the "
+        "root blkio cgroup (the same with 0 clears it afterwards):"
+    )
+    return [
+        Step(
+            comment if i == 0 else None,
+            [
+                "sh",
+                "-c",
+                'echo "$0" > "$1"',
+                f"{applied.devno} {value}",
+                str(throttle_file(kind, Path(applied.blkio_root))),
+            ],
+        )
+        for i, (kind, value) in enumerate(limits.items())
     ]
 
 

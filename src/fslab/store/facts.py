@@ -57,6 +57,7 @@ class DeviceLimitFacts(_Facts):
     device: str = ""
     devno: str = ""
     how: str = "blkio throttle"
+    blkio_root: str | None = None  # where the blkio hierarchy was (None before it was stored)
     read_iops: int | None = None
     write_iops: int | None = None
     read_bps: int | None = None

@@ -145,6 +145,7 @@ def device_limits(
             "devno": devno,
             **{kind: value for kind, value in limits.items()},
             "how": f"blkio throttle at the root cgroup ({root})",
+            "blkio_root": str(root),
         }
     finally:
         failures = []
