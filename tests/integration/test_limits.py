@@ -150,9 +150,12 @@ def test_a_campaign_point_runs_at_its_limit_and_records_it(tmp_path, no_leaks):
         text=True,
         check=True,
     ).stdout
-    assert "limited to write 300 IOPS (blkio throttle at the root cgroup" in shown
-    throttle = f"{BLKIO_ROOT}/blkio.throttle.write_iops_device"
-    assert f"""'echo "$0" > "$1"' '{limits.devno} 300'""" in shown
-    assert throttle in shown and shown.index(throttle) < shown.index("# fio ")
+    flat = " ".join(shown.replace("\\\n", " ").split())  # unwrapped
+    assert "limited to write 300 IOPS (blkio throttle at the root cgroup" in flat
+    throttle = (
+        f"""# sh -c 'echo "$0" > "$1"' '{limits.devno} 300' """
+        f"{BLKIO_ROOT}/blkio.throttle.write_iops_device"
+    )
+    assert throttle in flat and flat.index(throttle) < flat.index("# fio ")
     for kind in ("write_iops", "write_bps", "read_iops", "read_bps"):
         assert ":" not in (BLKIO_ROOT / f"blkio.throttle.{kind}_device").read_text()
