@@ -56,7 +56,13 @@ from fslab.roles import mode_of_roles
 from fslab.spec import FilesystemSpec
 from fslab.stacks.profile import DiffRow, HotChain, Profile, diff
 from fslab.store.db import PointRow, Store
-from fslab.store.facts import CampaignOverrides, DeviceFacts, DeviceLimitFacts, FilesystemFacts, PointFacts
+from fslab.store.facts import (
+    CampaignOverrides,
+    DeviceFacts,
+    DeviceLimitFacts,
+    FilesystemFacts,
+    PointFacts,
+)
 from fslab.target.limits import DeviceLimits, throttle_file
 from fslab.timing import CampaignTiming
 from fslab.units import format_bytes
