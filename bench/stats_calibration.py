@@ -331,7 +331,7 @@ def spaced_store(db: Path | None) -> Store:
     if db is not None:
         return Store(db)
     scratch = Store(Path(tempfile.mkdtemp(prefix="fslab-spaced-")) / "spaced.db")
-    for path in sorted(SPACED_DIR.glob("campaign-*.json.gz")):
+    for path in sorted(SPACED_DIR.glob("**/campaign-*.json.gz")):
         with gzip.open(path, "rt", encoding="utf-8") as handle:
             import_campaign(scratch, json.load(handle))
     return scratch
@@ -359,16 +359,25 @@ def report_spaced(db: Path | None) -> None:
     with spaced_store(db) as store:
         rows = [c for c in store.campaigns() if c.status == "complete"]
         families = sorted({c.name.removesuffix("-base") for c in rows if c.name.endswith("-base")})
+        flagged = sets = 0
         for family in families:
-            _report_family(store, family, [c for c in rows if c.name.startswith(f"{family}-")])
+            family_rows = [c for c in rows if c.name.startswith(f"{family}-")]
+            family_flagged, family_sets = _report_family(store, family, family_rows)
+            flagged, sets = flagged + family_flagged, sets + family_sets
+        if len(families) > 1 and sets:
+            print(
+                f"A/A over every family: {flagged} of {sets} comparison sets flagged "
+                f"({flagged / sets:.1%}; goal <= 1 in 20 = 5%) with the noise model"
+            )
 
 
-def _report_family(store: Store, family: str, rows: list[Any]) -> None:
+def _report_family(store: Store, family: str, rows: list[Any]) -> tuple[int, int]:
+    """Print one family's figures; return its A/A sets flagged with the model, and its sets."""
     base = [c for c in rows if c.name == f"{family}-base"]
     costs = sorted({c.name for c in rows if c.name.startswith(f"{family}-cost")})
     if len(base) < MIN_CAMPAIGNS + 1:
         print(f"{family}: {len(base)} base campaign(s), too few for the figures")
-        return
+        return 0, 0
     data = {c.id: load_campaign(store, c.id) for c in rows}
     when = {c.id: datetime.fromisoformat(c.started_at) for c in rows}
     span = f"{min(when.values()):%Y-%m-%d %H:%M} .. {max(when.values()):%H:%M} UTC"
@@ -421,6 +430,7 @@ def _report_family(store: Store, family: str, rows: list[Any]) -> None:
             f"{found} of {len(ab_pairs)} sets ({found / len(ab_pairs):.1%}), "
             f"{len(base)} x {len(cost)} campaigns"
         )
+    return aa_model, n
 
 
 def _cycles(rows: Sequence[Any]) -> dict[int, int]:
