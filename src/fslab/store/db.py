@@ -44,7 +44,7 @@ from fslab.roles import PointRole
 from fslab.spec import Spec, validate_spec
 from fslab.store import migrate, tables
 from fslab.store.facts import CampaignOverrides, DeviceFacts, PointFacts
-from fslab.store.lock import campaign_lock, campaign_running
+from fslab.store.lock import campaign_lock, campaign_running, write_turn
 from fslab.store.spool import Spool, spool_path
 from fslab.store.tables import SCHEMA_VERSION
 from fslab.vocab import ScalarValue
@@ -57,6 +57,7 @@ CollectorStatus = Literal["ok", "unavailable", "failed"]
 
 # PostgreSQL advisory locks of running campaigns: (this key, campaign id)
 _PG_LOCK_CLASS = 0x0F51AB
+_SQLITE_FIX = "check the file and its directory are writable, or give another --db"
 
 
 def default_db_path() -> Path:
@@ -202,9 +203,20 @@ class Store:
 
     @contextlib.contextmanager
     def _connect(self, *, write: bool) -> Iterator[Connection]:
-        """One transaction; SQLite writers take the write lock up front (BEGIN IMMEDIATE)."""
+        """One transaction. SQLite writers first wait for the writers' turn (a kernel
+        lock beside the file, fslab.store.lock), then take SQLite's write lock up
+        front (BEGIN IMMEDIATE), so they queue instead of polling each other."""
         try:
-            with self._engine.connect() as conn:
+            with contextlib.ExitStack() as held:
+                if write and not self.shared:
+                    try:
+                        held.enter_context(write_turn(self.path))
+                    except OSError as exc:
+                        raise StoreUnavailable(
+                            f"results database {self.location}: {exc.strerror} "
+                            f"({exc.filename}); {_SQLITE_FIX}"
+                        ) from None
+                conn = held.enter_context(self._engine.connect())
                 if write:
                     conn.execution_options(fslab_write=True)
                 with conn.begin():
@@ -220,7 +232,7 @@ class Store:
                 "(postgresql://USER:PASSWORD@HOST/DB, or a ~/.pgpass line)"
             )
         elif not self.shared:
-            fix = "check the file and its directory are writable, or give another --db"
+            fix = _SQLITE_FIX
         else:
             fix = (
                 f"start the server at {self.url.host or 'localhost'}:{self.url.port or 5432} "
