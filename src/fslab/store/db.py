@@ -636,11 +636,15 @@ def _sqlite_engine(url: URL) -> Engine:
 
 
 def _postgresql_engine(url: URL) -> Engine:
-    return create_engine(
+    engine = create_engine(
         url,
         pool_pre_ping=True,  # a server restarted mid-campaign: reconnect, don't fail
         connect_args={"connect_timeout": 10, "application_name": "fslab"},
     )
+    # a point's ~300 metrics go as one INSERT of many VALUES rows, one execution
+    # on the server, rather than as psycopg's executemany, one execution per row
+    engine.dialect.use_insertmanyvalues_wo_returning = True
+    return engine
 
 
 # ------------------------------------------------------------ rows
@@ -686,21 +690,26 @@ def _outcome_dict(outcome: PointOutcome) -> dict[str, Any]:
 
 
 def _apply_save_outcome(conn: Connection, args: dict[str, Any]) -> None:
+    """Mark the point done and insert its rows: a few statements, whatever its size.
+
+    A pending point has no rows under it yet (nothing else writes them), so the
+    first save is an UPDATE and the inserts; a point saved before (a spooled
+    write sent twice, a re-import) first loses what the earlier save left.
+    """
     point_id, outcome = args["point_id"], args["outcome"]
-    for table in tables.POINT_CHILDREN:
-        conn.execute(delete(table).where(table.c.point_id == point_id))
-    conn.execute(
-        update(tables.points)
-        .where(tables.points.c.id == point_id)
-        .values(
-            status=outcome["status"],
-            error=outcome["error"] or None,
-            stderr=outcome["stderr"] or None,
-            facts_json=json.dumps(outcome["facts"]),
-            started_at=outcome["started_at"] or None,
-            ended_at=outcome["ended_at"],
-        )
+    point = update(tables.points).values(
+        status=outcome["status"],
+        error=outcome["error"] or None,
+        stderr=outcome["stderr"] or None,
+        facts_json=json.dumps(outcome["facts"]),
+        started_at=outcome["started_at"] or None,
+        ended_at=outcome["ended_at"],
     )
+    pending = tables.points.c.id == point_id, tables.points.c.status == "pending"
+    if conn.execute(point.where(*pending)).rowcount != 1:
+        for table in tables.POINT_CHILDREN:
+            conn.execute(delete(table).where(table.c.point_id == point_id))
+        conn.execute(point.where(tables.points.c.id == point_id))
     _insert_children(
         conn,
         point_id,
