@@ -8,11 +8,12 @@ from __future__ import annotations
 
 import json
 import sqlite3
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
+from sqlalchemy import event, text
 from sqlalchemy import exc as sa_exc
-from sqlalchemy import text
 
 from fslab.errors import FslabError, UsageError
 from fslab.store.db import SCHEMA_VERSION, PlannedPoint, PointOutcome, Store, upgrade_database
@@ -63,6 +64,53 @@ def test_round_trip(new_db):
         assert store.campaign(cid).ended_at is not None
         assert store.latest_campaign_id() == cid
         assert store.integrity_ok()
+
+
+def test_a_second_save_replaces_everything_the_first_left(new_db):
+    """A failed attempt saved, then the point saved again (a resumed campaign, a
+    spooled write sent twice): only the second save's rows remain."""
+    with Store(new_db()) as store:
+        cid = _campaign(store, 1)
+        (point,) = store.points(cid)
+        first = PointOutcome(
+            status="failed",
+            error="fio died",
+            metrics={"fio.read.iops": 1.0},
+            artifacts={"stale.txt": "x"},
+            commands=[(["fio", "a.fio"], 1, 0.1), (["umount", "/mnt"], 0, 0.1)],
+            collectors={"perf": ("failed", "perf died"), "tracefs": ("ok", "")},
+        )
+        store.save_outcome(point.id, first)
+        store.save_outcome(point.id, OUTCOME)
+        assert store.metrics(cid) == {point.id: {"fio.write.iops": 1234.5}}
+        assert store.artifact_names(point.id) == ["fio.json"]
+        assert store.command_records(point.id) == [(["mkfs.ext4", "/dev/loop0"], 0, 0.5)]
+        assert store.collectors(point.id) == {"perf": ("unavailable", "no perf")}
+        saved = store.points(cid)[0]
+        assert (saved.status, saved.error) == ("ok", None)
+
+
+def test_a_first_save_is_a_few_statements_however_many_rows(new_db):
+    """Storing stays cheap next to the point it stores (issue 13): saving a pending
+    point is one UPDATE and one INSERT per table, whatever its number of metrics;
+    no DELETE (a pending point has no rows yet), nothing sent row by row."""
+    with Store(new_db()) as store:
+        cid = _campaign(store, 1)
+        (point,) = store.points(cid)
+        sent: list[tuple[str, bool]] = []
+
+        def record(_conn, _cursor, statement, params, _context, _executemany):
+            sent.append((statement.split()[0].upper(), isinstance(params, list)))  # row by row
+
+        event.listen(store._engine, "before_cursor_execute", record)
+        many = replace(OUTCOME, metrics={f"m{i}": float(i) for i in range(600)})
+        store.save_outcome(point.id, many)
+        event.remove(store._engine, "before_cursor_execute", record)
+        kinds = sorted(kind for kind, _ in sent if kind not in ("BEGIN", "SELECT"))
+        assert kinds == ["INSERT"] * 4 + ["UPDATE"]
+        if store.shared:  # a round trip carries every row: one execution on the server
+            assert not any(row_by_row for _, row_by_row in sent)
+        assert len(store.metrics(cid)[point.id]) == 600
 
 
 def test_every_campaign_carries_its_host(new_db):

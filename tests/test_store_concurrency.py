@@ -9,8 +9,10 @@ exactly the metrics that writer saved for them.
 from __future__ import annotations
 
 import multiprocessing
+import threading
 
 from fslab.store.db import PlannedPoint, PointOutcome, Store
+from fslab.store.lock import write_turn
 from tests.tiny_spec import tiny_spec_data
 
 WRITERS = 8
@@ -69,3 +71,37 @@ def test_eight_writers_at_once_lose_nothing(new_db):
                     float(writer * 1_000_000 + c * 1000 + seq) for seq in range(POINTS)
                 ]
         assert store.integrity_ok()
+
+
+def test_sqlite_writers_queue_for_the_write_turn(tmp_path):
+    """A SQLite write waits in the kernel for the writers' turn, not in SQLite's busy
+    handler: while another writer holds the turn it does not go ahead (SQLite itself
+    is free), and it goes ahead as soon as the turn is given back."""
+    location = tmp_path / "results.db"
+    with Store(location) as store:
+        cid = store.create_campaign(
+            name="c",
+            spec=tiny_spec_data("c"),
+            spec_toml="",
+            overrides={},
+            host={"hostname": "h"},
+            device=None,
+            fslab_version="0",
+            points=[PlannedPoint(0, "ext4", "ext4", {}, 0)],
+        )
+        point_id = store.points(cid)[0].id
+    saved = threading.Event()
+
+    def save() -> None:
+        with Store(location) as writer:
+            writer.save_outcome(point_id, PointOutcome(status="ok", metrics={"m": 1.0}))
+        saved.set()
+
+    with write_turn(location):  # another writer's turn (its own open file: OFD locks)
+        thread = threading.Thread(target=save)
+        thread.start()
+        assert not saved.wait(0.5)
+    assert saved.wait(30)
+    thread.join()
+    with Store(location) as store:
+        assert [p.status for p in store.points(cid)] == ["ok"]

@@ -44,7 +44,7 @@ from fslab.roles import PointRole
 from fslab.spec import Spec, validate_spec
 from fslab.store import migrate, tables
 from fslab.store.facts import CampaignOverrides, DeviceFacts, PointFacts
-from fslab.store.lock import campaign_lock, campaign_running
+from fslab.store.lock import campaign_lock, campaign_running, write_turn
 from fslab.store.spool import Spool, spool_path
 from fslab.store.tables import SCHEMA_VERSION
 from fslab.vocab import ScalarValue
@@ -57,6 +57,7 @@ CollectorStatus = Literal["ok", "unavailable", "failed"]
 
 # PostgreSQL advisory locks of running campaigns: (this key, campaign id)
 _PG_LOCK_CLASS = 0x0F51AB
+_SQLITE_FIX = "check the file and its directory are writable, or give another --db"
 
 
 def default_db_path() -> Path:
@@ -202,9 +203,20 @@ class Store:
 
     @contextlib.contextmanager
     def _connect(self, *, write: bool) -> Iterator[Connection]:
-        """One transaction; SQLite writers take the write lock up front (BEGIN IMMEDIATE)."""
+        """One transaction. SQLite writers first wait for the writers' turn (a kernel
+        lock beside the file, fslab.store.lock), then take SQLite's write lock up
+        front (BEGIN IMMEDIATE), so they queue instead of polling each other."""
         try:
-            with self._engine.connect() as conn:
+            with contextlib.ExitStack() as held:
+                if write and not self.shared:
+                    try:
+                        held.enter_context(write_turn(self.path))
+                    except OSError as exc:
+                        raise StoreUnavailable(
+                            f"results database {self.location}: {exc.strerror} "
+                            f"({exc.filename}); {_SQLITE_FIX}"
+                        ) from None
+                conn = held.enter_context(self._engine.connect())
                 if write:
                     conn.execution_options(fslab_write=True)
                 with conn.begin():
@@ -220,7 +232,7 @@ class Store:
                 "(postgresql://USER:PASSWORD@HOST/DB, or a ~/.pgpass line)"
             )
         elif not self.shared:
-            fix = "check the file and its directory are writable, or give another --db"
+            fix = _SQLITE_FIX
         else:
             fix = (
                 f"start the server at {self.url.host or 'localhost'}:{self.url.port or 5432} "
@@ -624,11 +636,15 @@ def _sqlite_engine(url: URL) -> Engine:
 
 
 def _postgresql_engine(url: URL) -> Engine:
-    return create_engine(
+    engine = create_engine(
         url,
         pool_pre_ping=True,  # a server restarted mid-campaign: reconnect, don't fail
         connect_args={"connect_timeout": 10, "application_name": "fslab"},
     )
+    # a point's ~300 metrics go as one INSERT of many VALUES rows, one execution
+    # on the server, rather than as psycopg's executemany, one execution per row
+    engine.dialect.use_insertmanyvalues_wo_returning = True
+    return engine
 
 
 # ------------------------------------------------------------ rows
@@ -674,21 +690,26 @@ def _outcome_dict(outcome: PointOutcome) -> dict[str, Any]:
 
 
 def _apply_save_outcome(conn: Connection, args: dict[str, Any]) -> None:
+    """Mark the point done and insert its rows: a few statements, whatever its size.
+
+    A pending point has no rows under it yet (nothing else writes them), so the
+    first save is an UPDATE and the inserts; a point saved before (a spooled
+    write sent twice, a re-import) first loses what the earlier save left.
+    """
     point_id, outcome = args["point_id"], args["outcome"]
-    for table in tables.POINT_CHILDREN:
-        conn.execute(delete(table).where(table.c.point_id == point_id))
-    conn.execute(
-        update(tables.points)
-        .where(tables.points.c.id == point_id)
-        .values(
-            status=outcome["status"],
-            error=outcome["error"] or None,
-            stderr=outcome["stderr"] or None,
-            facts_json=json.dumps(outcome["facts"]),
-            started_at=outcome["started_at"] or None,
-            ended_at=outcome["ended_at"],
-        )
+    point = update(tables.points).values(
+        status=outcome["status"],
+        error=outcome["error"] or None,
+        stderr=outcome["stderr"] or None,
+        facts_json=json.dumps(outcome["facts"]),
+        started_at=outcome["started_at"] or None,
+        ended_at=outcome["ended_at"],
     )
+    pending = tables.points.c.id == point_id, tables.points.c.status == "pending"
+    if conn.execute(point.where(*pending)).rowcount != 1:
+        for table in tables.POINT_CHILDREN:
+            conn.execute(delete(table).where(table.c.point_id == point_id))
+        conn.execute(point.where(tables.points.c.id == point_id))
     _insert_children(
         conn,
         point_id,

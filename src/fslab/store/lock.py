@@ -7,6 +7,13 @@ both: it dies with its process. One lock file per database holds one byte per
 campaign, locked with open-file-description locks (F_OFD_SETLK), which belong
 to the open file rather than to the process, so two campaigns run from one
 process do not release each other's lock.
+
+Byte 0 (campaign ids start at 1) is the writers' turn: every fslab write
+transaction on the file holds it (F_OFD_SETLKW), so concurrent writers wait in
+the kernel and the next one is woken the moment the turn is free. Left to
+SQLite alone they would poll with its busy handler, whose sleeps grow to
+100 ms and let a waiter lose its turn again and again (a p99 of 234 ms with
+8 writers saving back to back).
 """
 
 from __future__ import annotations
@@ -29,8 +36,20 @@ def lock_path(db_path: Path) -> Path:
     return db_path.with_name(db_path.name + "-fslab-lock")
 
 
-def _lock_byte(fd: int, offset: int, lock_type: int) -> None:
-    fcntl.fcntl(fd, fcntl.F_OFD_SETLK, struct.pack(_FLOCK, lock_type, os.SEEK_SET, offset, 1, 0))
+def _lock_byte(fd: int, offset: int, lock_type: int, *, wait: bool = False) -> None:
+    command = fcntl.F_OFD_SETLKW if wait else fcntl.F_OFD_SETLK
+    fcntl.fcntl(fd, command, struct.pack(_FLOCK, lock_type, os.SEEK_SET, offset, 1, 0))
+
+
+@contextlib.contextmanager
+def write_turn(db_path: Path) -> Iterator[None]:
+    """Wait for the writers' turn (byte 0) and hold it for the with-block."""
+    fd = os.open(lock_path(db_path), os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+    try:
+        _lock_byte(fd, 0, fcntl.F_WRLCK, wait=True)
+        yield
+    finally:
+        os.close(fd)
 
 
 @contextlib.contextmanager
