@@ -29,6 +29,7 @@ def main() -> int:
         "--source", default="bench/spaced/record.sh", help="the script that recorded the database"
     )
     args = parser.parse_args()
+    args.out.mkdir(parents=True, exist_ok=True)
     with Store(args.db) as store:
         done = [c for c in store.campaigns() if c.status == "complete"]
         for campaign in done:
