@@ -362,7 +362,8 @@ def report_spaced(db: Path | None) -> None:
         flagged = sets = 0
         for family in families:
             family_rows = [c for c in rows if c.name.startswith(f"{family}-")]
-            family_flagged, family_sets = _report_family(store, family, family_rows)
+            source = str(db) if db is not None else "bench/spaced/data"
+            family_flagged, family_sets = _report_family(store, family, family_rows, source)
             flagged, sets = flagged + family_flagged, sets + family_sets
         if len(families) > 1 and sets:
             print(
@@ -371,7 +372,7 @@ def report_spaced(db: Path | None) -> None:
             )
 
 
-def _report_family(store: Store, family: str, rows: list[Any]) -> tuple[int, int]:
+def _report_family(store: Store, family: str, rows: list[Any], source: str) -> tuple[int, int]:
     """Print one family's figures; return its A/A sets flagged with the model, and its sets."""
     base = [c for c in rows if c.name == f"{family}-base"]
     costs = sorted({c.name for c in rows if c.name.startswith(f"{family}-cost")})
@@ -384,7 +385,7 @@ def _report_family(store: Store, family: str, rows: list[Any]) -> tuple[int, int
     counts = ", ".join(f"{sum(c.name == n for c in rows)} {n}" for n in costs)
     runs = sorted({len(data[c.id].ok_points()) for c in base})
     print(
-        f"{family} campaigns ({store.path}): {len(base)} {family}-base "
+        f"{family} campaigns ({source}): {len(base)} {family}-base "
         f"({'/'.join(map(str, runs))} runs each), {counts}, {span}"
     )
     model = noise_model(store, base[-1], [HEADLINE])
