@@ -71,6 +71,10 @@ def _apart(a: CampaignRow, b: CampaignRow, minutes: float = 5.0) -> bool:
     return abs(gap.total_seconds()) >= 60 * minutes
 
 
+def _aa_pairs(campaigns: list[CampaignRow]) -> list[tuple[CampaignRow, CampaignRow]]:
+    return [(a, b) for i, a in enumerate(campaigns) for b in campaigns[i + 1 :] if _apart(a, b)]
+
+
 def _flagged(comparisons) -> bool:
     return any(row.verdict in FLAGGED for c in comparisons for row in c.table.rows)
 
@@ -94,14 +98,10 @@ def test_campaigns_drift_more_than_their_runs_say(store, base) -> None:
 
 
 def test_aa_across_spaced_campaigns_flags_at_most_one_set_in_twenty(store, base) -> None:
-    pairs = [(a, b) for i, a in enumerate(base) for b in base[i + 1 :] if _apart(a, b)]
+    pairs = _aa_pairs(base)
     assert len(pairs) >= 12
     flagged = sum(_flagged(compare_with_noise(store, a.id, b.id)) for a, b in pairs)
     assert flagged <= len(pairs) / 20, f"{flagged} of {len(pairs)} A/A sets flagged"
-
-
-def _aa_pairs(campaigns: list[CampaignRow]) -> list[tuple[CampaignRow, CampaignRow]]:
-    return [(a, b) for i, a in enumerate(campaigns) for b in campaigns[i + 1 :] if _apart(a, b)]
 
 
 def test_aa_at_64_jobs_needs_the_noise_model(store) -> None:
