@@ -149,6 +149,48 @@ def test_fsync_storm_reported_table_keeps_the_facts_for_the_reply():
     assert vm is not None and (vm.kernel, vm.cpus, vm.possible_cpus) == ("5.10", 2, 64)
 
 
+# The seed report's own sentence (line 8 of the reporter's mail), verbatim.
+SEED_LIMIT_LINE = (
+    "The script simply does: mount a the EXT4 16GiB volume with max IOPS 64000K, mounting "
+    'option is " -o noatime,nodiratime,data=ordered", then run fio with 2048 fio wring thread '
+    "with 28800000 file size with { --name=16kb_rand_write_only_2048_jobs "
+    "--directory=/rdsdbdata1 --rw=randwrite --ioengine=sync --buffered=1 --bs=16k "
+    "--max-jobs=2048 --numjobs=2048 --runtime=60 --time_based --thread --filesize=28800000 "
+    "--fsync=1 --group_reporting }."
+)
+
+
+def test_the_seed_reports_64000K_is_64000_iops_with_a_question():
+    facts = extract_facts(SEED_LIMIT_LINE)
+    (limit,) = [d for d in facts.devices if d.iops_limit is not None]
+    assert (limit.text, limit.iops_limit) == ("max IOPS 64000K", 64000)
+    (question,) = [q for q in facts.questions if q.item == "device IOPS limit"]
+    assert "64,000,000 IOPS" in question.question and question.assumed.startswith("64,000 IOPS")
+    assert [d.size_bytes for d in facts.devices if d.size_bytes] == [16 * GIB]
+
+
+@pytest.mark.parametrize(
+    ("text", "said", "iops", "asked"),
+    [
+        ("a gp3 volume, provisioned IOPS 3000 gp3 baseline", "provisioned IOPS 3000", 3000, False),
+        ("the disk has max IOPS 500 mounted at /data", "max IOPS 500", 500, False),
+        ("the volume is limited to IOPS 5000K", "limited to IOPS 5000K", 5000, True),
+        ("an io2 volume with max IOPS 256K", "max IOPS 256K", 256_000, False),
+        ("a 16000 IOPS limit on the volume", "16000 IOPS limit", 16000, False),
+        ("a gp3 volume with 3000 provisioned IOPS", "3000 provisioned IOPS", 3000, False),
+    ],
+)
+def test_iops_limits_and_their_multipliers(text, said, iops, asked):
+    """A multiplier is a letter on its own ("500 mounted" is 500), and one that makes a
+    volume faster than any is provisioned is taken for a slip, with a question. A limit
+    is not a figure the reporter measured."""
+    facts = extract_facts(text)
+    (limit,) = [d for d in facts.devices if d.iops_limit is not None]
+    assert (limit.text, limit.iops_limit) == (said, iops)
+    assert any(q.item == "device IOPS limit" for q in facts.questions) == asked
+    assert facts.figures == []
+
+
 def test_reported_table_survives_the_store(tmp_path):
     reproduction = spec_of(FSYNC)
     with Store(tmp_path / "r.db") as store:

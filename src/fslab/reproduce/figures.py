@@ -12,6 +12,7 @@ import re
 from dataclasses import replace
 
 from fslab.reproduce.facts import FigureFact, Line
+from fslab.reproduce.machine import gives_device_limit
 from fslab.reproduce.text import NUMBER, ReportText, scaled_number
 from fslab.spec_reported import Qualifier
 from fslab.units import parse_size_bytes
@@ -203,8 +204,8 @@ def _call_chain(report: ReportText, number: int) -> list[str]:
 
 def _prose(line: str, source: Line) -> list[FigureFact]:
     figures: list[FigureFact] = []
-    if re.search(r"\b(max(imum)?|provisioned|limit)\s+(of\s+)?IOPS", line, re.I):
-        return figures  # a device limit, read by machine.py
+    if gives_device_limit(line):
+        return figures  # read by machine.py
     span = _FROM_TO_RE.search(line) if re.search(r"iops|MB/s|kB/s|throughput", line, re.I) else None
     if span and _looks_like_versions(span):
         span = None

@@ -41,15 +41,24 @@ _DEVICE_SIZE_RES = (
     re.compile(r"\b" + _DEVICE_WORDS + r"\b[^.]*?\b(?:are|is|of)\s+" + _SIZE + r"(?!/)", re.I),
     re.compile(r"\bpartition:\s*" + _SIZE, re.I),
 )
-_IOPS_LIMIT_RE = re.compile(
-    r"\b(?:max(?:imum)?|provisioned|limit(?:ed)?(?: to)?)\s+(?:of\s+)?IOPS\s+(?:of\s+)?"
-    + NUMBER
-    + r"|\b"
-    + NUMBER
-    + r"\s+(?:provisioned\s+)?IOPS\s+(?:limit|provisioned|max)",
-    re.I,
+# "max IOPS 64000K", "provisioned IOPS of 3000", "a 3000 IOPS limit", "3000 provisioned
+# IOPS". A multiplier is a letter on its own: "max IOPS 500 mounted" is 500, not 500 million.
+_IOPS_LIMIT_RES = (
+    re.compile(
+        r"\b(?:max(?:imum)?|provisioned|limit(?:ed)?(?: to)?)\s+(?:of\s+)?IOPS\s+(?:of\s+)?"
+        + NUMBER
+        + r"(?![A-Za-z])",
+        re.I,
+    ),
+    re.compile(
+        r"(?<![\w.])" + NUMBER + r"\s+(?:provisioned\s+IOPS|IOPS\s+(?:limit|provisioned|max))",
+        re.I,
+    ),
 )
 _DISK_PARAMETER_RE = re.compile(r"^\s*disk:\s*(\S+)\s*$")
+# Above this a provisioned-IOPS figure with a multiplier is read as a slip ("64000K"):
+# cloud volumes are provisioned with a few hundred thousand IOPS at most.
+MAX_PROVISIONED_IOPS = 1_000_000
 
 
 def find_kernels(report: ReportText) -> list[KernelFact]:
@@ -128,11 +137,11 @@ def find_devices(report: ReportText) -> tuple[list[DeviceFact], list[QuestionFac
                 said = f"{match.group(1)}{match.group(2)}"
                 facts.append(DeviceFact(said, report.line(number), size_bytes=size))
                 break
-        limit = _IOPS_LIMIT_RE.search(line)
+        limit = next((m for regex in _IOPS_LIMIT_RES if (m := regex.search(line))), None)
         if limit:
-            digits, multiplier = limit.group(1) or limit.group(3), limit.group(2) or limit.group(4)
+            digits, multiplier = limit.group(1), limit.group(2)
             value = scaled_number(digits, multiplier)
-            if multiplier and value > 10_000_000:
+            if multiplier and value > MAX_PROVISIONED_IOPS:
                 questions.append(
                     QuestionFact(
                         item="device IOPS limit",
@@ -149,6 +158,12 @@ def find_devices(report: ReportText) -> tuple[list[DeviceFact], list[QuestionFac
         if disk:
             facts.append(DeviceFact(f"disk: {disk.group(1)}", report.line(number)))
     return facts, questions
+
+
+def gives_device_limit(line: str) -> bool:
+    """Whether the line gives a device's IOPS limit: its number is the limit, not a
+    measured figure (figures.py leaves such lines alone)."""
+    return any(regex.search(line) for regex in _IOPS_LIMIT_RES)
 
 
 def _size(digits: str, unit: str) -> int | None:
