@@ -17,11 +17,12 @@ import pytest
 from fslab.errors import UsageError
 from fslab.reproduce import pending
 from fslab.reproduce.extract import extract_facts
-from fslab.reproduce.facts import ReportFacts
+from fslab.reproduce.facts import DeviceFact, Line, ReportFacts
 from fslab.reproduce.scale import GIB, MIB, HostShape, numjobs_ladder, per_job_size
 from fslab.reproduce.specwrite import Reproduction, build_spec
 from fslab.runner import RunOptions, start_campaign
-from fslab.spec import validate_spec
+from fslab.spec import LimitsSpec, load_spec, validate_spec
+from fslab.spec_comments import spec_comments
 from fslab.store.db import Store
 from tests.test_fio_import import SEED_OPTIONS
 
@@ -143,7 +144,8 @@ def test_fsync_storm_reported_table_keeps_the_facts_for_the_reply():
     assert reported.hypotheses[0].names[1].name == "rsv_conversion_wq"
     facts = {u.fact: u.value for u in reported.unreproduced}
     # 5.10 and the 64 CPUs run in a guest; 4.14 is a kernel fslab's guests cannot boot
-    assert "cpus" not in facts and facts["device limit"] == "max IOPS 64000K"
+    # ... and the device limit is the spec's [target.limits]
+    assert "cpus" not in facts and "device limit" not in facts
     assert {u.value for u in reported.unreproduced if u.fact == "kernel"} == {"4.14"}
     vm = spec_of(FSYNC).spec.vm
     assert vm is not None and (vm.kernel, vm.cpus, vm.possible_cpus) == ("5.10", 2, 64)
@@ -189,6 +191,73 @@ def test_iops_limits_and_their_multipliers(text, said, iops, asked):
     assert (limit.text, limit.iops_limit) == (said, iops)
     assert any(q.item == "device IOPS limit" for q in facts.questions) == asked
     assert facts.figures == []
+
+
+def test_fsync_storm_spec_limits_the_device_as_the_report_says(tmp_path):
+    """The report's 64000 IOPS volume is [target.limits], valid for `fslab run`."""
+    reproduction = spec_of(FSYNC)
+    path = tmp_path / "fsync.toml"
+    path.write_text(reproduction.toml)
+    spec, _ = load_spec(str(path))
+    limits = spec.target.limits
+    assert limits is not None and (limits.read_iops, limits.write_iops) == (64000, 64000)
+    assert (limits.read_bps, limits.write_bps) == (None, None)
+    quick, _ = load_spec(str(path), quick=True)
+    assert quick.target.limits == limits
+    said = {c.dotted: c.reason for c in spec_comments(reproduction.toml)}
+    line = line_of(FSYNC, "max IOPS 64000K")
+    assert said["target.limits.read_iops"].startswith(
+        f'line {line}: the device limit "max IOPS 64000K" (read as 64,000 IOPS)'
+    )
+    assert not [w for w in reproduction.warnings if "device limit" in w]
+
+
+def test_a_report_without_device_limits_writes_no_limits_table():
+    reproduction = spec_of(CACHED)
+    assert not [d for d in facts_of(CACHED).devices if d.iops_limit or d.bw_limit_bytes_s]
+    assert reproduction.spec.target.limits is None
+    assert "limits" not in tomllib.loads(reproduction.toml)["target"]
+
+
+def test_a_limit_a_spec_cannot_hold_stays_a_warning():
+    """0.3 IOPS is no blkio throttle value; a second, different limit loses to the first."""
+    text = (
+        "dd if=/dev/zero of=/mnt/t bs=1M count=10\n"
+        "the volume has max IOPS 0.3 here\n"
+        "the other volume has max IOPS 3000 and\n"
+        "then provisioned IOPS 6000 after the upgrade\n"
+    )
+    reproduction = build_spec(extract_facts(text), source_name="-", host=HOST)
+    limits = reproduction.spec.target.limits
+    assert limits is not None and limits.write_iops == 3000
+    assert reproduction.warnings == [
+        "line 2: device limit max IOPS 0.3: target.limits.read_iops Input should be greater "
+        "than or equal to 1; the RAM-backed image is not throttled to it",
+        "line 4: device limit provisioned IOPS 6000: the spec sets line 3's limit (max IOPS "
+        "3000); the RAM-backed image is not throttled to it",
+    ]
+    unreproduced = reproduction.spec.reported.unreproduced
+    assert [(u.fact, u.line) for u in unreproduced] == [("device limit", 2), ("device limit", 4)]
+
+
+def test_a_bandwidth_limit_caps_reads_and_writes():
+    source = Line(3, "throughput limit 250 MiB/s")
+    facts = ReportFacts(
+        devices=[
+            DeviceFact("limit 250 MiB/s", source, bw_limit_bytes_s=250 * MIB),
+            DeviceFact("limit 125 MB/s", source, bw_limit_bytes_s=125e6),
+            DeviceFact("limit 2 KiB/s", source, bw_limit_bytes_s=2048),
+        ]
+    )
+    found = pending.target_limits(facts)
+    assert found.limits == LimitsSpec(read_bps="250MiB", write_bps="250MiB")
+    assert [why for _, why in found.refused] == [
+        "the spec sets line 3's limit (limit 250 MiB/s)",
+        "target.limits.read_bps must be at least 4KiB per second",
+    ]
+    assert pending.limit_text(facts.devices[0]) == "250MiB/s"
+    alone = pending.target_limits(ReportFacts(devices=facts.devices[1:2]))
+    assert alone.limits == LimitsSpec(read_bps=125_000_000, write_bps=125_000_000)
 
 
 def test_reported_table_survives_the_store(tmp_path):
@@ -550,6 +619,7 @@ def test_cli_prints_the_spec_and_the_facts_with_lines():
     line = line_of(FSYNC, "{ --name")
     assert f"line {line:<4} workload   fio braces:" in result.stderr
     assert "warning: not reproducible here:" in result.stderr
+    assert "device limit" not in result.stderr and "[target.limits]" in result.stdout
 
 
 def test_cli_reads_stdin_and_refuses_to_overwrite(tmp_path):

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from fslab.reproduce.facts import FigureFact, ReportFacts
+from fslab.reproduce.pending import limit_text
 from fslab.reproduce.scale import human_bytes
 from fslab.vocab import format_value
 
@@ -38,8 +39,8 @@ def describe_facts(facts: ReportFacts) -> list[str]:
         what = device.text
         if device.size_bytes and human_bytes(device.size_bytes) != device.text:
             what = f"{device.text} ({human_bytes(device.size_bytes)})"
-        if device.iops_limit:
-            what = f"limit {device.iops_limit:,.0f} IOPS ({device.text})"
+        if limit := limit_text(device):
+            what = f"limit {limit} ({device.text})"
         rows.append((device.source.number, "device", what))
     rows += [(f.source.number, "figure", _figure(f)) for f in facts.figures]
     for hypothesis in facts.hypotheses:

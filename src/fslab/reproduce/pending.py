@@ -5,16 +5,23 @@ reporter's kernel where fslab can boot its series (Debian's 5.10, 6.1, 6.12),
 else the default guest kernel, and the reporter's CPU count as the guest's
 possible CPUs (nr_cpu_ids, which sizes per-CPU structures such as ext4's
 free-cluster watermark) with 2 vCPUs online. What a guest cannot give (a
-kernel Debian does not offer, terabytes of memory) and device limits are
-recorded as facts this host cannot reproduce, with a warning. One small
-function per section, so switching one on is one change.
+kernel Debian does not offer, terabytes of memory) is recorded as facts this
+host cannot reproduce, with a warning. A device limit (a volume provisioned at
+64000 IOPS) becomes [target.limits], the blkio throttle on the point's scratch
+device, on the host and in a guest alike. One small function per section.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
+
+from pydantic import ValidationError
+
 from fslab.guest.debian import OFFERED_SERIES
-from fslab.reproduce.facts import ReportFacts
-from fslab.units import format_bytes
+from fslab.reproduce.facts import DeviceFact, ReportFacts
+from fslab.reproduce.scale import human_bytes
+from fslab.spec import LimitsSpec
+from fslab.units import format_bytes, parse_size_bytes
 
 DEFAULT_GUEST_KERNEL = "6.1"  # what a guest boots when the reporter's kernel is not offered
 GUEST_CPUS = 2  # vCPUs a guest gets: what this kind of machine can run
@@ -61,7 +68,66 @@ def vm_section(facts: ReportFacts, host_nr_cpu_ids: int) -> dict[str, str | int]
     return section
 
 
-def target_limits(facts: ReportFacts) -> dict[str, float] | None:
-    """The spec's device limits (IOPS, bandwidth) for this report; None until specs have them."""
-    del facts  # {"iops": d.iops_limit, ...} from facts.devices once target limits exist
-    return None
+@dataclass(frozen=True)
+class TargetLimits:
+    """The spec's [target.limits] for a report, and the report lines behind it."""
+
+    limits: LimitsSpec | None = None  # None: the report gives no limit a spec can hold
+    used: list[DeviceFact] = field(default_factory=list)  # the facts `limits` came from
+    refused: list[tuple[DeviceFact, str]] = field(default_factory=list)  # a limit, why not
+
+
+def target_limits(facts: ReportFacts) -> TargetLimits:
+    """The report's device limits as [target.limits]: a provisioned-IOPS volume caps
+    reads and writes alike (read_iops = write_iops), and so does a bandwidth limit
+    (read_bps = write_bps). LimitsSpec decides what a spec can express; the first
+    line that sets a limit wins over a later one that says otherwise."""
+    keys: dict[str, int | str] = {}
+    used: list[DeviceFact] = []
+    refused: list[tuple[DeviceFact, str]] = []
+    for device in facts.devices:
+        wanted = _limit_keys(device)
+        if not wanted:
+            continue
+        clash = {k: v for k, v in wanted.items() if keys.get(k, v) != v}
+        why = _inexpressible(wanted)
+        if clash and not why:
+            first = next(u for u in used if set(_limit_keys(u)) & set(clash))
+            why = f"the spec sets line {first.source.number}'s limit ({first.text})"
+        if why:
+            refused.append((device, why))
+            continue
+        keys.update(wanted)
+        used.append(device)
+    return TargetLimits(LimitsSpec.model_validate(keys) if keys else None, used, refused)
+
+
+def limit_text(device: DeviceFact) -> str:
+    """How fslab reads a device's limit: '64,000 IOPS', '250MiB/s' ('' when it has none)."""
+    parts = []
+    if device.iops_limit is not None:
+        parts.append(f"{device.iops_limit:,.0f} IOPS")
+    if device.bw_limit_bytes_s is not None:
+        parts.append(f"{human_bytes(device.bw_limit_bytes_s)}/s")
+    return ", ".join(parts)
+
+
+def _limit_keys(device: DeviceFact) -> dict[str, int | str]:
+    keys: dict[str, int | str] = {}
+    if device.iops_limit is not None:
+        keys["read_iops"] = keys["write_iops"] = round(device.iops_limit)
+    if device.bw_limit_bytes_s is not None:
+        text = human_bytes(device.bw_limit_bytes_s)
+        exact = parse_size_bytes(text) == device.bw_limit_bytes_s
+        keys["read_bps"] = keys["write_bps"] = text if exact else round(device.bw_limit_bytes_s)
+    return keys
+
+
+def _inexpressible(keys: dict[str, int | str]) -> str:
+    """Why LimitsSpec refuses these limits ("" when it takes them)."""
+    try:
+        LimitsSpec.model_validate(keys)
+    except ValidationError as exc:
+        error = exc.errors()[0]
+        return f"target.limits.{error['loc'][0]} {error['msg'].removeprefix('Value error, ')}"
+    return ""

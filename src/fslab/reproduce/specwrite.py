@@ -133,6 +133,7 @@ class _Builder:
         self.warnings: list[str] = []
         self.unreproduced: list[ReportedFact] = []
         self.reported_point: dict[str, int | str] = {}
+        self.limits = pending.target_limits(facts)
 
     # -- the whole document ---------------------------------------------------------------
 
@@ -152,6 +153,9 @@ class _Builder:
         target = tomlkit.table()
         target["kind"] = "ram"
         _add(target, "size", human_bytes(int(size.value)), size.comment)
+        limits = self._target_limits()
+        if limits is not None:
+            target["limits"] = limits
         doc["target"] = target
         filesystems = tomlkit.aot()
         for config in configs:
@@ -197,6 +201,23 @@ class _Builder:
         if sizes:
             scaled = type(scaled)(scaled.value, f"line {sizes[0].source.number}: {scaled.comment}")
         return scaled
+
+    def _target_limits(self) -> Table | None:
+        """[target.limits]: the report's device limits, each with the line it came from."""
+        limits = self.limits.limits
+        if limits is None:
+            return None
+        table = tomlkit.table()
+        for device in self.limits.used:
+            for line in _wrap(
+                f'line {device.source.number}: the device limit "{device.text}" (read as '
+                f"{pending.limit_text(device)}) caps reads and writes alike; fslab applies it "
+                "with the blkio throttle on each point's scratch device"
+            ):
+                table.add(tomlkit.comment(line))
+        for key, value in limits.model_dump(exclude_none=True).items():
+            table[key] = value
+        return table
 
     def _configurations(self) -> list[Config]:
         facts = self.facts
@@ -541,15 +562,13 @@ class _Builder:
                     f"this host has {human_bytes(host.memory_bytes)}"
                     + (", the most a guest can get" if vm else ""),
                 )
-        if pending.target_limits(facts) is None:
-            for device in facts.devices:
-                if device.iops_limit or device.bw_limit_bytes_s:
-                    self._cannot(
-                        "device limit",
-                        device.text,
-                        device.source.number,
-                        "specs have no device limits yet; the RAM-backed image is not throttled",
-                    )
+        for device, why in self.limits.refused:
+            self._cannot(
+                "device limit",
+                device.text,
+                device.source.number,
+                f"{why}; the RAM-backed image is not throttled to it",
+            )
         for patch in facts.patches:
             self._cannot(
                 "patch",
