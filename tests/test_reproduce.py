@@ -206,7 +206,7 @@ def test_fsync_storm_spec_limits_the_device_as_the_report_says(tmp_path):
     assert quick.target.limits == limits
     said = {c.dotted: c.reason for c in spec_comments(reproduction.toml)}
     line = line_of(FSYNC, "max IOPS 64000K")
-    assert said["target.limits.read_iops"].startswith(
+    assert said["target.limits"].startswith(
         f'line {line}: the device limit "max IOPS 64000K" (read as 64,000 IOPS)'
     )
     assert not [w for w in reproduction.warnings if "device limit" in w]

@@ -153,9 +153,7 @@ class _Builder:
         target = tomlkit.table()
         target["kind"] = "ram"
         _add(target, "size", human_bytes(int(size.value)), size.comment)
-        limits = self._target_limits()
-        if limits is not None:
-            target["limits"] = limits
+        self._target_limits(target)
         doc["target"] = target
         filesystems = tomlkit.aot()
         for config in configs:
@@ -202,22 +200,22 @@ class _Builder:
             scaled = type(scaled)(scaled.value, f"line {sizes[0].source.number}: {scaled.comment}")
         return scaled
 
-    def _target_limits(self) -> Table | None:
-        """[target.limits]: the report's device limits, each with the line it came from."""
+    def _target_limits(self, target: Table) -> None:
+        """[target.limits]: the report's device limits, the line each came from above it."""
         limits = self.limits.limits
         if limits is None:
-            return None
-        table = tomlkit.table()
+            return
         for device in self.limits.used:
             for line in _wrap(
                 f'line {device.source.number}: the device limit "{device.text}" (read as '
                 f"{pending.limit_text(device)}) caps reads and writes alike; fslab applies it "
                 "with the blkio throttle on each point's scratch device"
             ):
-                table.add(tomlkit.comment(line))
+                target.add(tomlkit.comment(line))
+        table = tomlkit.table()
         for key, value in limits.model_dump(exclude_none=True).items():
             table[key] = value
-        return table
+        target["limits"] = table
 
     def _configurations(self) -> list[Config]:
         facts = self.facts
