@@ -178,6 +178,7 @@ def test_the_seed_reports_64000K_is_64000_iops_with_a_question():
         ("the disk has max IOPS 500 mounted at /data", "max IOPS 500", 500, False),
         ("the volume is limited to IOPS 5000K", "limited to IOPS 5000K", 5000, True),
         ("an io2 volume with max IOPS 256K", "max IOPS 256K", 256_000, False),
+        ("an array with max IOPS 1.5M", "max IOPS 1.5M", 1_500_000, False),
         ("a 16000 IOPS limit on the volume", "16000 IOPS limit", 16000, False),
         ("a gp3 volume with 3000 provisioned IOPS", "3000 provisioned IOPS", 3000, False),
     ],

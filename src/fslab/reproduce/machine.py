@@ -56,8 +56,9 @@ _IOPS_LIMIT_RES = (
     ),
 )
 _DISK_PARAMETER_RE = re.compile(r"^\s*disk:\s*(\S+)\s*$")
-# Above this a provisioned-IOPS figure with a multiplier is read as a slip ("64000K"):
-# cloud volumes are provisioned with a few hundred thousand IOPS at most.
+# A limit above this whose digits alone are already thousands has a slipped multiplier
+# ("64000K"): cloud volumes are provisioned with a few hundred thousand IOPS at most.
+# "1.5M" stays 1.5 million.
 MAX_PROVISIONED_IOPS = 1_000_000
 
 
@@ -140,19 +141,18 @@ def find_devices(report: ReportText) -> tuple[list[DeviceFact], list[QuestionFac
         limit = next((m for regex in _IOPS_LIMIT_RES if (m := regex.search(line))), None)
         if limit:
             digits, multiplier = limit.group(1), limit.group(2)
-            value = scaled_number(digits, multiplier)
-            if multiplier and value > MAX_PROVISIONED_IOPS:
+            value, bare = scaled_number(digits, multiplier), scaled_number(digits, None)
+            if multiplier and value > MAX_PROVISIONED_IOPS and bare >= 1000:
                 questions.append(
                     QuestionFact(
                         item="device IOPS limit",
                         question=f"'{limit.group(0).strip()}' reads as {value:,.0f} IOPS, more "
                         f"than any volume is provisioned with",
-                        assumed=f"{scaled_number(digits, None):,.0f} IOPS (the '{multiplier}' "
-                        f"taken for a slip)",
+                        assumed=f"{bare:,.0f} IOPS (the '{multiplier}' taken for a slip)",
                         source=report.line(number),
                     )
                 )
-                value = scaled_number(digits, None)
+                value = bare
             facts.append(DeviceFact(limit.group(0).strip(), report.line(number), iops_limit=value))
         disk = _DISK_PARAMETER_RE.match(line)
         if disk:
