@@ -401,6 +401,30 @@ def test_post_processing_results_are_added_to_a_saved_point(new_db):
         assert facts.stored() == {"config": "ext4", "timing": {"setup_s": 1.0, "post_s": 0.2}}
 
 
+def test_post_processing_results_replace_by_name_whatever_their_number(new_db):
+    """Adding 300 collector metrics replaces the same-named ones already stored and
+    keeps the rest; on PostgreSQL each DELETE carries the names as one array, not a
+    parameter per name."""
+    with Store(new_db()) as store:
+        cid = _campaign(store, 1)
+        (point,) = store.points(cid)
+        store.save_outcome(point.id, replace(OUTCOME, metrics={"fio.write.iops": 1.0, "m0": -1.0}))
+        sent: list[tuple[str, int]] = []
+
+        def record(_conn, _cursor, statement, params, _context, _executemany):
+            sent.append((statement, len(params) if isinstance(params, dict) else 0))
+
+        event.listen(store._engine, "before_cursor_execute", record)
+        added = {f"m{i}": float(i) for i in range(300)}
+        store.add_results(point.id, metrics=added, artifacts={}, collectors={}, facts={})
+        event.remove(store._engine, "before_cursor_execute", record)
+        assert store.metrics(cid)[point.id] == {"fio.write.iops": 1.0, **added}
+        deletes = [n for statement, n in sent if statement.startswith("DELETE")]
+        assert len(deletes) == 1
+        if store.shared:
+            assert deletes == [2]  # the point and the array of names
+
+
 def test_roles_survive_export_and_import_and_old_exports_read_as_inline(new_db):
     with Store(new_db()) as source:
         cid = _roles_campaign(source, "clean", "evidence")

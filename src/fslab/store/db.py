@@ -14,7 +14,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from pathlib import Path
@@ -23,10 +23,13 @@ from typing import Any, Literal, TypeVar
 from pydantic import BaseModel, ValidationError
 from sqlalchemy import (
     URL,
+    ColumnElement,
     Connection,
     Engine,
     Integer,
     Table,
+    Text,
+    any_,
     bindparam,
     create_engine,
     delete,
@@ -750,7 +753,7 @@ def _insert_children(
     artifacts: Mapping[str, str],
     collectors: Mapping[str, Sequence[str]],
 ) -> None:
-    columns = (
+    columns: tuple[tuple[Table, dict[str, list[Any]]], ...] = (
         (tables.metrics, {"name": list(metrics), "value": [float(v) for v in metrics.values()]}),
         (tables.artifacts, {"name": list(artifacts), "content": list(artifacts.values())}),
         (
@@ -817,7 +820,7 @@ def _apply_add_results(conn: Connection, args: dict[str, Any]) -> None:
     ):
         if names:
             conn.execute(
-                delete(table).where(table.c.point_id == point_id, table.c.name.in_(list(names)))
+                delete(table).where(table.c.point_id == point_id, _named(conn, table, names))
             )
     _insert_children(
         conn,
@@ -826,6 +829,14 @@ def _apply_add_results(conn: Connection, args: dict[str, Any]) -> None:
         artifacts=args["artifacts"],
         collectors=args["collectors"],
     )
+
+
+def _named(conn: Connection, table: Table, names: Iterable[str]) -> ColumnElement[bool]:
+    """Rows whose name is one of names: on PostgreSQL one array parameter (as
+    _insert_columns sends rows), elsewhere an IN list."""
+    if conn.dialect.name == "postgresql":
+        return table.c.name == any_(bindparam("names_all", list(names), postgresql.ARRAY(Text)))
+    return table.c.name.in_(list(names))
 
 
 def _apply_campaign_status(conn: Connection, args: dict[str, Any]) -> None:
