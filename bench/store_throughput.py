@@ -124,6 +124,20 @@ class Pacing:
     offsets: tuple[float, ...]
 
 
+def bench_campaign(store: Store, writer: int, points: int) -> int:
+    """A writer's campaign of pending points, as a host's would be created."""
+    return store.create_campaign(
+        name="bench",
+        spec={},
+        spec_toml="",
+        overrides={},
+        host={"hostname": f"writer-{writer}"},
+        device=None,
+        fslab_version="bench",
+        points=[PlannedPoint(i, "ext4", "ext4", {"numjobs": i}, 0) for i in range(points)],
+    )
+
+
 def _writer(
     location: str, writer: int, outcomes: list[PointOutcome], pacing: Pacing | None = None
 ) -> tuple[list[float], int]:
@@ -136,16 +150,7 @@ def _writer(
     late = 0
     points = POINTS_PER_WRITER if pacing is None else len(pacing.offsets)
     with Store(location) as store:
-        cid = store.create_campaign(
-            name="bench",
-            spec={},
-            spec_toml="",
-            overrides={},
-            host={"hostname": f"writer-{writer}"},
-            device=None,
-            fslab_version="bench",
-            points=[PlannedPoint(i, "ext4", "ext4", {"numjobs": i}, 0) for i in range(points)],
-        )
+        cid = bench_campaign(store, writer, points)
         for i, point in enumerate(store.points(cid)):
             if pacing is not None:
                 wait = pacing.start + pacing.offsets[i] - time.monotonic()

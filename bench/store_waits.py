@@ -39,12 +39,12 @@ import psycopg
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from bench.store_throughput import POINTS_PER_WRITER, _recorded  # noqa: E402
+from bench.store_throughput import POINTS_PER_WRITER, _recorded, bench_campaign  # noqa: E402
 from sqlalchemy import event  # noqa: E402
 from tests.pgcluster import running_cluster  # noqa: E402
 
 from fslab.store import db as store_db  # noqa: E402
-from fslab.store.db import PlannedPoint, PointOutcome, Store  # noqa: E402
+from fslab.store.db import PointOutcome, Store  # noqa: E402
 
 VARIANTS = {"back-to-back": (8, "on"), "async-commit": (8, "off"), "one": (1, "on")}
 
@@ -96,18 +96,7 @@ def _writer(location: str, writer: int, outcomes: list[PointOutcome]) -> list[Sa
         def _commit(_conn):  # type: ignore[no-untyped-def]
             current["commit_at"] = time.perf_counter()
 
-        cid = store.create_campaign(
-            name="bench",
-            spec={},
-            spec_toml="",
-            overrides={},
-            host={"hostname": f"writer-{writer}"},
-            device=None,
-            fslab_version="bench",
-            points=[
-                PlannedPoint(i, "ext4", "ext4", {"numjobs": i}, 0) for i in range(POINTS_PER_WRITER)
-            ],
-        )
+        cid = bench_campaign(store, writer, POINTS_PER_WRITER)
         collecting = {"start": 0.0, "total": 0.0}
 
         def _gc(phase: str, _info: dict[str, int]) -> None:
