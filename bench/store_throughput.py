@@ -206,23 +206,36 @@ def _ci(values: list[float], q: float, n_boot: int = 2000) -> tuple[float, float
 
 
 @contextlib.contextmanager
-def _pools(baseline: Path | None) -> Iterator[dict[str, multiprocessing.pool.Pool]]:
-    """Writer processes per code under test: this tree's, and the baseline's if given
-    (its src/ first on the path of processes started for it)."""
+def _pools(
+    baseline: Path | None, processes: int = max(WRITER_COUNTS)
+) -> Iterator[dict[str, multiprocessing.pool.Pool]]:
+    """Writer processes per code under test: this tree's, and the baseline's if given.
+
+    A spawned process takes its parent's sys.path, not $PYTHONPATH, so the
+    baseline's src/ goes first on this process's path while its pool starts
+    (before, both pools ran this tree's code). code_under_test says what each
+    pool imported."""
     context = multiprocessing.get_context("spawn")
     with contextlib.ExitStack() as stack:
-        pools = {"this": stack.enter_context(context.Pool(max(WRITER_COUNTS)))}
+        pools = {"this": stack.enter_context(context.Pool(processes))}
         if baseline is not None:
-            saved = os.environ.get("PYTHONPATH")
-            os.environ["PYTHONPATH"] = str(baseline.resolve())
+            sys.path.insert(0, str(baseline.resolve()))
             try:
-                pools["baseline"] = stack.enter_context(context.Pool(max(WRITER_COUNTS)))
+                pools["baseline"] = stack.enter_context(context.Pool(processes))
             finally:
-                if saved is None:
-                    del os.environ["PYTHONPATH"]
-                else:
-                    os.environ["PYTHONPATH"] = saved
+                sys.path.remove(str(baseline.resolve()))
         yield pools
+
+
+def _save_path(_: int) -> str:
+    from fslab.store import db
+
+    return str(Path(db.__file__).parents[2])
+
+
+def code_under_test(pools: dict[str, multiprocessing.pool.Pool]) -> dict[str, str]:
+    """The source tree each pool's processes import fslab from."""
+    return {code: pool.map(_save_path, [0])[0] for code, pool in pools.items()}
 
 
 def _disk(directory: str) -> str:
@@ -302,6 +315,7 @@ def main(argv: list[str] | None = None) -> None:
         running_cluster(parent=args.dir, fsync=True) as (cluster, _data),
         _pools(args.baseline) as pools,
     ):
+        print(", ".join(f"{code}: {tree}" for code, tree in code_under_test(pools).items()))
         saturating: list[Config] = [
             (engine, n, "saturating", code)
             for engine in ("sqlite", "postgresql")

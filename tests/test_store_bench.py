@@ -4,12 +4,15 @@ is judged on, and a writer that keeps to its schedule without drifting."""
 from __future__ import annotations
 
 import time
+from pathlib import Path
 
 import pytest
 from bench.store_throughput import (
     Pacing,
+    _pools,
     _recorded,
     _writer,
+    code_under_test,
     paced_cadence_s,
     paced_offsets,
     random_phases,
@@ -49,3 +52,16 @@ def test_a_paced_writer_waits_for_each_offset_and_counts_overruns(tmp_path):
     seconds, late = _writer(str(tmp_path / "b.db"), 0, outcomes, past)
     assert (len(seconds), late) == (3, 3)
     assert time.monotonic() - began < 10  # no catching up on the missed cadence
+
+
+def test_the_baseline_pool_runs_the_baseline_tree(tmp_path):
+    """--baseline measures the other tree's save path, not this one's twice (a
+    spawned process takes its parent's sys.path, whatever $PYTHONPATH says)."""
+    other = tmp_path / "src"
+    (other / "fslab" / "store").mkdir(parents=True)
+    (other / "fslab" / "__init__.py").write_text("")
+    (other / "fslab" / "store" / "__init__.py").write_text("")
+    (other / "fslab" / "store" / "db.py").write_text("")
+    with _pools(other, processes=1) as pools:
+        trees = code_under_test(pools)
+    assert trees == {"this": str(Path(__file__).parents[1] / "src"), "baseline": str(other)}
