@@ -3,6 +3,7 @@ is judged on, and a writer that keeps to its schedule without drifting."""
 
 from __future__ import annotations
 
+import shutil
 import time
 from pathlib import Path
 
@@ -57,11 +58,9 @@ def test_a_paced_writer_waits_for_each_offset_and_counts_overruns(tmp_path):
 def test_the_baseline_pool_runs_the_baseline_tree(tmp_path):
     """--baseline measures the other tree's save path, not this one's twice (a
     spawned process takes its parent's sys.path, whatever $PYTHONPATH says)."""
+    this = Path(__file__).parents[1] / "src"
     other = tmp_path / "src"
-    (other / "fslab" / "store").mkdir(parents=True)
-    (other / "fslab" / "__init__.py").write_text("")
-    (other / "fslab" / "store" / "__init__.py").write_text("")
-    (other / "fslab" / "store" / "db.py").write_text("")
+    shutil.copytree(this / "fslab", other / "fslab", ignore=shutil.ignore_patterns("__pycache__"))
     with _pools(other, processes=1) as pools:
         trees = code_under_test(pools)
-    assert trees == {"this": str(Path(__file__).parents[1] / "src"), "baseline": str(other)}
+    assert trees == {"this": str(this), "baseline": str(other)}
