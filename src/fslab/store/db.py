@@ -14,7 +14,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from pathlib import Path
@@ -23,8 +23,14 @@ from typing import Any, Literal, TypeVar
 from pydantic import BaseModel, ValidationError
 from sqlalchemy import (
     URL,
+    ColumnElement,
     Connection,
     Engine,
+    Integer,
+    Table,
+    Text,
+    any_,
+    bindparam,
     create_engine,
     delete,
     event,
@@ -36,6 +42,7 @@ from sqlalchemy import (
     update,
 )
 from sqlalchemy import exc as sa_exc
+from sqlalchemy.dialects import postgresql
 from sqlalchemy.engine import RowMapping
 
 from fslab.errors import FslabError, UsageError
@@ -241,11 +248,17 @@ class Store:
         return StoreUnavailable(f"results database {self.location}: {reason}; {fix}")
 
     def _ensure_schema(self) -> None:
+        """Create or upgrade the schema if it is not at HEAD. A database at HEAD (the
+        usual case) is only read: no write turn, no advisory lock, so many hosts
+        opening the store at once do not queue behind each other."""
+        with self._connect(write=False) as conn:
+            if migrate.revision_of(conn).at_head:
+                return
         with self._connect(write=True) as conn:
             if self.shared:
                 # hosts opening a new shared database at once: one creates the schema
                 conn.execute(text("SELECT pg_advisory_xact_lock(:k, 0)"), {"k": _PG_LOCK_CLASS})
-            revision = migrate.revision_of(conn)
+            revision = migrate.revision_of(conn)  # again: another may have just done it
             if revision.at_head:
                 return
             if revision.newer:
@@ -641,8 +654,9 @@ def _postgresql_engine(url: URL) -> Engine:
         pool_pre_ping=True,  # a server restarted mid-campaign: reconnect, don't fail
         connect_args={"connect_timeout": 10, "application_name": "fslab"},
     )
-    # a point's ~300 metrics go as one INSERT of many VALUES rows, one execution
-    # on the server, rather than as psycopg's executemany, one execution per row
+    # a new campaign's pending points go as one INSERT of many VALUES rows, one
+    # execution on the server, rather than psycopg's executemany, one per row
+    # (a saved point's rows go as arrays instead: _insert_columns)
     engine.dialect.use_insertmanyvalues_wo_returning = True
     return engine
 
@@ -717,20 +731,18 @@ def _apply_save_outcome(conn: Connection, args: dict[str, Any]) -> None:
         artifacts=outcome["artifacts"],
         collectors=outcome["collectors"],
     )
-    if outcome["commands"]:
-        conn.execute(
-            insert(tables.commands),
-            [
-                {
-                    "point_id": point_id,
-                    "seq": i,
-                    "argv_json": json.dumps(argv),
-                    "returncode": rc,
-                    "seconds": secs,
-                }
-                for i, (argv, rc, secs) in enumerate(outcome["commands"])
-            ],
-        )
+    commands = outcome["commands"]
+    _insert_columns(
+        conn,
+        tables.commands,
+        point_id,
+        {
+            "seq": list(range(len(commands))),
+            "argv_json": [json.dumps(argv) for argv, _, _ in commands],
+            "returncode": [rc for _, rc, _ in commands],
+            "seconds": [secs for _, _, secs in commands],
+        },
+    )
 
 
 def _insert_children(
@@ -741,17 +753,53 @@ def _insert_children(
     artifacts: Mapping[str, str],
     collectors: Mapping[str, Sequence[str]],
 ) -> None:
-    rows = (
-        (tables.metrics, [{"name": k, "value": float(v)} for k, v in metrics.items()]),
-        (tables.artifacts, [{"name": k, "content": v} for k, v in artifacts.items()]),
+    columns: tuple[tuple[Table, dict[str, list[Any]]], ...] = (
+        (tables.metrics, {"name": list(metrics), "value": [float(v) for v in metrics.values()]}),
+        (tables.artifacts, {"name": list(artifacts), "content": list(artifacts.values())}),
         (
             tables.collectors,
-            [{"name": k, "status": v[0], "reason": v[1]} for k, v in collectors.items()],
+            {
+                "name": list(collectors),
+                "status": [v[0] for v in collectors.values()],
+                "reason": [v[1] for v in collectors.values()],
+            },
         ),
     )
-    for table, values in rows:
-        if values:
-            conn.execute(insert(table), [{"point_id": point_id, **v} for v in values])
+    for table, values in columns:
+        _insert_columns(conn, table, point_id, values)
+
+
+def _insert_columns(
+    conn: Connection, table: Table, point_id: int, columns: Mapping[str, Sequence[Any]]
+) -> None:
+    """Insert rows under one point, given column by column (all of one length).
+
+    PostgreSQL gets one array per column, unnested by the server: a short
+    statement of the same text whatever the row count, so psycopg prepares it
+    once, and a handful of Python objects rather than a dict and three bind
+    parameters per row. Those per-row objects made the writer's garbage
+    collector run a full pass (about 50 ms of CPU) every few dozen saves, the
+    slowest saves of all (bench/store_waits.py). SQLite, in this process,
+    takes the rows through its executemany.
+    """
+    names = list(columns)
+    count = len(columns[names[0]])
+    if count == 0:
+        return
+    if conn.dialect.name != "postgresql":
+        keys = ("point_id", *names)
+        rows = zip(*(columns[n] for n in names), strict=True)
+        conn.execute(insert(table), [dict(zip(keys, (point_id, *r), strict=True)) for r in rows])
+        return
+    unnested = [
+        func.unnest(bindparam(f"{n}_all", type_=postgresql.ARRAY(table.c[n].type))) for n in names
+    ]
+    conn.execute(
+        insert(table).from_select(
+            ["point_id", *names], select(bindparam("point_id", type_=Integer), *unnested)
+        ),
+        {"point_id": point_id, **{f"{n}_all": list(columns[n]) for n in names}},
+    )
 
 
 def _apply_add_results(conn: Connection, args: dict[str, Any]) -> None:
@@ -772,7 +820,7 @@ def _apply_add_results(conn: Connection, args: dict[str, Any]) -> None:
     ):
         if names:
             conn.execute(
-                delete(table).where(table.c.point_id == point_id, table.c.name.in_(list(names)))
+                delete(table).where(table.c.point_id == point_id, _named(conn, table, names))
             )
     _insert_children(
         conn,
@@ -781,6 +829,14 @@ def _apply_add_results(conn: Connection, args: dict[str, Any]) -> None:
         artifacts=args["artifacts"],
         collectors=args["collectors"],
     )
+
+
+def _named(conn: Connection, table: Table, names: Iterable[str]) -> ColumnElement[bool]:
+    """Rows whose name is one of names: on PostgreSQL one array parameter (as
+    _insert_columns sends rows), elsewhere an IN list."""
+    if conn.dialect.name == "postgresql":
+        return table.c.name == any_(bindparam("names_all", list(names), postgresql.ARRAY(Text)))
+    return table.c.name.in_(list(names))
 
 
 def _apply_campaign_status(conn: Connection, args: dict[str, Any]) -> None:
