@@ -53,7 +53,7 @@ from fslab.stacks.fold import fold_perf_script_stream, folded_to_text
 from fslab.stacks.profile import Profile
 from fslab.vocab import CatalogEntry, MetricDef
 
-DEFAULT_FREQ_HZ = 199  # ~400 samples/s on 2 CPUs; odd, so it doesn't beat with timers
+DEFAULT_FREQ_HZ = 99  # ~200 samples/s on 2 CPUs; odd, so it doesn't beat with timers
 END_MARGIN_S = 0.5  # stop recording a little before the workload is expected to end
 MIN_RECORD_S = 0.5
 TOP_FUNCS = 30
@@ -78,6 +78,9 @@ def perf_record_argv(
         "record",
         "-a",
         "-g",
+        # kernel call chains only: the diagnosis reads kernel frames, and walking a
+        # user stack built without frame pointers costs each sample the most
+        "--kernel-callchains",
         "-e",
         "cpu-clock",
         "-F",
@@ -183,8 +186,9 @@ def profile_metrics(profile: Profile, top_n: int = TOP_FUNCS) -> dict[str, float
 
 
 class PerfOptions(CollectorOptions):
-    # sampling rate per CPU: 199 Hz keeps IOPS within ~5% of a run without collectors
-    # on 2 CPUs, where 499 Hz costs ~13% (bench/collector_overhead.py)
+    # sampling rate per CPU: on 2 CPUs at 64 jobs (CPU-bound) 499 Hz cost ~13% of the
+    # IOPS and 199 Hz ~3%; 99 Hz still gives ~1600 samples in an 8 s window
+    # (bench/collector_overhead.py, docs/collectors.md)
     freq_hz: Annotated[int, Field(ge=1, le=20000)] = DEFAULT_FREQ_HZ
 
 
