@@ -3,16 +3,25 @@
 A campaign's baselines are every stored campaign with the same spec
 fingerprint on the same host and kernel (analyze.noise), in time order.
 `fslab calibrate` records some on purpose; every ordinary campaign that
-repeats a spec adds one.
+repeats a spec adds one. Groups of campaigns (`fslab compare 12,14,16
+13,15,17`) fit the model over both sides and the baselines of each side's
+spec, each side and each spec's other campaigns around their own mean.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Hashable, Iterable, Mapping, Sequence
 
-from fslab.analyze.comparisons import Comparison, campaign_comparisons, samples, select_metrics
+from fslab.analyze.comparisons import (
+    Comparison,
+    campaign_comparisons,
+    group_comparisons,
+    samples,
+    select_metrics,
+)
 from fslab.analyze.dataset import CampaignData, load_campaign
 from fslab.analyze.noise import NoiseModel, fit_point_noise, host_key, spec_fingerprint
+from fslab.errors import UsageError
 from fslab.store.db import CampaignRow, Store
 from fslab.vocab import PointKey
 
@@ -36,9 +45,15 @@ def baseline_campaigns(
 
 
 def fit_model(
-    campaigns: Sequence[CampaignData], metrics: Iterable[str], *, host: str, fingerprint: str
+    campaigns: Sequence[CampaignData],
+    metrics: Iterable[str],
+    *,
+    host: str,
+    fingerprint: str,
+    blocks: Mapping[int, Hashable] | None = None,
 ) -> NoiseModel:
-    """Per (point, metric) variance components over the given campaigns."""
+    """Per (point, metric) variance components over the given campaigns (`blocks`:
+    campaign id -> the block whose own mean it spreads around; default one block)."""
     names = list(metrics)
     by_point: dict[tuple[PointKey, str], dict[int, list[float]]] = {}
     for data in campaigns:
@@ -47,7 +62,7 @@ def fit_model(
                 by_point.setdefault((point, metric), {})[data.id] = runs
     model = NoiseModel(host=host, fingerprint=fingerprint, baseline_ids=[c.id for c in campaigns])
     for (point, metric), by_campaign in by_point.items():
-        noise = fit_point_noise(by_campaign)
+        noise = fit_point_noise(by_campaign, blocks)
         if noise is not None:
             model.points[(point, metric)] = noise
     return model
@@ -78,3 +93,64 @@ def compare_with_noise(
     names = select_metrics([a, b], patterns)
     noise = noise_model(store, a.campaign, names, exclude=[candidate_id])
     return campaign_comparisons(a, b, patterns, noise)
+
+
+def compare_with_noise_groups(
+    store: Store,
+    baseline_ids: Sequence[int],
+    candidate_ids: Sequence[int],
+    patterns: Iterable[str] | None = None,
+) -> list[Comparison]:
+    """`fslab compare 12,14,16 13,15,17`: the levels of two groups of campaigns.
+
+    The noise model is fitted over both sides' campaigns and every other
+    stored campaign of either side's spec on its host, each side and each
+    spec's other campaigns a block with its own mean (analyze.noise).
+    """
+    sides = [
+        _side(store, ids, label)
+        for ids, label in ((baseline_ids, "baseline"), (candidate_ids, "candidate"))
+    ]
+    both = [*baseline_ids, *candidate_ids]
+    for cid in both:
+        if both.count(cid) > 1:
+            raise UsageError(f"campaign {cid} is given twice: each campaign on one side, once")
+    names = select_metrics([d for side in sides for d in side], patterns)
+    blocks: dict[int, Hashable] = {
+        d.id: label for side, label in zip(sides, "AB", strict=True) for d in side
+    }
+    others: list[CampaignData] = []
+    for side in sides:
+        for row in baseline_campaigns(
+            store, side[0].campaign, exclude=[*both, *(c.id for c in others)]
+        ):
+            others.append(load_campaign(store, row.id))
+            blocks[row.id] = (spec_fingerprint(row.spec), host_key(row.host))
+    a = sides[0][0].campaign
+    noise = fit_model(
+        [*sides[0], *sides[1], *others],
+        names,
+        host=host_key(a.host),
+        fingerprint=spec_fingerprint(a.spec),
+        blocks=blocks,
+    )
+    return group_comparisons(sides[0], sides[1], names, noise, baselines=[c.id for c in others])
+
+
+def _side(store: Store, ids: Sequence[int], label: str) -> list[CampaignData]:
+    """A side's campaigns; all must repeat one spec on one host (exit 2 naming the odd one)."""
+    side = [load_campaign(store, cid) for cid in ids]
+    first = side[0].campaign
+    for data in side[1:]:
+        c = data.campaign
+        for what, mine, theirs in (
+            ("spec fingerprint", spec_fingerprint(c.spec), spec_fingerprint(first.spec)),
+            ("host", host_key(c.host), host_key(first.host)),
+        ):
+            if mine != theirs:
+                raise UsageError(
+                    f"campaign {c.id} on the {label} side: {what} {mine!r} differs from "
+                    f"campaign {first.id}'s {theirs!r}; a side's campaigns must repeat one spec "
+                    "on one host"
+                )
+    return side

@@ -16,7 +16,9 @@ builds those samples from stored campaigns. Two shapes are compared:
 Across campaigns, a between-campaign noise model (analyze.noise) judges each
 row when the baseline's spec has been calibrated on the host; without one the
 verdicts are provisional (the spread inside each campaign understates the
-drift between campaigns) and say what to run.
+drift between campaigns) and say what to run. Groups of campaigns a side
+(`fslab compare 12,14,16 13,15,17`) compare the sides' levels, so the drift
+between campaigns shrinks with the campaigns a side.
 
 The default metrics are the campaign's headline (throughput) and its latency
 p99: the two figures a reader asks about first. Evidence metrics (workqueue
@@ -28,8 +30,8 @@ from __future__ import annotations
 
 import fnmatch
 import shlex
-from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from fslab.analyze.compare import ComparisonRow, ComparisonTable, compare, judge
@@ -37,11 +39,30 @@ from fslab.analyze.dataset import CampaignData
 from fslab.analyze.drift import Drift, host_drift
 from fslab.analyze.falloff import campaign_falloffs
 from fslab.analyze.guests import guest_summary
-from fslab.analyze.noise import TEST_NAME, NoiseModel, model_row
+from fslab.analyze.noise import (
+    MIN_CAMPAIGNS,
+    TEST_NAME,
+    NoiseModel,
+    PointNoise,
+    group_row,
+    model_row,
+    spec_fingerprint,
+)
 from fslab.errors import UsageError
-from fslab.vocab import PointKey, point_key
+from fslab.vocab import PointKey, metric_label, point_key, point_label
 
 Samples = dict[PointKey, dict[str, list[float]]]
+
+
+@dataclass(frozen=True)
+class GroupSides:
+    """What backs a comparison of groups of campaigns (`fslab compare 12,14 13,15`)."""
+
+    baseline: list[int]  # campaign ids of each side
+    candidate: list[int]
+    others: list[int]  # other stored campaigns of either side's spec in the noise model
+    test: str
+    between_cv_pct: dict[str, float]  # headline's between-campaign CV, by point label
 
 
 @dataclass
@@ -55,6 +76,7 @@ class Comparison:
     notes: list[str] = field(default_factory=list)  # the noise model used, drift warnings
     provisional: bool = False  # across campaigns without a noise model for every row
     drift: list[Drift] = field(default_factory=list)  # host facts that differ (campaigns)
+    groups: GroupSides | None = None  # the groups form: which campaigns back each side
 
     def regressions(self, pct: float) -> list[ComparisonRow]:
         return self.table.regressions(pct)
@@ -69,6 +91,8 @@ class Comparison:
             "drift": [d.to_dict() for d in self.drift],
             **self.table.to_dict(),
         }
+        if self.groups is not None:
+            out["groups"] = asdict(self.groups)
         if fail_pct is not None:
             out["regressions"] = [row.to_dict() for row in self.regressions(fail_pct)]
         return out
@@ -137,24 +161,80 @@ def compare_campaigns(
     names = list(metrics) if metrics is not None else default_metrics(a, b)
     cand = samples(b, names)
     table = compare(samples(a, names), cand)
-    if noise is not None and noise.calibrated:
-        modelled = 0
-        for i, row in enumerate(table.rows):
-            point_noise = noise.get(row.point, row.metric)
-            if point_noise is None:
-                continue
-            replacement = model_row(row.point, row.metric, cand[row.point][row.metric], point_noise)
-            if replacement is not None:
-                table.rows[i] = replacement
-                modelled += 1
-        judge(table.rows)
-        table.settings["noise_model"] = {
-            "fingerprint": noise.fingerprint,
-            "host": noise.host,
-            "baselines": list(noise.baseline_ids),
-            "rows_modelled": modelled,
-        }
+    if noise is not None:
+        _judge_with_model(
+            table,
+            noise,
+            lambda row, point_noise: model_row(
+                row.point, row.metric, cand[row.point][row.metric], point_noise
+            ),
+        )
     return _ordered(table, names)
+
+
+def _judge_with_model(
+    table: ComparisonTable,
+    noise: NoiseModel,
+    measure: Callable[[ComparisonRow, PointNoise], ComparisonRow | None],
+) -> None:
+    """Replace every row the model covers by `measure`'s, then judge the table again."""
+    if not noise.calibrated:
+        return
+    modelled = 0
+    for i, row in enumerate(table.rows):
+        point_noise = noise.get(row.point, row.metric)
+        replacement = measure(row, point_noise) if point_noise is not None else None
+        if replacement is not None:
+            table.rows[i] = replacement
+            modelled += 1
+    judge(table.rows)
+    table.settings["noise_model"] = {
+        "fingerprint": noise.fingerprint,
+        "host": noise.host,
+        "baselines": list(noise.baseline_ids),
+        "rows_modelled": modelled,
+    }
+
+
+def compare_groups(
+    base: Sequence[CampaignData],
+    cand: Sequence[CampaignData],
+    metrics: Sequence[str],
+    noise: NoiseModel,
+) -> ComparisonTable:
+    """The level of the candidate campaigns against that of the baseline campaigns.
+
+    Rows the noise model covers are measured by analyze.noise.group_row; the
+    others by compare()'s test on the runs of each side pooled (provisional).
+    """
+    by_campaign = [_per_campaign(side, metrics) for side in (base, cand)]
+    pooled = [
+        {
+            p: {m: [v for runs in c.values() for v in runs] for m, c in ms.items()}
+            for p, ms in side.items()
+        }
+        for side in by_campaign
+    ]
+    table = compare(pooled[0], pooled[1])
+
+    def measure(row: ComparisonRow, point_noise: PointNoise) -> ComparisonRow | None:
+        a, b = (side[row.point][row.metric] for side in by_campaign)
+        return group_row(row.point, row.metric, a, b, point_noise)
+
+    _judge_with_model(table, noise, measure)
+    return _ordered(table, metrics)
+
+
+def _per_campaign(
+    side: Sequence[CampaignData], metrics: Sequence[str]
+) -> dict[PointKey, dict[str, dict[int, list[float]]]]:
+    """{point: {metric: {campaign id: runs}}} over a side's campaigns."""
+    out: dict[PointKey, dict[str, dict[int, list[float]]]] = {}
+    for data in side:
+        for point, values in samples(data, metrics).items():
+            for metric, runs in values.items():
+                out.setdefault(point, {}).setdefault(metric, {})[data.id] = runs
+    return out
 
 
 def unmodelled_rows(table: ComparisonTable) -> list[ComparisonRow]:
@@ -213,6 +293,97 @@ def campaign_comparisons(
             f"calibrate with `{calibrate_command(a)}`"
         )
     return [comparison]
+
+
+def group_comparisons(
+    base: Sequence[CampaignData],
+    cand: Sequence[CampaignData],
+    names: Sequence[str],
+    noise: NoiseModel,
+    *,
+    baselines: Sequence[int] = (),
+) -> list[Comparison]:
+    """What `fslab compare 12,14,16 13,15,17` shows: one table, the candidate
+    campaigns' level against the baseline campaigns'.
+
+    `noise` is fitted over both sides and `baselines` (the other stored
+    campaigns of either side's spec), each side around its own mean
+    (analyze.baselines.compare_with_noise_groups).
+    """
+    table = compare_groups(base, cand, names, noise)
+    labels = [_group_label(side) for side in (base, cand)]
+    details = {label: _group_detail(side) for label, side in zip(labels, (base, cand), strict=True)}
+    comparison = Comparison(labels[0], labels[1], table, details)
+    drift = _between_cv(table, noise, names[0] if names else "")
+    sides = GroupSides(
+        baseline=[d.id for d in base],
+        candidate=[d.id for d in cand],
+        others=list(baselines),
+        test=TEST_NAME if noise.calibrated else "test on runs (no between-campaign model)",
+        between_cv_pct=drift,
+    )
+    comparison.groups = sides
+    comparison.drift = host_drift(base[0].campaign.host, cand[0].campaign.host)
+    comparison.notes += [d.describe() for d in comparison.drift]
+    cvs = ", ".join(f"{cv:.1f}% at {label}" for label, cv in drift.items())
+    comparison.notes.append(
+        f"{sides.test}, {len(base)} vs {len(cand)} campaigns"
+        + (f", between-campaign CV {cvs} ({metric_label(names[0])})" if drift else "")
+    )
+    if noise.calibrated:
+        fingerprints = {spec_fingerprint(side[0].campaign.spec) for side in (base, cand)}
+        specs = "the sides' specs differ" if len(fingerprints) > 1 else ""
+        comparison.notes.append(
+            "between-campaign variance pooled from both sides' campaigns, each side around "
+            f"its own mean{f' ({specs})' if specs else ''}, plus {len(baselines)} other stored "
+            "campaign(s) of either side's spec" + (f" ({_ids(baselines)})" if baselines else "")
+        )
+    loose = unmodelled_rows(table)
+    comparison.provisional = bool(loose)
+    if loose:
+        comparison.notes.append(
+            f"provisional: {len(loose)} of {len(table.rows)} row(s) judged on the runs of each "
+            "side pooled, which understates the drift between campaigns: the between-campaign "
+            f"variance needs {MIN_CAMPAIGNS - 1} more campaigns than sides and specs (2 a side, "
+            f"or stored baselines); calibrate with `{calibrate_command(base[0])}`, or give more "
+            "campaigns a side"
+        )
+    return [comparison]
+
+
+def _between_cv(table: ComparisonTable, noise: NoiseModel, metric: str) -> dict[str, float]:
+    """The between-campaign CV of `metric` at each compared point, by point label."""
+    return {
+        point_label(_sweep_only(row.point)): point_noise.between_cv_pct
+        for row in table.rows
+        if row.metric == metric and (point_noise := noise.get(row.point, row.metric)) is not None
+    }
+
+
+def _sweep_only(point: PointKey) -> PointKey:
+    if isinstance(point, tuple):
+        return tuple(kv for kv in point if not (isinstance(kv, tuple) and kv[0] == "config"))
+    return point
+
+
+def _ids(ids: Sequence[int]) -> str:
+    return ",".join(str(i) for i in ids)
+
+
+def _group_label(side: Sequence[CampaignData]) -> str:
+    return f"campaign {side[0].id}" if len(side) == 1 else f"campaigns {_ids([d.id for d in side])}"
+
+
+def _group_detail(side: Sequence[CampaignData]) -> str:
+    """Name, kernel, host and the span of start times of a side's campaigns."""
+    first = side[0].campaign
+    starts = sorted(d.campaign.started_at[:16] for d in side)  # to the minute, UTC
+    last = starts[-1][11:] if starts[-1][:10] == starts[0][:10] else starts[-1]
+    span = f"{starts[0]}Z" if len(starts) == 1 else f"{starts[0]}Z..{last}Z"
+    return (
+        f"{first.name}, {first.host.fact('kernel_release') or '?'} on "
+        f"{first.host.fact('hostname') or '?'}, {span}"
+    )
 
 
 def calibrate_command(data: CampaignData) -> str:

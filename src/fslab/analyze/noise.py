@@ -25,6 +25,17 @@ t test and interval on it. Rows are judged by analyze.compare's rules
 (judge()): the same Benjamini-Hochberg family, the same magnitude gate, with
 the campaign mean's total spread in place of the run-to-run CV.
 
+Groups of campaigns (`fslab compare 12,14,16 13,15,17`): each side's level
+is the mean of its K campaigns' mean logs, and the difference has variance
+
+    between_var x (1/K_A + 1/K_B) + within_var x (mean_A(1/n_j)/K_A + mean_B(1/n_j)/K_B)
+
+so the drift between campaigns shrinks with the campaigns a side, as runs
+cannot make it. The sides usually differ in spec (a mount option changed),
+so between_var is fitted with a fixed level per block (each side, and the
+other stored campaigns of each side's spec) and the campaign as the random
+effect: each campaign's effect is measured around its own block's mean.
+
 Nothing is stored besides the campaigns: the model is derived from them when
 a comparison asks, which takes milliseconds, so it always reflects every
 campaign in the database (docs/statistics.md).
@@ -36,7 +47,7 @@ import hashlib
 import json
 import math
 import warnings
-from collections.abc import Mapping, Sequence
+from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -92,6 +103,7 @@ class PointNoise:
     within_var: float  # of one run around its campaign's level, log scale
     level: float = 0.0  # mean over the campaigns of their mean log value
     inv_runs: float = 1.0  # mean over the campaigns of 1 / runs
+    blocks: int = 1  # fixed levels the campaigns spread around (groups: sides and baselines)
 
     @property
     def between_cv_pct(self) -> float:
@@ -109,7 +121,12 @@ class PointNoise:
         """Satterthwaite degrees of freedom of a difference of campaign means."""
         between = len(runs) * self.between_var
         within = self.within_var * sum(1.0 / max(n, 1) for n in runs)
-        df_between = max(self.campaigns - 1, 1)
+        return self.satterthwaite(between, within)
+
+    def satterthwaite(self, between: float, within: float) -> float:
+        """Degrees of freedom of a variance `between + within` made of the two components
+        (between_var known from campaigns - blocks degrees, within_var from the runs)."""
+        df_between = max(self.campaigns - self.blocks, 1)
         df_within = max(self.runs - self.campaigns, 1)
         denominator = between**2 / df_between + within**2 / df_within
         return (between + within) ** 2 / denominator if denominator > 0 else float(df_within)
@@ -122,11 +139,7 @@ class PointNoise:
         """(variance, Satterthwaite df) of one campaign's mean log minus the level."""
         between = self.between_var * (1.0 + 1.0 / self.campaigns)
         within = self.within_var * (1.0 / max(runs, 1) + self.inv_runs / self.campaigns)
-        df_between = max(self.campaigns - 1, 1)
-        df_within = max(self.runs - self.campaigns, 1)
-        denominator = between**2 / df_between + within**2 / df_within
-        df = (between + within) ** 2 / denominator if denominator > 0 else float(df_within)
-        return between + within, df
+        return between + within, self.satterthwaite(between, within)
 
     def runs_to_find(
         self, change: float, *, alpha: float = 0.05, power: float = 0.8, most: int = 64
@@ -182,26 +195,41 @@ class NoiseModel:
         )
 
 
-def fit_point_noise(values_by_campaign: Mapping[int, Sequence[float]]) -> PointNoise | None:
+def fit_point_noise(
+    values_by_campaign: Mapping[int, Sequence[float]],
+    blocks: Mapping[int, Hashable] | None = None,
+) -> PointNoise | None:
     """REML variance components of log(values), the campaign as a block; None if too few.
 
+    `blocks` (campaign id -> block) gives each block its own fixed level, so a
+    campaign's effect is measured around its block's mean (groups of
+    campaigns of two specs); without it every campaign shares one level.
     Campaigns with fewer than MIN_RUNS_PER_CAMPAIGN runs are left out; so are
-    non-positive values (no logarithm). A fit that does not converge leaves
-    the between-campaign variance at the method-of-moments estimate, which
-    is what REML gives for balanced data anyway.
+    non-positive values (no logarithm). The between-campaign variance needs
+    MIN_CAMPAIGNS - 1 degrees of freedom (campaigns minus blocks). A fit that
+    does not converge leaves the between-campaign variance at the
+    method-of-moments estimate, which is what REML gives for balanced data.
     """
     groups = {
         cid: np.log(np.asarray([v for v in values if v > 0 and math.isfinite(v)], dtype=float))
         for cid, values in values_by_campaign.items()
     }
     groups = {cid: logs for cid, logs in groups.items() if len(logs) >= MIN_RUNS_PER_CAMPAIGN}
-    if len(groups) < MIN_CAMPAIGNS:
+    block_of = {cid: (blocks or {}).get(cid) for cid in groups}
+    names = list(dict.fromkeys(block_of.values()))
+    if len(groups) - len(names) < MIN_CAMPAIGNS - 1:
         return None
     endog = np.concatenate(list(groups.values()))
     labels = np.concatenate([np.full(len(logs), cid) for cid, logs in groups.items()])
-    between, within = _mixedlm(endog, labels)
+    per_run = np.concatenate(
+        [np.full(len(logs), names.index(block_of[c])) for c, logs in groups.items()]
+    )
+    exog = (per_run[:, None] == np.arange(len(names))[None, :]).astype(float)
+    between, within = _mixedlm(endog, labels, exog)
     if not (math.isfinite(between) and math.isfinite(within)):
-        between, within = _moments(list(groups.values()))
+        between, within = _moments(
+            [[logs for c, logs in groups.items() if block_of[c] == name] for name in names]
+        )
     return PointNoise(
         campaigns=len(groups),
         runs=len(endog),
@@ -209,15 +237,17 @@ def fit_point_noise(values_by_campaign: Mapping[int, Sequence[float]]) -> PointN
         within_var=max(within, 0.0),
         level=float(np.mean([logs.mean() for logs in groups.values()])),
         inv_runs=float(np.mean([1.0 / len(logs) for logs in groups.values()])),
+        blocks=len(names),
     )
 
 
-def _mixedlm(endog: np.ndarray, groups: np.ndarray) -> tuple[float, float]:
+def _mixedlm(endog: np.ndarray, groups: np.ndarray, exog: np.ndarray) -> tuple[float, float]:
     import statsmodels.api as sm  # slow to import: only when a model is fitted
 
-    if float(np.var(endog)) == 0.0:
+    fixed = exog @ np.linalg.lstsq(exog, endog, rcond=None)[0]
+    if float(np.var(endog - fixed)) == 0.0:
         return 0.0, 0.0
-    model = sm.MixedLM(endog, np.ones((len(endog), 1)), groups=groups)
+    model = sm.MixedLM(endog, exog, groups=groups)
     with warnings.catch_warnings():
         # boundary fits (no between-campaign variance) warn but are valid estimates
         warnings.simplefilter("ignore")
@@ -228,15 +258,21 @@ def _mixedlm(endog: np.ndarray, groups: np.ndarray) -> tuple[float, float]:
     return float(np.asarray(fit.cov_re)[0, 0]), float(fit.scale)
 
 
-def _moments(groups: Sequence[np.ndarray]) -> tuple[float, float]:
-    """One-way ANOVA estimates (between, within) of the variance components."""
+def _moments(blocks: Sequence[Sequence[np.ndarray]]) -> tuple[float, float]:
+    """ANOVA estimates (between, within) of the variance components, campaigns
+    nested in blocks (one block: the one-way ANOVA)."""
+    groups = [g for block in blocks for g in block]
     sizes = np.array([len(g) for g in groups], dtype=float)
     within = float(sum(((g - g.mean()) ** 2).sum() for g in groups) / (sizes.sum() - len(groups)))
-    means = np.array([g.mean() for g in groups])
-    n0 = (sizes.sum() - (sizes**2).sum() / sizes.sum()) / (len(groups) - 1)
-    grand = float((sizes * means).sum() / sizes.sum())
-    msb = float((sizes * (means - grand) ** 2).sum() / (len(groups) - 1))
-    return (msb - within) / n0, within
+    df_between = len(groups) - len(blocks)
+    msb = n0_sum = 0.0
+    for block in blocks:
+        block_sizes = np.array([len(g) for g in block], dtype=float)
+        means = np.array([g.mean() for g in block])
+        grand = float((block_sizes * means).sum() / block_sizes.sum())
+        msb += float((block_sizes * (means - grand) ** 2).sum())
+        n0_sum += block_sizes.sum() - (block_sizes**2).sum() / block_sizes.sum()
+    return (msb / df_between - within) / (n0_sum / df_between), within
 
 
 def model_row(
@@ -260,13 +296,7 @@ def model_row(
     if len(b) == 0 or (b <= 0).any():
         return None
     diff = float(np.log(b).mean() - noise.level)
-    var, df = noise.versus_level(len(b))
-    se = math.sqrt(var)
-    if se > 0:
-        p = float(2.0 * sps.t.sf(abs(diff) / se, df))
-        half = float(sps.t.ppf(0.5 + CONFIDENCE / 2.0, df)) * se
-    else:
-        p, half = (1.0 if diff == 0 else 0.0), 0.0
+    p, low, high = _t_test(diff, *noise.versus_level(len(b)))
     level = math.exp(noise.level)
     row = unjudged_row(
         point,
@@ -274,7 +304,7 @@ def model_row(
         np.asarray([level]),
         b,
         ratio=math.exp(diff),
-        ci=(math.exp(diff - half), math.exp(diff + half)),
+        ci=(low, high),
         p_raw=p,
         test=TEST_NAME,
         # the spread of a campaign's mean, between-campaign drift included: the gate's CV
@@ -283,3 +313,87 @@ def model_row(
     row.n_baseline = noise.runs
     row.sd_pct_baseline = 100.0 * math.sqrt(noise.between_var + noise.within_var)
     return row
+
+
+@dataclass(frozen=True)
+class SideLevel:
+    """One side of a group comparison at one point: its campaigns' level."""
+
+    campaigns: int  # K
+    level: float  # mean over the K campaigns of their mean log value
+    inv_runs: float  # mean over the K campaigns of 1 / runs
+    runs: np.ndarray  # every run of the side, pooled (the table's mean and spread)
+
+    @classmethod
+    def of(cls, values_by_campaign: Mapping[int, Sequence[float]]) -> SideLevel | None:
+        """None when a value is not positive (no logarithm) or a side has no runs."""
+        logs = [np.log(np.asarray(v, dtype=float)) for v in values_by_campaign.values() if len(v)]
+        pooled = np.concatenate(logs) if logs else np.asarray([])
+        if not logs or not np.isfinite(pooled).all():
+            return None
+        return cls(
+            campaigns=len(logs),
+            level=float(np.mean([g.mean() for g in logs])),
+            inv_runs=float(np.mean([1.0 / len(g) for g in logs])),
+            runs=np.exp(pooled),
+        )
+
+    def level_var(self, noise: PointNoise) -> tuple[float, float]:
+        """(between, within) parts of the variance of this side's level."""
+        return (
+            noise.between_var / self.campaigns,
+            noise.within_var * self.inv_runs / self.campaigns,
+        )
+
+
+def group_row(
+    point: PointKey,
+    metric: str,
+    base: Mapping[int, Sequence[float]],
+    cand: Mapping[int, Sequence[float]],
+    noise: PointNoise,
+) -> ComparisonRow | None:
+    """The level of the candidate campaigns against the level of the baseline campaigns.
+
+    Each side's level is the mean of its campaigns' mean logs; the difference
+    has variance between (1/K_A + 1/K_B) + within (mean_A(1/n)/K_A +
+    mean_B(1/n)/K_B), Satterthwaite's degrees of freedom, a t test and a 95%
+    interval, the ratio being of geometric means. The base and cand columns
+    are the two levels (geometric means); n, mean and spread are of the runs
+    pooled. The gate's CV is the spread of the candidate side's level, which
+    for one campaign is model_row's (one campaign mean's spread). None when a
+    value is not positive (the caller falls back to the test on runs).
+    """
+    a, b = SideLevel.of(base), SideLevel.of(cand)
+    if a is None or b is None:
+        return None
+    between_a, within_a = a.level_var(noise)
+    between_b, within_b = b.level_var(noise)
+    between, within = between_a + between_b, within_a + within_b
+    p, low, high = _t_test(
+        b.level - a.level, between + within, noise.satterthwaite(between, within)
+    )
+    row = unjudged_row(
+        point,
+        metric,
+        a.runs,
+        b.runs,
+        ratio=math.exp(b.level - a.level),
+        ci=(low, high),
+        p_raw=p,
+        test=TEST_NAME,
+        baseline_cv=math.sqrt(between_b + within_b),
+    )
+    row.median_baseline, row.median_candidate = math.exp(a.level), math.exp(b.level)
+    return row
+
+
+def _t_test(diff: float, var: float, df: float) -> tuple[float, float, float]:
+    """Two-sided p and the 95% interval (as ratios) of a log difference."""
+    se = math.sqrt(var)
+    if se > 0:
+        p = float(2.0 * sps.t.sf(abs(diff) / se, df))
+        half = float(sps.t.ppf(0.5 + CONFIDENCE / 2.0, df)) * se
+    else:
+        p, half = (1.0 if diff == 0 else 0.0), 0.0
+    return p, math.exp(diff - half), math.exp(diff + half)

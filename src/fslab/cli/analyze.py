@@ -19,7 +19,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from fslab.analyze import point_profile as pp
-from fslab.analyze.baselines import compare_with_noise
+from fslab.analyze.baselines import compare_with_noise, compare_with_noise_groups
 from fslab.analyze.campaign_scaling import CurveFit, ScaleReport, fit_campaign
 from fslab.analyze.compare import RECOMMENDED_REPETITIONS, ComparisonRow
 from fslab.analyze.comparisons import (
@@ -66,9 +66,15 @@ def _title(text: str) -> None:
 
 @app.command()
 def compare(
-    campaign_a: Annotated[int, typer.Argument(help="Baseline campaign id.")],
+    campaign_a: Annotated[
+        str,
+        typer.Argument(
+            help="Baseline campaign id, or ids comma-separated (12,14,16): a group of campaigns."
+        ),
+    ],
     campaign_b: Annotated[
-        int | None, typer.Argument(help="Candidate campaign id (omit with --by filesystem).")
+        str | None,
+        typer.Argument(help="Candidate campaign id or ids (13,15,17); omit with --by filesystem."),
     ] = None,
     by: Annotated[
         str | None,
@@ -110,18 +116,31 @@ def compare(
     store, after a table of what differs between the machines, or with
     --by AXIS (kernel, possible_cpus, any sweep axis) that axis's values
     inside campaign A: how kernels and CPU counts of guests are compared.
+
+    Groups of campaigns (12,14,16 13,15,17; each side one spec on one host)
+    compare the mean level of each side's campaigns, with the drift between
+    campaigns from the noise model: power grows with the campaigns a side.
     """
 
     def body() -> None:
         hosts: list[HostFact] = []
+        group_a = _campaign_ids(campaign_a)
+        group_b = _campaign_ids(campaign_b) if campaign_b is not None else None
         with open_store(db) as store, warnings.catch_warnings():
             # scipy warns on evidence metrics that are constant on one side (e.g. jbd2
             # times in whole ms); the test still returns a defined p, so keep the table clean
             warnings.simplefilter("ignore", RuntimeWarning)
-            if by == "host":
-                hosts, comparisons = _host_comparisons(store, campaign_a, campaign_b, metric)
+            if len(group_a) > 1 or (group_b is not None and len(group_b) > 1):
+                if by is not None or baseline is not None or group_b is None:
+                    raise UsageError(
+                        "groups of campaigns (ids comma-separated) compare two sides: give "
+                        "both, without --by or --baseline"
+                    )
+                comparisons = compare_with_noise_groups(store, group_a, group_b, metric)
+            elif by == "host":
+                hosts, comparisons = _host_comparisons(store, group_a[0], _one(group_b), metric)
             else:
-                comparisons = _comparisons(store, campaign_a, campaign_b, by, baseline, metric)
+                comparisons = _comparisons(store, group_a[0], _one(group_b), by, baseline, metric)
         regressions = _regressions(comparisons, fail_on_regression)
         if as_json:
             print_json(
@@ -141,6 +160,22 @@ def compare(
             raise typer.Exit(1)
 
     guarded(body)
+
+
+def _campaign_ids(text: str) -> list[int]:
+    """'12' or '12,14,16' as campaign ids (exit 2 naming the word that is not one)."""
+    words = [word.strip() for word in text.split(",")]
+    for word in words:
+        if not word.isdigit():
+            raise UsageError(
+                f"campaign {word!r} is not a campaign id: give ids, comma-separated for a "
+                "group (12,14,16; see `fslab list`)"
+            )
+    return [int(word) for word in words]
+
+
+def _one(ids: list[int] | None) -> int | None:
+    return ids[0] if ids else None
 
 
 def _host_comparisons(
@@ -217,7 +252,11 @@ def _print_comparisons(comparisons: Sequence[Comparison]) -> None:
             _say(textwrap.fill(note, 80, initial_indent="  ", subsequent_indent="    "))
         _say()
     modelled = any(row.test == NOISE_TEST for c in comparisons for row in c.table.rows)
-    if modelled:
+    if modelled and any(c.groups for c in comparisons):
+        _say("base, cand: each side's level (geometric mean of its campaigns' mean runs; n:")
+        _say("their runs); ratio, 95% CI and p: the levels compared with between- and")
+        _say("within-campaign variance, p Benjamini-Hochberg adjusted")
+    elif modelled:
         _say("base: the level of the baseline campaigns (geometric mean; n: their runs/the")
         _say("candidate's); ratio, 95% CI and p: the candidate campaign against that level")
         _say("with between- and within-campaign variance, p Benjamini-Hochberg adjusted")
