@@ -49,6 +49,26 @@ stored campaign of it, B left out):
 - power, exactly -10%: every pair of base campaigns with the candidate's
   headline scaled by 0.9 (real spaced noise, known change).
 
+Groups of campaigns (`fslab compare 12,14,16 13,15,17`, analyze.baselines.group_model:
+each side's level against the other's, the noise model fitted over both
+sides and the other campaigns of each side's spec, each around its own
+mean), for M = 1, 2, 3, 4 campaigns a side, per family:
+
+- A/A: the family's base campaigns split into two disjoint groups of M whose
+  campaigns come from different cycles (no hold of the lock on both sides),
+  the group with the earliest campaign as baseline; a set is flagged as above;
+- power, headline x0.9: the same splits with the candidate group's headline
+  scaled by 0.9 (the model is unchanged: a side's own mean absorbs a shift);
+- power, real change: every pair (M base campaigns, M campaigns of a cost
+  spec); found as above.
+
+Each figure uses every distinct set when there are at most GROUP_SETS of
+them, else GROUP_SETS drawn at random without replacement (seeded by
+--seed); the sets share campaigns, so they are not independent and the
+intervals (Wilson, 95%, statsmodels) are narrower than the truth. Families
+are every FAMILY-base in the data with its FAMILY-cost* specs, whatever
+directory they were exported to.
+
 Real runs: with --record-real (root) it first records a real campaign on this
 machine (ext4, fsync writes, 2 points x 32 repetitions); with --real-db and
 --real-campaign it reads a stored one. Each point's repetitions are split at
@@ -70,13 +90,15 @@ from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
 from datetime import datetime
+from itertools import combinations, product
 from pathlib import Path
 from typing import Any
 
 import numpy as np
+from statsmodels.stats.proportion import proportion_confint
 
 from fslab.analyze import compare as cmp
-from fslab.analyze.baselines import compare_with_noise, noise_model
+from fslab.analyze.baselines import compare_with_noise, group_model, noise_model
 from fslab.analyze.comparisons import Comparison, campaign_comparisons, samples, select_metrics
 from fslab.analyze.dataset import CampaignData, load_campaign
 from fslab.analyze.noise import MIN_CAMPAIGNS
@@ -354,22 +376,126 @@ def _flags(comparisons: Sequence[Comparison]) -> tuple[bool, bool]:
     return any(row.verdict in cmp.FLAGGED for row in rows), found
 
 
-def report_spaced(db: Path | None) -> None:
+def report_spaced(db: Path | None, seed: int = 2024) -> None:
     """The figures of every recorded family: FAMILY-base campaigns and their FAMILY-cost*."""
     with spaced_store(db) as store:
         rows = [c for c in store.campaigns() if c.status == "complete"]
         families = sorted({c.name.removesuffix("-base") for c in rows if c.name.endswith("-base")})
         flagged = sets = 0
+        grouped: dict[int, list[int]] = {}  # M -> [flagged, sets] of grouped A/A
         for family in families:
             family_rows = [c for c in rows if c.name.startswith(f"{family}-")]
             source = str(db) if db is not None else "bench/spaced/data"
             family_flagged, family_sets = _report_family(store, family, family_rows, source)
             flagged, sets = flagged + family_flagged, sets + family_sets
+            if family_sets:
+                for m, (k, n) in report_groups(store, family, family_rows, seed).items():
+                    total = grouped.setdefault(m, [0, 0])
+                    total[0], total[1] = total[0] + k, total[1] + n
         if len(families) > 1 and sets:
             print(
                 f"A/A over every family: {flagged} of {sets} comparison sets flagged "
                 f"({flagged / sets:.1%}; goal <= 1 in 20 = 5%) with the noise model"
             )
+        if len(families) > 1 and grouped:
+            cells = "; ".join(f"M={m}: {_rate(k, n)}" for m, (k, n) in sorted(grouped.items()))
+            k, n = (sum(v[i] for v in grouped.values()) for i in (0, 1))
+            print(f"grouped A/A over every family: {cells}; all M: {_rate(k, n)}")
+
+
+GROUP_SIZES = (1, 2, 3, 4)
+GROUP_SETS = 40  # sets per figure: every distinct one up to this many, else this many drawn
+
+
+def _rate(k: int, n: int) -> str:
+    """'3/40 7.5% [2.6-19.9]': count, rate and its Wilson 95% interval in percent."""
+    if n == 0:
+        return "-"
+    low, high = proportion_confint(k, n, alpha=0.05, method="wilson")
+    return f"{k}/{n} {100 * k / n:.0f}% [{100 * low:.0f}-{100 * high:.0f}]"
+
+
+def _drawn(sets: list[Any], rng: np.random.Generator) -> tuple[list[Any], bool]:
+    """Every set, or GROUP_SETS of them drawn without replacement (True when drawn)."""
+    if len(sets) <= GROUP_SETS:
+        return sets, False
+    picked = sorted(rng.choice(len(sets), GROUP_SETS, replace=False))
+    return [sets[i] for i in picked], True
+
+
+def aa_splits(base: Sequence[Any], cycle: Mapping[int, int], m: int) -> list[tuple[Any, Any]]:
+    """Two disjoint groups of m campaigns, no cycle on both sides; the earliest first."""
+    out = []
+    for chosen in combinations(base, 2 * m):
+        for rest in combinations(chosen[1:], m - 1):
+            a = (chosen[0], *rest)
+            b = tuple(c for c in chosen if c not in a)
+            if not {cycle[c.id] for c in a} & {cycle[c.id] for c in b}:
+                out.append((a, b))
+    return out
+
+
+@dataclass(frozen=True)
+class GroupFlags:
+    """One set of groups: judged as `fslab compare` judges it, and as if the sides were
+    two specs (each side around its own mean), as is and with b's headline scaled."""
+
+    flagged: bool
+    found: bool
+    own_means_flagged: bool
+    own_means_shifted_found: bool
+
+
+def group_flags(store: Store, a: Sequence[Any], b: Sequence[Any]) -> GroupFlags:
+    ids = [c.id for c in a], [c.id for c in b]
+    flagged, found = _flags(group_model(store, *ids).comparisons())
+    own = group_model(store, *ids, own_means=True)
+    shifted = [_scaled(d, HEADLINE, SPACED_SHIFT) for d in own.candidate]
+    return GroupFlags(
+        flagged, found, _flags(own.comparisons())[0], _flags(own.comparisons(shifted))[1]
+    )
+
+
+def report_groups(
+    store: Store, family: str, rows: Sequence[Any], seed: int
+) -> dict[int, tuple[int, int]]:
+    """Print the grouped figures of one family; return {M: (A/A sets flagged, sets)}."""
+    base = [c for c in rows if c.name == f"{family}-base"]
+    costs = sorted({c.name for c in rows if c.name.startswith(f"{family}-cost")})
+    cycle = _cycles(rows)
+    rng = np.random.default_rng(seed)
+    print(
+        f"  groups of M campaigns a side (k/n sets, rate [Wilson 95%]; * = {GROUP_SETS} "
+        "sets drawn at random, else every distinct set)"
+    )
+    header = [
+        "M",
+        "A/A flagged",
+        "A/A own means",
+        f"x{SPACED_SHIFT} found",
+        *(f"{n} found" for n in costs),
+    ]
+    widths = [2, *(max(20, len(h)) for h in header[1:])]
+    print("  " + " ".join(h.ljust(w) for h, w in zip(header, widths, strict=True)))
+    out = {}
+    for m in GROUP_SIZES:
+        splits, drawn = _drawn(aa_splits(base, cycle, m), rng)
+        results = [group_flags(store, a, b) for a, b in splits]
+        aa = sum(r.flagged for r in results)
+        cells = [
+            _rate(aa, len(splits)) + "*" * drawn,
+            _rate(sum(r.own_means_flagged for r in results), len(splits)),
+            _rate(sum(r.own_means_shifted_found for r in results), len(splits)),
+        ]
+        for name in costs:
+            cost = [c for c in rows if c.name == name]
+            pairs, drawn = _drawn(list(product(combinations(base, m), combinations(cost, m))), rng)
+            found = sum(group_flags(store, a, b).found for a, b in pairs)
+            cells.append(_rate(found, len(pairs)) + "*" * drawn)
+        if splits:
+            out[m] = (aa, len(splits))
+        print("  " + " ".join(c.ljust(w) for c, w in zip([str(m), *cells], widths, strict=True)))
+    return out
 
 
 def _report_family(store: Store, family: str, rows: list[Any], source: str) -> tuple[int, int]:
@@ -395,7 +521,9 @@ def _report_family(store: Store, family: str, rows: list[Any], source: str) -> t
             f"  model at {cmp.point_label(point)}: between-campaign CV "
             f"{noise.between_cv_pct:.1f}%, within {noise.within_cv_pct:.1f}% "
             f"({noise.campaigns} campaigns); runs per campaign to find -10% with 80% power: "
-            f"{needed or 'none suffice (drift alone hides it)'}"
+            f"{needed or 'none suffice (drift alone hides it)'}; campaigns a side of "
+            f"{noise.runs // noise.campaigns} runs for it (groups): "
+            f"{noise.campaigns_to_find(1 - SPACED_SHIFT, noise.runs // noise.campaigns) or '> 64'}"
         )
     cycle = _cycles(rows)
     print(f"  {len(set(cycle.values()))} cycles (one hold of the machine lock each)")
@@ -487,7 +615,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     started = time.monotonic()
     if args.spaced_only:
-        report_spaced(args.spaced)
+        report_spaced(args.spaced, args.seed)
         print(f"took {time.monotonic() - started:.0f} s")
         return 0
     print(
@@ -503,7 +631,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         report_real(args)
     else:
         print("real runs: skipped (give --record-real, or --real-db and --real-campaign)")
-    report_spaced(args.spaced)
+    report_spaced(args.spaced, args.seed)
     print(f"took {time.monotonic() - started:.0f} s")
     return 0
 

@@ -11,6 +11,7 @@ spec, each side and each spec's other campaigns around their own mean.
 from __future__ import annotations
 
 from collections.abc import Hashable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
 
 from fslab.analyze.comparisons import (
     Comparison,
@@ -95,17 +96,43 @@ def compare_with_noise(
     return campaign_comparisons(a, b, patterns, noise)
 
 
-def compare_with_noise_groups(
+@dataclass(frozen=True)
+class GroupModel:
+    """Two groups of campaigns and the noise model fitted over them and their baselines."""
+
+    baseline: list[CampaignData]
+    candidate: list[CampaignData]
+    others: list[int]  # other stored campaigns of either side's spec, in the fit
+    metrics: list[str]
+    noise: NoiseModel
+
+    def comparisons(self, candidate: Sequence[CampaignData] | None = None) -> list[Comparison]:
+        """The comparison table; `candidate` replaces the candidate side's data (a bench
+        scaling a metric: the model is unchanged, as the side's own mean absorbs a shift)."""
+        return group_comparisons(
+            self.baseline, candidate or self.candidate, self.metrics, self.noise,
+            baselines=self.others,
+        )  # fmt: skip
+
+
+def group_model(
     store: Store,
     baseline_ids: Sequence[int],
     candidate_ids: Sequence[int],
     patterns: Iterable[str] | None = None,
-) -> list[Comparison]:
-    """`fslab compare 12,14,16 13,15,17`: the levels of two groups of campaigns.
+    *,
+    own_means: bool = False,
+) -> GroupModel:
+    """The noise model of a comparison of groups, fitted over both sides' campaigns and
+    every other stored campaign of either side's spec on its host (analyze.noise).
 
-    The noise model is fitted over both sides' campaigns and every other
-    stored campaign of either side's spec on its host, each side and each
-    spec's other campaigns a block with its own mean (analyze.noise).
+    Campaigns spread around the mean of their (spec, host): when the sides
+    differ in either, each side's campaign effects are measured around its own
+    mean (shared with the other stored campaigns of its spec), so the
+    difference under test does not count as drift; when both sides repeat
+    one spec on one host nothing recorded sets them apart and all its
+    campaigns share one mean. `own_means` gives each side its own mean even
+    then (bench/stats_calibration.py: an A/A check of the two-spec case).
     """
     sides = [
         _side(store, ids, label)
@@ -117,7 +144,9 @@ def compare_with_noise_groups(
             raise UsageError(f"campaign {cid} is given twice: each campaign on one side, once")
     names = select_metrics([d for side in sides for d in side], patterns)
     blocks: dict[int, Hashable] = {
-        d.id: label for side, label in zip(sides, "AB", strict=True) for d in side
+        d.id: (_cell(d.campaign), side_name if own_means else "")
+        for side, side_name in zip(sides, "AB", strict=True)
+        for d in side
     }
     others: list[CampaignData] = []
     for side in sides:
@@ -125,7 +154,7 @@ def compare_with_noise_groups(
             store, side[0].campaign, exclude=[*both, *(c.id for c in others)]
         ):
             others.append(load_campaign(store, row.id))
-            blocks[row.id] = (spec_fingerprint(row.spec), host_key(row.host))
+            blocks[row.id] = (_cell(row), "")
     a = sides[0][0].campaign
     noise = fit_model(
         [*sides[0], *sides[1], *others],
@@ -134,7 +163,22 @@ def compare_with_noise_groups(
         fingerprint=spec_fingerprint(a.spec),
         blocks=blocks,
     )
-    return group_comparisons(sides[0], sides[1], names, noise, baselines=[c.id for c in others])
+    return GroupModel(sides[0], sides[1], [c.id for c in others], names, noise)
+
+
+def _cell(campaign: CampaignRow) -> tuple[str, str]:
+    """What campaigns must share to repeat one condition: spec fingerprint and host."""
+    return spec_fingerprint(campaign.spec), host_key(campaign.host)
+
+
+def compare_with_noise_groups(
+    store: Store,
+    baseline_ids: Sequence[int],
+    candidate_ids: Sequence[int],
+    patterns: Iterable[str] | None = None,
+) -> list[Comparison]:
+    """`fslab compare 12,14,16 13,15,17`: the levels of two groups of campaigns."""
+    return group_model(store, baseline_ids, candidate_ids, patterns).comparisons()
 
 
 def _side(store: Store, ids: Sequence[int], label: str) -> list[CampaignData]:

@@ -45,6 +45,7 @@ from fslab.analyze.noise import (
     NoiseModel,
     PointNoise,
     group_row,
+    host_key,
     model_row,
     spec_fingerprint,
 )
@@ -331,13 +332,7 @@ def group_comparisons(
         + (f", between-campaign CV {cvs} ({metric_label(names[0])})" if drift else "")
     )
     if noise.calibrated:
-        fingerprints = {spec_fingerprint(side[0].campaign.spec) for side in (base, cand)}
-        specs = "the sides' specs differ" if len(fingerprints) > 1 else ""
-        comparison.notes.append(
-            "between-campaign variance pooled from both sides' campaigns, each side around "
-            f"its own mean{f' ({specs})' if specs else ''}, plus {len(baselines)} other stored "
-            "campaign(s) of either side's spec" + (f" ({_ids(baselines)})" if baselines else "")
-        )
+        comparison.notes.append(_pooling_note(base, cand, noise, baselines))
     loose = unmodelled_rows(table)
     comparison.provisional = bool(loose)
     if loose:
@@ -349,6 +344,31 @@ def group_comparisons(
             "campaigns a side"
         )
     return [comparison]
+
+
+def _pooling_note(
+    base: Sequence[CampaignData],
+    cand: Sequence[CampaignData],
+    noise: NoiseModel,
+    baselines: Sequence[int],
+) -> str:
+    """Where the between-campaign variance came from (analyze.baselines.group_model)."""
+    ids = f" ({_ids(baselines)})" if baselines else ""
+    blocks = max((p.blocks for p in noise.points.values()), default=1)
+    if blocks == 1:
+        return (
+            f"between-campaign variance from both sides and {len(baselines)} other stored "
+            f"campaign(s) of the spec{ids}, around one mean: the sides repeat one spec on one host"
+        )
+    same = {
+        (spec_fingerprint(s[0].campaign.spec), host_key(s[0].campaign.host)) for s in (base, cand)
+    }
+    why = "" if len(same) == 1 else " (the sides differ in spec or host)"
+    return (
+        "between-campaign variance pooled from both sides' campaigns, each side around its "
+        f"own mean{why}, plus {len(baselines)} other stored campaign(s) of either side's "
+        f"spec{ids}"
+    )
 
 
 def _between_cv(table: ComparisonTable, noise: NoiseModel, metric: str) -> dict[str, float]:

@@ -155,6 +155,19 @@ class PointNoise:
                 return runs
         return None
 
+    def campaigns_to_find(
+        self, change: float, runs: int, *, alpha: float = 0.05, power: float = 0.8, most: int = 64
+    ) -> int | None:
+        """Campaigns a side (of `runs` runs each) for a comparison of groups to find a
+        change of `change` with the given power: the variance of the difference is
+        2 (between + within / runs) / K. Normal approximation; None beyond `most`."""
+        effect = abs(math.log1p(-change)) if change < 1 else abs(math.log(change))
+        z = float(sps.norm.ppf(1 - alpha / 2) + sps.norm.ppf(power))
+        for k in range(1, most + 1):
+            if effect / math.sqrt(2.0 * self.mean_var(runs) / k) >= z:
+                return k
+        return None
+
     def to_dict(self) -> dict[str, float | int]:
         return {
             "campaigns": self.campaigns,
