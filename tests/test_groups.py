@@ -1,0 +1,225 @@
+"""Comparing groups of campaigns (`fslab compare 12,14,16 13,15,17`) on real spaced campaigns.
+
+Data: the recordings of tests/test_noise.py (bench/spaced/data, made by
+bench/spaced/record.sh and exported by bench/spaced/export.py): the `spaced`
+family (6 base campaigns of 5 runs at 8 and 64 jobs, 2 with 1 KiB blocks,
+about -20%) and `spaced64` (5 base campaigns of 16 runs at 64 jobs, 5 with
+dioread_lock). The figures asserted here are those bench/stats_calibration.py
+prints for groups of M campaigns a side.
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+from dataclasses import replace
+from datetime import datetime
+from itertools import combinations, product
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from fslab.analyze.baselines import compare_with_noise_groups, group_model
+from fslab.analyze.compare import FLAGGED
+from fslab.analyze.noise import TEST_NAME, fit_point_noise
+from fslab.cli import app
+from fslab.store.db import CampaignRow, Store
+from fslab.store.exchange import import_campaign
+
+SPACED = Path(__file__).parent.parent / "bench" / "spaced" / "data"
+HEADLINE = "fio.write.iops"
+
+
+def _exports() -> list[tuple[Path, dict]]:
+    out = []
+    for path in sorted(SPACED.glob("**/campaign-*.json.gz")):
+        with gzip.open(path, "rt", encoding="utf-8") as handle:
+            out.append((path, json.load(handle)))
+    return out
+
+
+@pytest.fixture(scope="module")
+def store(tmp_path_factory):
+    with Store(tmp_path_factory.mktemp("groups") / "spaced.db") as s:
+        for _, data in _exports():
+            import_campaign(s, data)
+        yield s
+
+
+def _named(store: Store, name: str) -> list[CampaignRow]:
+    return [c for c in store.campaigns() if c.name == name]
+
+
+def _minutes(a: CampaignRow, b: CampaignRow) -> float:
+    gap = datetime.fromisoformat(b.started_at) - datetime.fromisoformat(a.started_at)
+    return abs(gap.total_seconds()) / 60
+
+
+def _splits(campaigns: list[CampaignRow], m: int) -> list[tuple[list[int], list[int]]]:
+    """Two disjoint groups of m, no campaign within 5 minutes of one on the other side
+    (not from the same hold of the machine lock); the earliest campaign's group first."""
+    out = []
+    for chosen in combinations(campaigns, 2 * m):
+        for rest in combinations(chosen[1:], m - 1):
+            a = [chosen[0], *rest]
+            b = [c for c in chosen if c not in a]
+            if all(_minutes(x, y) >= 5 for x in a for y in b):
+                out.append(([c.id for c in a], [c.id for c in b]))
+    return out
+
+
+def _flagged(comparisons) -> bool:
+    return any(row.verdict in FLAGGED for c in comparisons for row in c.table.rows)
+
+
+def _found(comparisons) -> bool:
+    head = [row for c in comparisons for row in c.table.rows if row.metric == HEADLINE]
+    return any(r.verdict == "worse" for r in head) and not any(r.verdict == "better" for r in head)
+
+
+def test_blocks_measure_each_campaign_around_its_own_block_mean() -> None:
+    """A second spec 2x the first with the same spread: pooled with a block each, the
+    drift is the first spec's alone; in one block the 2x would count as drift."""
+    first = {1: [10.0, 10.2], 2: [12.0, 12.1], 3: [9.0, 9.1]}
+    second = {cid + 3: [2 * v for v in runs] for cid, runs in first.items()}
+    alone = fit_point_noise(first)
+    pooled = fit_point_noise(
+        {**first, **second}, {**dict.fromkeys(first, "a"), **dict.fromkeys(second, "b")}
+    )
+    mixed = fit_point_noise({**first, **second})
+    assert alone is not None and pooled is not None and mixed is not None
+    assert pooled.blocks == 2 and pooled.campaigns == 6
+    assert pooled.between_var == pytest.approx(alone.between_var, rel=0.05)
+    assert mixed.between_var > 5 * pooled.between_var
+    # two blocks of one campaign each leave no degrees of freedom for the drift
+    assert (
+        fit_point_noise({1: [1.0, 1.1], 2: [2.0, 2.1], 3: [3.0, 3.3]}, {1: "a", 2: "b", 3: "b"})
+        is None
+    )
+
+
+def test_grouped_aa_flags_at_most_one_set_in_twenty(store) -> None:
+    """Both families, 2 and 3 campaigns a side: 38 + 2 sets, none flagged when measured."""
+    sets = [
+        split
+        for name in ("spaced-base", "spaced64-base")
+        for m in (2, 3)
+        for split in _splits(_named(store, name), m)
+    ]
+    assert len(sets) >= 30
+    flagged = sum(_flagged(compare_with_noise_groups(store, a, b)) for a, b in sets)
+    assert flagged <= len(sets) / 20, f"{flagged} of {len(sets)} grouped A/A sets flagged"
+
+
+def test_grouped_aa_without_the_drift_flags_often(store) -> None:
+    """The same splits at 64 jobs with between_var set to 0 (runs only, as if campaigns
+    did not drift): many flag, so the A/A figure above is the model's doing."""
+    sets = _splits(_named(store, "spaced64-base"), 2)
+    flagged = 0
+    for a, b in sets:
+        model = group_model(store, a, b)
+        for key, noise in model.noise.points.items():
+            model.noise.points[key] = replace(noise, between_var=0.0)
+        flagged += _flagged(model.comparisons())
+    assert flagged >= len(sets) / 2, f"only {flagged} of {len(sets)} flagged without the drift"
+
+
+def test_grouped_power_grows_with_campaigns_a_side(store) -> None:
+    """1 KiB blocks (about -20%): found in 10 of 12 sets with one campaign a side and in
+    15 of 15 with two (bench/stats_calibration.py prints both)."""
+    base, cost = _named(store, "spaced-base"), _named(store, "spaced-cost1k")
+
+    def power(m: int) -> float:
+        pairs = list(product(combinations(base, m), combinations(cost, m)))
+        found = sum(
+            _found(compare_with_noise_groups(store, [c.id for c in a], [c.id for c in b]))
+            for a, b in pairs
+        )
+        return found / len(pairs)
+
+    one, two = power(1), power(2)
+    assert two >= 0.9 and two > one, (one, two)
+
+
+def test_groups_with_too_few_campaigns_are_provisional(tmp_path) -> None:
+    """Two base campaigns against one of another spec, nothing else stored: campaigns
+    minus specs leaves 1 degree of freedom for the drift, so the verdict is provisional."""
+    exports = [d for _, d in _exports()]
+    picked = [d for d in exports if d["campaign"]["name"] == "spaced-base"][:2]
+    picked.append(next(d for d in exports if d["campaign"]["name"] == "spaced-cost1k"))
+    with Store(tmp_path / "three.db") as s:
+        a, b, c = (import_campaign(s, d) for d in picked)
+        (comparison,) = compare_with_noise_groups(s, [a, b], [c])
+    assert comparison.provisional
+    assert all(row.test != TEST_NAME for row in comparison.table.rows)
+    assert any("fslab calibrate" in note and "more campaigns" in note for note in comparison.notes)
+
+
+@pytest.fixture(scope="module")
+def cli_db(tmp_path_factory) -> tuple[str, dict[str, list[int]]]:
+    """A store built with `fslab import` from the exported JSON: 3 spaced64 base campaigns,
+    3 with dioread_lock, and one of the other family (another spec)."""
+    tmp = tmp_path_factory.mktemp("cli")
+    db = str(tmp / "cli.db")
+    wanted = {"spaced64-base": 3, "spaced64-cost-dioread": 3, "spaced-base": 1}
+    ids: dict[str, list[int]] = {name: [] for name in wanted}
+    for path, data in _exports():
+        name = data["campaign"]["name"]
+        if name not in wanted or len(ids[name]) >= wanted[name]:
+            continue
+        plain = tmp / path.name.removesuffix(".gz")
+        plain.write_text(json.dumps(data))
+        result = CliRunner().invoke(app, ["import", str(plain), "--db", db])
+        assert result.exit_code == 0, result.output
+        ids[name].append(int(result.output.split()[-1]))
+    return db, ids
+
+
+def test_cli_compare_groups(cli_db) -> None:
+    db, ids = cli_db
+    base, cost = (
+        ",".join(map(str, ids["spaced64-base"])),
+        ",".join(map(str, ids["spaced64-cost-dioread"])),
+    )
+    result = CliRunner().invoke(app, ["compare", base, cost, "--db", db])
+    assert result.exit_code == 0, result.output
+    text = " ".join(result.output.split())
+    assert "PROVISIONAL" not in text
+    assert f"campaigns {cost} vs campaigns {base} (baseline)" in text
+    assert "mixed model (campaign block), 3 vs 3 campaigns, between-campaign CV" in text
+    assert "each side around its own mean (the sides differ in spec or host)" in text
+    as_json = CliRunner().invoke(app, ["compare", base, cost, "--db", db, "--json"])
+    assert as_json.exit_code == 0, as_json.output
+    (comparison,) = json.loads(as_json.output)["comparisons"]
+    groups = comparison["groups"]
+    assert groups["baseline"] == ids["spaced64-base"]
+    assert groups["candidate"] == ids["spaced64-cost-dioread"]
+    assert groups["test"] == TEST_NAME and set(groups["between_cv_pct"]) == {"numjobs=64"}
+    assert {row["test"] for row in comparison["rows"]} == {TEST_NAME}
+    assert {row["n_baseline"] for row in comparison["rows"]} == {48}
+
+
+def test_cli_compare_groups_refuses_a_side_of_two_specs(cli_db) -> None:
+    db, ids = cli_db
+    odd = ids["spaced-base"][0]
+    side = ",".join(map(str, [*ids["spaced64-base"][:2], odd]))
+    result = CliRunner().invoke(
+        app, ["compare", side, ",".join(map(str, ids["spaced64-cost-dioread"])), "--db", db]
+    )
+    assert result.exit_code == 2, result.output
+    text = " ".join(result.output.split())
+    assert f"campaign {odd} on the baseline side: spec fingerprint" in text
+    assert "Traceback" not in result.output
+    bad = CliRunner().invoke(app, ["compare", f"{ids['spaced64-base'][0]},x", "1", "--db", db])
+    assert bad.exit_code == 2 and "'x' is not a campaign id" in " ".join(bad.output.split())
+
+
+def test_cli_compare_one_campaign_a_side_keeps_its_form(cli_db) -> None:
+    db, ids = cli_db
+    a, b = ids["spaced64-base"][0], ids["spaced64-cost-dioread"][0]
+    result = CliRunner().invoke(app, ["compare", str(a), str(b), "--db", db])
+    assert result.exit_code == 0, result.output
+    text = " ".join(result.output.split())
+    assert f"campaign {b} vs campaign {a} (baseline)" in text
+    assert "3 baseline campaigns" in text and "campaigns a side" not in text
