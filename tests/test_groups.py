@@ -20,10 +20,11 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from fslab.analyze.baselines import compare_with_noise_groups, group_model
+from fslab.analyze.baselines import baseline_campaigns, compare_with_noise_groups, group_model
 from fslab.analyze.compare import FLAGGED
 from fslab.analyze.noise import TEST_NAME, fit_point_noise
 from fslab.cli import app
+from fslab.errors import UsageError
 from fslab.store.db import CampaignRow, Store
 from fslab.store.exchange import import_campaign
 
@@ -223,3 +224,19 @@ def test_cli_compare_one_campaign_a_side_keeps_its_form(cli_db) -> None:
     text = " ".join(result.output.split())
     assert f"campaign {b} vs campaign {a} (baseline)" in text
     assert "3 baseline campaigns" in text and "campaigns a side" not in text
+
+
+def test_hosts_are_keyed_by_the_name_a_campaign_is_stored_under(tmp_path) -> None:
+    """Fleet hosts cloned from one image record one hostname; their inventory names (kept
+    by export and import) tell them apart, so their campaigns are not each other's
+    baselines and may not share a side."""
+    exports = [d for _, d in _exports() if d["campaign"]["name"] == "spaced-base"][:4]
+    elsewhere = json.loads(json.dumps(exports[3]))
+    elsewhere["campaign"]["host_name"] = "fleet-b"
+    with Store(tmp_path / "fleet.db") as s:
+        ids = [import_campaign(s, d) for d in [*exports[:3], elsewhere]]
+        rows = {c.id: c for c in s.campaigns()}
+        assert rows[ids[0]].host.fact("hostname") == rows[ids[3]].host.fact("hostname")
+        assert [c.id for c in baseline_campaigns(s, rows[ids[0]])] == ids[:3]
+        with pytest.raises(UsageError, match=f"campaign {ids[3]} on the candidate side: host"):
+            compare_with_noise_groups(s, ids[:2], [ids[2], ids[3]])

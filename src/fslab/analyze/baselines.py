@@ -28,9 +28,7 @@ from fslab.vocab import PointKey
 
 
 def same_spec(campaign: CampaignRow, other: CampaignRow) -> bool:
-    return spec_fingerprint(campaign.spec) == spec_fingerprint(other.spec) and host_key(
-        campaign.host
-    ) == host_key(other.host)
+    return _cell(campaign) == _cell(other)
 
 
 def baseline_campaigns(
@@ -81,7 +79,7 @@ def noise_model(
     return fit_model(
         [load_campaign(store, c.id) for c in rows],
         metrics,
-        host=host_key(reference.host),
+        host=host_key(reference),
         fingerprint=spec_fingerprint(reference.spec),
     )
 
@@ -159,7 +157,7 @@ def group_model(
     noise = fit_model(
         [*sides[0], *sides[1], *others],
         names,
-        host=host_key(a.host),
+        host=host_key(a),
         fingerprint=spec_fingerprint(a.spec),
         blocks=blocks,
     )
@@ -168,7 +166,7 @@ def group_model(
 
 def _cell(campaign: CampaignRow) -> tuple[str, str]:
     """What campaigns must share to repeat one condition: spec fingerprint and host."""
-    return spec_fingerprint(campaign.spec), host_key(campaign.host)
+    return spec_fingerprint(campaign.spec), host_key(campaign)
 
 
 def compare_with_noise_groups(
@@ -189,7 +187,7 @@ def _side(store: Store, ids: Sequence[int], label: str) -> list[CampaignData]:
         c = data.campaign
         for what, mine, theirs in (
             ("spec fingerprint", spec_fingerprint(c.spec), spec_fingerprint(first.spec)),
-            ("host", host_key(c.host), host_key(first.host)),
+            ("host", host_key(c), host_key(first)),
         ):
             if mine != theirs:
                 raise UsageError(

@@ -360,9 +360,7 @@ def _pooling_note(
             f"between-campaign variance from both sides and {len(baselines)} other stored "
             f"campaign(s) of the spec{ids}, around one mean: the sides repeat one spec on one host"
         )
-    same = {
-        (spec_fingerprint(s[0].campaign.spec), host_key(s[0].campaign.host)) for s in (base, cand)
-    }
+    same = {(spec_fingerprint(s[0].campaign.spec), host_key(s[0].campaign)) for s in (base, cand)}
     why = "" if len(same) == 1 else " (the sides differ in spec or host)"
     return (
         "between-campaign variance pooled from both sides' campaigns, each side around its "

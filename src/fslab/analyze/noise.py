@@ -54,8 +54,8 @@ import numpy as np
 from scipy import stats as sps
 
 from fslab.analyze.compare import CONFIDENCE, ComparisonRow, unjudged_row
-from fslab.hostfacts import HostFacts
 from fslab.spec import Spec
+from fslab.store.db import CampaignRow
 from fslab.vocab import PointKey
 
 MIN_CAMPAIGNS = 3  # baselines below which no between-campaign variance is estimated
@@ -88,9 +88,15 @@ def spec_fingerprint(spec: Spec) -> str:
     return hashlib.sha256(text.encode()).hexdigest()[:12]
 
 
-def host_key(host: HostFacts) -> str:
-    """The machine as booted: hostname and kernel (a different kernel is a different host)."""
-    return f"{host.fact('hostname') or '?'} {host.fact('kernel_release') or '?'}"
+def host_key(campaign: CampaignRow) -> str:
+    """The machine as booted: host and kernel (a different kernel is a different host).
+
+    The host is the name the campaign is stored under (a fleet's inventory
+    name, kept by export and import), else the hostname it recorded: fleet
+    hosts cloned from one image share a hostname but are different machines.
+    """
+    host = campaign.hostname or campaign.host.fact("hostname") or "?"
+    return f"{host} {campaign.host.fact('kernel_release') or '?'}"
 
 
 @dataclass(frozen=True)
