@@ -154,7 +154,10 @@ def test_groups_with_too_few_campaigns_are_provisional(tmp_path) -> None:
         (comparison,) = compare_with_noise_groups(s, [a, b], [c])
     assert comparison.provisional
     assert all(row.test != TEST_NAME for row in comparison.table.rows)
-    assert any("fslab calibrate" in note and "more campaigns" in note for note in comparison.notes)
+    assert any(
+        "fslab calibrate" in note and "give more campaigns a side" in note
+        for note in comparison.notes
+    )
 
 
 @pytest.fixture(scope="module")

@@ -281,19 +281,36 @@ def campaign_comparisons(
     if a.id == b.id:
         labels = [f"campaign {a.id} (A)", f"campaign {b.id} (B)"]
     details = {label: _campaign_detail(c) for label, c in zip(labels, (a, b), strict=True)}
-    comparison = Comparison(labels[0], labels[1], table, details)
-    comparison.drift = host_drift(a.campaign.host, b.campaign.host)
+    return [
+        _across_campaigns(
+            Comparison(labels[0], labels[1], table, details),
+            (a, b),
+            [noise.describe() if noise else "no between-campaign noise model"],
+            "inside each campaign only",
+            f"calibrate with `{calibrate_command(a)}`",
+        )
+    ]
+
+
+def _across_campaigns(
+    comparison: Comparison,
+    sides: tuple[CampaignData, CampaignData],
+    model_notes: Sequence[str],
+    runs_judged: str,
+    to_run: str,
+) -> Comparison:
+    """Drift warnings, what judged the rows, and provisional when the model left rows."""
+    comparison.drift = host_drift(sides[0].campaign.host, sides[1].campaign.host)
     comparison.notes += [d.describe() for d in comparison.drift]
-    comparison.notes.append(noise.describe() if noise else "no between-campaign noise model")
-    loose = unmodelled_rows(table)
+    comparison.notes += model_notes
+    loose = unmodelled_rows(comparison.table)
     comparison.provisional = bool(loose)
     if loose:
         comparison.notes.append(
-            f"provisional: {len(loose)} of {len(table.rows)} row(s) judged on the runs "
-            "inside each campaign only, which understates the drift between campaigns; "
-            f"calibrate with `{calibrate_command(a)}`"
+            f"provisional: {len(loose)} of {len(comparison.table.rows)} row(s) judged on the "
+            f"runs {runs_judged}, which understates the drift between campaigns; {to_run}"
         )
-    return [comparison]
+    return comparison
 
 
 def group_comparisons(
@@ -314,7 +331,6 @@ def group_comparisons(
     table = compare_groups(base, cand, names, noise)
     labels = [_group_label(side) for side in (base, cand)]
     details = {label: _group_detail(side) for label, side in zip(labels, (base, cand), strict=True)}
-    comparison = Comparison(labels[0], labels[1], table, details)
     drift = _between_cv(table, noise, names[0] if names else "")
     sides = GroupSides(
         baseline=[d.id for d in base],
@@ -323,26 +339,22 @@ def group_comparisons(
         test=TEST_NAME if noise.calibrated else "test on runs (no between-campaign model)",
         between_cv_pct=drift,
     )
-    comparison.groups = sides
-    comparison.drift = host_drift(base[0].campaign.host, cand[0].campaign.host)
-    comparison.notes += [d.describe() for d in comparison.drift]
     cvs = ", ".join(f"{cv:.1f}% at {label}" for label, cv in drift.items())
-    comparison.notes.append(
+    notes = [
         f"{sides.test}, {len(base)} vs {len(cand)} campaigns"
         + (f", between-campaign CV {cvs} ({metric_label(names[0])})" if drift else "")
-    )
+    ]
     if noise.calibrated:
-        comparison.notes.append(_pooling_note(base, cand, noise, baselines))
-    loose = unmodelled_rows(table)
-    comparison.provisional = bool(loose)
-    if loose:
-        comparison.notes.append(
-            f"provisional: {len(loose)} of {len(table.rows)} row(s) judged on the runs of each "
-            "side pooled, which understates the drift between campaigns: the between-campaign "
-            f"variance needs {MIN_CAMPAIGNS - 1} more campaigns than sides and specs (2 a side, "
-            f"or stored baselines); calibrate with `{calibrate_command(base[0])}`, or give more "
-            "campaigns a side"
-        )
+        notes.append(_pooling_note(base, cand, noise, baselines))
+    comparison = _across_campaigns(
+        Comparison(labels[0], labels[1], table, details, groups=sides),
+        (base[0], cand[0]),
+        notes,
+        "of each side pooled",
+        f"the drift needs {MIN_CAMPAIGNS - 1} degrees of freedom, the campaigns less one per "
+        "spec and host (2 campaigns a side, or stored campaigns of the specs): give more "
+        f"campaigns a side, or calibrate with `{calibrate_command(base[0])}`",
+    )
     return [comparison]
 
 
