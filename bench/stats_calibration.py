@@ -98,7 +98,7 @@ import numpy as np
 from statsmodels.stats.proportion import proportion_confint
 
 from fslab.analyze import compare as cmp
-from fslab.analyze.baselines import compare_with_noise, group_model, noise_model
+from fslab.analyze.baselines import GroupModel, compare_with_noise, group_model, noise_model
 from fslab.analyze.comparisons import Comparison, campaign_comparisons, samples, select_metrics
 from fslab.analyze.dataset import CampaignData, load_campaign
 from fslab.analyze.noise import MIN_CAMPAIGNS
@@ -435,25 +435,8 @@ def aa_splits(base: Sequence[Any], cycle: Mapping[int, int], m: int) -> list[tup
     return out
 
 
-@dataclass(frozen=True)
-class GroupFlags:
-    """One set of groups: judged as `fslab compare` judges it, and as if the sides were
-    two specs (each side around its own mean), as is and with b's headline scaled."""
-
-    flagged: bool
-    found: bool
-    own_means_flagged: bool
-    own_means_shifted_found: bool
-
-
-def group_flags(store: Store, a: Sequence[Any], b: Sequence[Any]) -> GroupFlags:
-    ids = [c.id for c in a], [c.id for c in b]
-    flagged, found = _flags(group_model(store, *ids).comparisons())
-    own = group_model(store, *ids, own_means=True)
-    shifted = [_scaled(d, HEADLINE, SPACED_SHIFT) for d in own.candidate]
-    return GroupFlags(
-        flagged, found, _flags(own.comparisons())[0], _flags(own.comparisons(shifted))[1]
-    )
+def _group(store: Store, a: Sequence[Any], b: Sequence[Any], **kw: bool) -> GroupModel:
+    return group_model(store, [c.id for c in a], [c.id for c in b], **kw)
 
 
 def report_groups(
@@ -466,7 +449,9 @@ def report_groups(
     rng = np.random.default_rng(seed)
     print(
         f"  groups of M campaigns a side (k/n sets, rate [Wilson 95%]; * = {GROUP_SETS} "
-        "sets drawn at random, else every distinct set)"
+        "sets drawn at random, else every distinct set); own means: the A/A splits judged "
+        f"as if the sides were two specs; x{SPACED_SHIFT}: those with the candidate side's "
+        "headline scaled"
     )
     header = [
         "M",
@@ -480,17 +465,21 @@ def report_groups(
     out = {}
     for m in GROUP_SIZES:
         splits, drawn = _drawn(aa_splits(base, cycle, m), rng)
-        results = [group_flags(store, a, b) for a, b in splits]
-        aa = sum(r.flagged for r in results)
+        aa = own = shifted = 0
+        for a, b in splits:
+            aa += _flags(_group(store, a, b).comparisons())[0]
+            model = _group(store, a, b, own_means=True)
+            own += _flags(model.comparisons())[0]
+            scaled = [_scaled(d, HEADLINE, SPACED_SHIFT) for d in model.candidate]
+            shifted += _flags(model.comparisons(scaled))[1]
         cells = [
             _rate(aa, len(splits)) + "*" * drawn,
-            _rate(sum(r.own_means_flagged for r in results), len(splits)),
-            _rate(sum(r.own_means_shifted_found for r in results), len(splits)),
+            *(_rate(k, len(splits)) for k in (own, shifted)),
         ]
         for name in costs:
             cost = [c for c in rows if c.name == name]
             pairs, drawn = _drawn(list(product(combinations(base, m), combinations(cost, m))), rng)
-            found = sum(group_flags(store, a, b).found for a, b in pairs)
+            found = sum(_flags(_group(store, a, b).comparisons())[1] for a, b in pairs)
             cells.append(_rate(found, len(pairs)) + "*" * drawn)
         if splits:
             out[m] = (aa, len(splits))
