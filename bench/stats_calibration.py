@@ -382,25 +382,26 @@ def report_spaced(db: Path | None, seed: int = 2024) -> None:
         rows = [c for c in store.campaigns() if c.status == "complete"]
         families = sorted({c.name.removesuffix("-base") for c in rows if c.name.endswith("-base")})
         flagged = sets = 0
-        grouped: dict[int, list[int]] = {}  # M -> [flagged, sets] of grouped A/A
+        grouped: dict[int, list[int]] = {}  # M -> [flagged, flagged with own means, sets]
         for family in families:
             family_rows = [c for c in rows if c.name.startswith(f"{family}-")]
             source = str(db) if db is not None else "bench/spaced/data"
             family_flagged, family_sets = _report_family(store, family, family_rows, source)
             flagged, sets = flagged + family_flagged, sets + family_sets
             if family_sets:
-                for m, (k, n) in report_groups(store, family, family_rows, seed).items():
-                    total = grouped.setdefault(m, [0, 0])
-                    total[0], total[1] = total[0] + k, total[1] + n
+                for m, counts in report_groups(store, family, family_rows, seed).items():
+                    total = grouped.setdefault(m, [0, 0, 0])
+                    grouped[m] = [t + c for t, c in zip(total, counts, strict=True)]
         if len(families) > 1 and sets:
             print(
                 f"A/A over every family: {flagged} of {sets} comparison sets flagged "
                 f"({flagged / sets:.1%}; goal <= 1 in 20 = 5%) with the noise model"
             )
         if len(families) > 1 and grouped:
-            cells = "; ".join(f"M={m}: {_rate(k, n)}" for m, (k, n) in sorted(grouped.items()))
-            k, n = (sum(v[i] for v in grouped.values()) for i in (0, 1))
-            print(f"grouped A/A over every family: {cells}; all M: {_rate(k, n)}")
+            for index, how in ((0, "as compare judges"), (1, "own means")):
+                cells = "; ".join(f"M={m}: {_rate(v[index], v[2])}" for m, v in grouped.items())
+                k, n = (sum(v[i] for v in grouped.values()) for i in (index, 2))
+                print(f"grouped A/A over every family, {how}: {cells}; all M: {_rate(k, n)}")
 
 
 GROUP_SIZES = (1, 2, 3, 4)
@@ -441,8 +442,9 @@ def _group(store: Store, a: Sequence[Any], b: Sequence[Any], **kw: bool) -> Grou
 
 def report_groups(
     store: Store, family: str, rows: Sequence[Any], seed: int
-) -> dict[int, tuple[int, int]]:
-    """Print the grouped figures of one family; return {M: (A/A sets flagged, sets)}."""
+) -> dict[int, tuple[int, int, int]]:
+    """Print the grouped figures of one family; return {M: (A/A sets flagged, flagged
+    with own means, sets)}."""
     base = [c for c in rows if c.name == f"{family}-base"]
     costs = sorted({c.name for c in rows if c.name.startswith(f"{family}-cost")})
     cycle = _cycles(rows)
@@ -482,7 +484,7 @@ def report_groups(
             found = sum(_flags(_group(store, a, b).comparisons())[1] for a, b in pairs)
             cells.append(_rate(found, len(pairs)) + "*" * drawn)
         if splits:
-            out[m] = (aa, len(splits))
+            out[m] = (aa, own, len(splits))
         print("  " + " ".join(c.ljust(w) for c, w in zip([str(m), *cells], widths, strict=True)))
     return out
 
