@@ -267,14 +267,18 @@ def _mixedlm(endog: np.ndarray, groups: np.ndarray, exog: np.ndarray) -> tuple[f
     if float(np.var(endog - fixed)) == 0.0:
         return 0.0, 0.0
     model = sm.MixedLM(endog, exog, groups=groups)
-    with warnings.catch_warnings():
-        # boundary fits (no between-campaign variance) warn but are valid estimates
-        warnings.simplefilter("ignore")
-        try:
-            fit = model.fit(reml=True, method=["lbfgs", "powell"])
-        except (np.linalg.LinAlgError, ValueError):
-            return math.nan, math.nan
-    return float(np.asarray(fit.cov_re)[0, 0]), float(fit.scale)
+    # L-BFGS's gradient steps can reach a singular X'V^-1X with several fixed means
+    # (groups of campaigns); Powell's search, without gradients, does not
+    for methods in (["lbfgs", "powell"], ["powell"]):
+        with warnings.catch_warnings():
+            # boundary fits (no between-campaign variance) warn but are valid estimates
+            warnings.simplefilter("ignore")
+            try:
+                fit = model.fit(reml=True, method=methods)
+            except (np.linalg.LinAlgError, ValueError):
+                continue
+        return float(np.asarray(fit.cov_re)[0, 0]), float(fit.scale)
+    return math.nan, math.nan
 
 
 def _moments(blocks: Sequence[Sequence[np.ndarray]]) -> tuple[float, float]:
