@@ -45,7 +45,7 @@ import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from fslab.analyze.stats import bootstrap_median_ci
+from fslab.analyze.stats import bootstrap_median_ci, interval_verdict
 from fslab.hostfacts import collect_host_facts
 from fslab.runner import RunOptions, run_point
 from fslab.spec import CollectSpec, expand_points, load_spec
@@ -180,14 +180,6 @@ def run_cells(args: argparse.Namespace) -> None:
     print_table(load_pairs(args.results))
 
 
-def verdict(low: float, high: float, goal: float) -> str:
-    if low >= goal:
-        return "meets"
-    if high < goal:
-        return "fails"
-    return "inconclusive"
-
-
 def print_table(pairs: list[Pair]) -> None:
     cells: dict[tuple[str, int, str], list[Pair]] = {}
     for p in pairs:
@@ -222,7 +214,7 @@ def print_table(pairs: list[Pair]) -> None:
             cpu_text += f" = {total:.2f}"
         if cell == "clean":
             cpu_text = "(none: 1.00 by construction)"
-        judged = verdict(low, high, goal) if len(group) >= MIN_PAIRS else "too few pairs"
+        judged = interval_verdict(low, high, goal) if len(group) >= MIN_PAIRS else "too few pairs"
         print(
             f"{cell:<11s}{config:<15s}{numjobs:>8d}{len(group):>6d}{statistics.median(ratios):>8.3f}"
             f"{f'[{low:.3f}, {high:.3f}]':>16s}{goal:>6.2f}  {judged:<13s}"

@@ -38,7 +38,7 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 
-from fslab.analyze.stats import bootstrap_median_ci
+from fslab.analyze.stats import bootstrap_median_ci, interval_verdict
 from fslab.hostfacts import HostFacts, collect_host_facts
 from fslab.runner import RunOptions, run_campaign, run_point, start_campaign
 from fslab.spec import Point, Spec, expand_points, load_spec
@@ -318,15 +318,13 @@ def pair_ratios(
 
 
 def median_ci_line(what: str, values: list[float], goal: float, sense: str) -> str:
-    """The median of `values`, its 95% percentile-bootstrap interval and the verdict:
-    meets or misses when the whole interval is on one side of the goal."""
+    """The median of `values`, its 95% percentile-bootstrap interval and its verdict
+    against the goal (analyze.stats.interval_verdict)."""
     if len(values) < 2:
         median = statistics.median(values)
         return f"{what}: median {median:.3f} over {len(values)} pair(s), no interval (needs 2)"
     low, high = bootstrap_median_ci(values, rng=0)
-    inside = (low >= goal) if sense == ">=" else (high <= goal)
-    outside = (high < goal) if sense == ">=" else (low > goal)
-    verdict = "meets" if inside else "misses" if outside else "inconclusive"
+    verdict = interval_verdict(low, high, goal, at_least=sense == ">=")
     return (
         f"{what}: median {statistics.median(values):.3f} [{low:.3f}, {high:.3f}] over "
         f"{len(values)} pairs, 95% bootstrap CI (goal {sense} {goal:.2f}: {verdict})"

@@ -137,3 +137,17 @@ def test_median_and_spread_is_median_min_max():
     assert got == (2.5, 1.0, 10.0)
     assert got.median == 2.5 and got.minimum == 1.0 and got.maximum == 10.0
     assert all(math.isnan(v) for v in stats.median_and_spread([]))
+
+
+def test_interval_verdict_floor_and_ceiling() -> None:
+    from fslab.analyze.stats import interval_verdict
+
+    # a floor (ratio at least 0.95): all above, all below, straddling
+    assert interval_verdict(0.96, 1.02, 0.95) == "meets"
+    assert interval_verdict(0.90, 0.94, 0.95) == "fails"
+    assert interval_verdict(0.93, 0.98, 0.95) == "inconclusive"
+    assert interval_verdict(0.95, 1.00, 0.95) == "meets"  # on the goal counts
+    # a ceiling (wall time at most 1.10 x)
+    assert interval_verdict(1.05, 1.09, 1.10, at_least=False) == "meets"
+    assert interval_verdict(1.11, 1.20, 1.10, at_least=False) == "fails"
+    assert interval_verdict(1.08, 1.12, 1.10, at_least=False) == "inconclusive"

@@ -384,16 +384,10 @@ def _pooling_note(
 def _between_cv(table: ComparisonTable, noise: NoiseModel, metric: str) -> dict[str, float]:
     """The between-campaign CV of `metric` at each compared point, by point label."""
     return {
-        point_label(_sweep_only(row.point)): point_noise.between_cv_pct
+        point_label(point_key(dict(row.point), drop=("config",))): point_noise.between_cv_pct
         for row in table.rows
         if row.metric == metric and (point_noise := noise.get(row.point, row.metric)) is not None
     }
-
-
-def _sweep_only(point: PointKey) -> PointKey:
-    if isinstance(point, tuple):
-        return tuple(kv for kv in point if not (isinstance(kv, tuple) and kv[0] == "config"))
-    return point
 
 
 def _ids(ids: Sequence[int]) -> str:

@@ -247,3 +247,16 @@ def median_and_spread(values: Values) -> MedianSpread:
         nan = float("nan")
         return MedianSpread(nan, nan, nan)
     return MedianSpread(float(np.median(x)), float(np.min(x)), float(np.max(x)))
+
+
+def interval_verdict(low: float, high: float, goal: float, *, at_least: bool = True) -> str:
+    """A confidence interval against a goal: "meets" when all of it is on the goal's
+    side, "fails" when all of it is on the other, "inconclusive" when it straddles
+    the goal (more pairs would decide). `at_least`: the goal is a floor, else a ceiling."""
+    if not at_least:
+        low, high, goal = -high, -low, -goal
+    if low >= goal:
+        return "meets"
+    if high < goal:
+        return "fails"
+    return "inconclusive"
