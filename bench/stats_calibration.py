@@ -52,7 +52,7 @@ stored campaign of it, B left out):
 Groups of campaigns (`fslab compare 12,14,16 13,15,17`, analyze.baselines.group_model:
 each side's level against the other's, the noise model fitted over both
 sides and the other campaigns of each side's spec, each around its own
-mean), for M = 1, 2, 3, 4 campaigns a side, per family:
+mean), for M = 1, 2, 3, 4, 6 and 8 campaigns a side, per family:
 
 - A/A: the family's base campaigns split into two disjoint groups of M whose
   campaigns come from different cycles (no hold of the lock on both sides),
@@ -69,6 +69,12 @@ intervals (Wilson, 95%, statsmodels) are narrower than the truth. Families
 are every FAMILY-base in the data with its FAMILY-cost* specs, whatever
 directory they were exported to.
 
+Goals, printed last: A/A flags at most 1 comparison set in 20 (one campaign
+a side, and groups), and a real change of about 10% (a cost spec measured
+at -5% to -15%: spaced8's device capped at 54000 write IOPS) is found in at
+least 80% of sets (the power the noise model plans for) at some M; the
+line names the smallest M that reaches it, beside the x0.9 figure.
+
 Real runs: with --record-real (root) it first records a real campaign on this
 machine (ext4, fsync writes, 2 points x 32 repetitions); with --real-db and
 --real-campaign it reads a stored one. Each point's repetitions are split at
@@ -83,6 +89,7 @@ from __future__ import annotations
 import argparse
 import gzip
 import json
+import math
 import os
 import tempfile
 import time
@@ -383,15 +390,19 @@ def report_spaced(db: Path | None, seed: int = 2024) -> None:
         families = sorted({c.name.removesuffix("-base") for c in rows if c.name.endswith("-base")})
         flagged = sets = 0
         grouped: dict[int, list[int]] = {}  # M -> [flagged, flagged with own means, sets]
+        by_family: dict[str, tuple[dict[int, GroupFigures], dict[str, float]]] = {}
         for family in families:
             family_rows = [c for c in rows if c.name.startswith(f"{family}-")]
             source = str(db) if db is not None else "bench/spaced/data"
             family_flagged, family_sets = _report_family(store, family, family_rows, source)
             flagged, sets = flagged + family_flagged, sets + family_sets
             if family_sets:
-                for m, counts in report_groups(store, family, family_rows, seed).items():
+                figures = report_groups(store, family, family_rows, seed)
+                for m, fig in figures.items():
                     total = grouped.setdefault(m, [0, 0, 0])
+                    counts = (fig.aa, fig.own, fig.splits)
                     grouped[m] = [t + c for t, c in zip(total, counts, strict=True)]
+                by_family[family] = (figures, _cost_changes(store, family, family_rows))
         if len(families) > 1 and sets:
             print(
                 f"A/A over every family: {flagged} of {sets} comparison sets flagged "
@@ -402,10 +413,54 @@ def report_spaced(db: Path | None, seed: int = 2024) -> None:
                 cells = "; ".join(f"M={m}: {_rate(v[index], v[2])}" for m, v in grouped.items())
                 k, n = (sum(v[i] for v in grouped.values()) for i in (index, 2))
                 print(f"grouped A/A over every family, {how}: {cells}; all M: {_rate(k, n)}")
+        if sets:
+            print_goals(flagged, sets, grouped, by_family)
 
 
-GROUP_SIZES = (1, 2, 3, 4)
+def print_goals(
+    flagged: int,
+    sets: int,
+    grouped: Mapping[int, list[int]],
+    by_family: Mapping[str, tuple[dict[int, GroupFigures], dict[str, float]]],
+) -> None:
+    """The goal of comparisons across time, judged on the figures above: A/A flags at most
+    1 set in 20, and a real change of about 10% is found (at POWER_GOAL_SPACED, by the
+    smallest group size that reaches it)."""
+    k, n = sum(v[0] for v in grouped.values()), sum(v[2] for v in grouped.values())
+    aa_met = flagged <= sets / 20 and k <= n / 20
+    print(
+        f"goal, A/A at most 1 set in 20: one campaign a side {flagged} of {sets}, groups "
+        f"{k} of {n}: {'met' if aa_met else 'MISSED'}"
+    )
+    low, high = ABOUT_10_PCT
+    tens = [
+        (family, name, change)
+        for family, (_, changes) in by_family.items()
+        for name, change in changes.items()
+        if low <= -change <= high
+    ]
+    if not tens:
+        print(f"goal, a real change of about 10% found: no recorded cost of -{low:.0%}..{high:.0%}")
+    for family, name, change in tens:
+        figures = by_family[family][0]
+        parts, reached = [], None
+        for m, fig in sorted(figures.items()):
+            found, pairs = fig.found[name]
+            parts.append(f"M={m} {found}/{pairs}, x{SPACED_SHIFT} {fig.shifted}/{fig.splits}")
+            if reached is None and pairs and found / pairs >= POWER_GOAL_SPACED:
+                reached = m
+        verdict = f"met with {reached} campaigns a side" if reached else "MISSED at every M"
+        print(
+            f"goal, a real change of about 10% found ({name}: {change:+.1%}; found in "
+            f"{POWER_GOAL_SPACED:.0%} of sets or more): {'; '.join(parts)}: {verdict}"
+        )
+
+
+GROUP_SIZES = (1, 2, 3, 4, 6, 8)  # 8: what the noise model asks for at 8 jobs, 5 runs each
 GROUP_SETS = 40  # sets per figure: every distinct one up to this many, else this many drawn
+ENUMERATE_MAX = 200_000  # above this many sets, draw them without listing every one
+POWER_GOAL_SPACED = 0.80  # the power the noise model plans for (NoisePoint.campaigns_to_find)
+ABOUT_10_PCT = (0.05, 0.15)  # a recorded cost counts as "a 10% change" inside this band
 
 
 def _rate(k: int, n: int) -> str:
@@ -436,15 +491,42 @@ def aa_splits(base: Sequence[Any], cycle: Mapping[int, int], m: int) -> list[tup
     return out
 
 
+def group_pairs(
+    base: Sequence[Any], cost: Sequence[Any], m: int, rng: np.random.Generator
+) -> tuple[list[tuple[Any, Any]], bool]:
+    """(m base campaigns, m cost campaigns): every pair, or GROUP_SETS distinct ones drawn
+    (True when drawn); 16 campaigns a side at m = 8 make 165 million, never listed."""
+    total = math.comb(len(base), m) * math.comb(len(cost), m)
+    if total <= ENUMERATE_MAX:
+        return _drawn(list(product(combinations(base, m), combinations(cost, m))), rng)
+    picked: set[tuple[tuple[int, ...], tuple[int, ...]]] = set()
+    while len(picked) < GROUP_SETS:
+        a = tuple(sorted(int(i) for i in rng.choice(len(base), m, replace=False)))
+        b = tuple(sorted(int(i) for i in rng.choice(len(cost), m, replace=False)))
+        picked.add((a, b))
+    return [(tuple(base[i] for i in a), tuple(cost[j] for j in b)) for a, b in sorted(picked)], True
+
+
 def _group(store: Store, a: Sequence[Any], b: Sequence[Any], **kw: bool) -> GroupModel:
     return group_model(store, [c.id for c in a], [c.id for c in b], **kw)
 
 
+@dataclass
+class GroupFigures:
+    """One family's grouped figures at one M: sets flagged or found, of how many."""
+
+    aa: int
+    own: int
+    splits: int
+    shifted: int
+    found: dict[str, tuple[int, int]]  # cost spec -> (sets found, sets)
+
+
 def report_groups(
     store: Store, family: str, rows: Sequence[Any], seed: int
-) -> dict[int, tuple[int, int, int]]:
-    """Print the grouped figures of one family; return {M: (A/A sets flagged, flagged
-    with own means, sets)}."""
+) -> dict[int, GroupFigures]:
+    """Print the grouped figures of one family; return them by M (A/A splits, x0.9 and
+    each cost; an M with no A/A split is left out)."""
     base = [c for c in rows if c.name == f"{family}-base"]
     costs = sorted({c.name for c in rows if c.name.startswith(f"{family}-cost")})
     cycle = _cycles(rows)
@@ -478,13 +560,15 @@ def report_groups(
             _rate(aa, len(splits)) + "*" * drawn,
             *(_rate(k, len(splits)) for k in (own, shifted)),
         ]
+        found_by_cost = {}
         for name in costs:
             cost = [c for c in rows if c.name == name]
-            pairs, drawn = _drawn(list(product(combinations(base, m), combinations(cost, m))), rng)
+            pairs, drawn = group_pairs(base, cost, m, rng)
             found = sum(_flags(_group(store, a, b).comparisons())[1] for a, b in pairs)
+            found_by_cost[name] = (found, len(pairs))
             cells.append(_rate(found, len(pairs)) + "*" * drawn)
         if splits:
-            out[m] = (aa, own, len(splits))
+            out[m] = GroupFigures(aa, own, len(splits), shifted, found_by_cost)
         print("  " + " ".join(c.ljust(w) for c, w in zip([str(m), *cells], widths, strict=True)))
     return out
 
@@ -566,9 +650,33 @@ def _cycles(rows: Sequence[Any]) -> dict[int, int]:
     return out
 
 
+def _cost_changes(store: Store, family: str, rows: Sequence[Any]) -> dict[str, float]:
+    """Each cost spec's measured change of the headline, over the family's points: the
+    ratio of geometric means of campaign medians, minus 1, averaged in logs."""
+    base = [c for c in rows if c.name == f"{family}-base"]
+    data = {c.id: load_campaign(store, c.id) for c in rows}
+    out = {}
+    for name in sorted({c.name for c in rows if c.name.startswith(f"{family}-cost")}):
+        cost = [c for c in rows if c.name == name]
+        logs = [math.log1p(v) for v in _point_changes(data, base, cost).values()]
+        out[name] = math.expm1(sum(logs) / len(logs))
+    return out
+
+
 def _real_change(data: Mapping[int, CampaignData], base: Sequence[Any], cost: Sequence[Any]) -> str:
-    """The measured change: ratio of geometric means of campaign medians, per point."""
-    parts = []
+    """The measured change per point, as printed."""
+    return ", ".join(
+        f"{change * 100:+.1f}% at {label}"
+        for label, change in _point_changes(data, base, cost).items()
+    )
+
+
+def _point_changes(
+    data: Mapping[int, CampaignData], base: Sequence[Any], cost: Sequence[Any]
+) -> dict[str, float]:
+    """The measured change: ratio of geometric means of campaign medians, minus 1, by
+    point label."""
+    out = {}
     for point in samples(data[base[0].id], [HEADLINE]):
 
         def level(rows: Sequence[Any], point: Any = point) -> float:
@@ -580,8 +688,8 @@ def _real_change(data: Mapping[int, CampaignData], base: Sequence[Any], cost: Se
             return float(np.exp(np.mean(np.log(medians))))
 
         label = cmp.point_label(tuple(kv for kv in point if kv[0] != "config"))
-        parts.append(f"{(level(cost) / level(base) - 1) * 100:+.1f}% at {label}")
-    return ", ".join(parts)
+        out[label] = level(cost) / level(base) - 1
+    return out
 
 
 def main(argv: Sequence[str] | None = None) -> int:
