@@ -10,8 +10,10 @@ GUEST_DEB_PACKAGES = qemu-system-x86 busybox-static kmod file
 # and postgresql (the store tests start their own cluster with initdb and pg_ctl)
 TEST_DEB_PACKAGES = $(GUEST_DEB_PACKAGES) chromium postgresql
 FSLAB = $(VENV)/bin/fslab
-# The kernel the guest tests boot: the newest Debian 6.1, into fslab's cache
+# The kernel the guest tests boot: the newest Debian 6.1, into fslab's cache; and the
+# fsync-storm reporter's 5.10, which the reproduced spec names (tests/test_reproduce.py)
 GUEST_KERNEL ?= 6.1
+REPORTER_KERNEL ?= 5.10
 
 .PHONY: demo test deps guest-deps test-deps install-debs venv lint clean-leftovers guest-kernel
 
@@ -41,6 +43,7 @@ venv: $(VENV)/.installed
 
 guest-kernel: venv
 	@$(FSLAB) kernels check $(GUEST_KERNEL) >/dev/null 2>&1 || $(FSLAB) kernels fetch $(GUEST_KERNEL)
+	@$(FSLAB) kernels check $(REPORTER_KERNEL) >/dev/null 2>&1 || $(FSLAB) kernels fetch $(REPORTER_KERNEL)
 
 demo: deps venv
 	$(FSLAB) doctor || true
