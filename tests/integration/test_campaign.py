@@ -69,11 +69,19 @@ def start_and_wait_for_mount(spec: Path, db: Path) -> subprocess.Popen[str]:
     def mounted() -> bool:
         return any(f"/run/fslab/mnt-{proc.pid}-" in line for line in loop_mounts())
 
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline and not mounted():
+    # Return on the first sighting: fslab unmounts between runs, so asking again
+    # afterwards can land in a gap (CI failed that way).
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline:
+        if mounted():
+            return proc
+        if proc.poll() is not None:
+            _, stderr = proc.communicate()
+            raise AssertionError(f"fslab run exited {proc.returncode} before mounting: {stderr}")
         time.sleep(0.05)
-    assert mounted(), "no point ever mounted"
-    return proc
+    proc.kill()
+    _, stderr = proc.communicate()
+    raise AssertionError(f"no point mounted within 120 s: {stderr}")
 
 
 @requires_root
