@@ -38,17 +38,29 @@ and the collectors' own CPU seconds.
 from __future__ import annotations
 
 import argparse
+import contextlib
+import dataclasses
 import json
+import os
+import signal
 import statistics
+import subprocess
 import sys
+import tempfile
 import time
+from collections.abc import Iterator
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from fslab.analyze.stats import bootstrap_median_ci, interval_verdict
+from fslab.collect.base import PendingResult, PointContext
 from fslab.hostfacts import collect_host_facts
-from fslab.runner import RunOptions, run_point
+from fslab.proc import CommandLog, run
+from fslab.runner import RunOptions, collecting, collector_classes, run_point
 from fslab.spec import CollectSpec, expand_points, load_spec
+from fslab.target.fs import Mount, make_filesystem
+from fslab.target.loop import LoopImage
+from fslab.workload import plan
 
 COLLECTORS = tuple(CollectSpec().enabled())  # perf, offcpu, workqueue, tpcounters, jbd2, sysstat
 CELLS = ("clean", "all", *COLLECTORS)
@@ -77,6 +89,8 @@ class Pair:
     # where the instrumented run's wall time went: facts.timing and facts.collector_seconds
     on_timing: dict[str, float] = field(default_factory=dict)
     on_collector_seconds: dict[str, dict[str, float]] = field(default_factory=dict)
+    # "runs": a fresh point each side; "windows": on and off windows of one fio run
+    method: str = "runs"
 
     @property
     def ratio(self) -> float:
@@ -180,15 +194,166 @@ def run_cells(args: argparse.Namespace) -> None:
     print_table(load_pairs(args.results))
 
 
+FIO_RUN_S = 7200  # the windows' fio runs until stopped; this only bounds it
+
+
+def fio_writes(pid: int) -> int:
+    """Write calls fio's threads have made so far (/proc/<pid>/io syscw): with the
+    sync engine one per 16 KiB write, and fio makes no others while it runs."""
+    for line in Path(f"/proc/{pid}/io").read_text().splitlines():
+        if line.startswith("syscw:"):
+            return int(line.split()[1])
+    raise SystemExit(f"no syscw in /proc/{pid}/io")
+
+
+@contextlib.contextmanager
+def fio_running(
+    spec, point, artifacts: str
+) -> Iterator[tuple[subprocess.Popen[bytes], PointContext]]:
+    """The point's filesystem, laid out, with its fio job running until the block ends
+    (`artifacts`: the collectors' scratch directory, kept for their post-processing)."""
+    fs = point.filesystem
+    log = CommandLog()
+
+    def make(path: str) -> None:
+        make_filesystem(fs.type, path, fs.mkfs_options, label=None, log=log)
+
+    with (
+        LoopImage(spec.target.size_bytes, directory="/dev/shm", log=log, prepare=make) as image,
+        Mount(image.device, fs.type, fs.mount_options, log=log) as mount,
+    ):
+        argv = plan.fio_argv_for_point(spec, point.sweep_dict, mount.mountpoint)
+        if run(plan.layout_argv(argv), log=log, check=False).returncode != 0:
+            raise SystemExit("fio layout failed")
+        run(["sync", "--file-system", mount.mountpoint], log=log)
+        fio = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        ctx = PointContext(
+            device=image.device,
+            device_name=Path(os.path.realpath(image.device)).name,
+            mountpoint=mount.mountpoint,
+            fs_type=fs.type,
+            workload_comm="fio",
+            ramp_s=0.0,
+            runtime_s=0.0,  # set per window
+            artifact_dir=Path(artifacts),
+        )
+        try:
+            yield fio, ctx
+        finally:
+            fio.send_signal(signal.SIGINT)  # fio stops its jobs and exits
+            try:
+                fio.wait(timeout=60)
+            except subprocess.TimeoutExpired:
+                fio.kill()
+                fio.wait()
+
+
+def window_rate(pid: int, window_s: float) -> float:
+    """fio's write calls per second over the next `window_s` seconds."""
+    before, started = fio_writes(pid), time.monotonic()
+    time.sleep(window_s)
+    return (fio_writes(pid) - before) / (time.monotonic() - started)
+
+
+def window_pair(
+    index: int, cell: str, config: str, classes, spec, ctx: PointContext, pid: int, window_s: float
+) -> tuple[Pair, list[PendingResult]]:
+    """An on and an off window (order alternated by `index`); the collectors' start and
+    stop stay outside the on window, their post-processing is handed back."""
+    rates: dict[str, float] = {}
+    results: dict[str, PendingResult] = {}
+    seconds: dict[str, dict[str, float]] = {}
+    for which in ("on", "off") if index % 2 == 0 else ("off", "on"):
+        if which == "on" and classes:
+            scratch = ctx.artifact_dir / f"window-{index}"  # perf.data etc. of this window
+            scratch.mkdir()
+            window_ctx = dataclasses.replace(ctx, runtime_s=window_s, artifact_dir=scratch)
+            with collecting(classes, spec, window_ctx, results, seconds):
+                rates[which] = window_rate(pid, window_s)
+        else:
+            rates[which] = window_rate(pid, window_s)
+    pair = Pair(
+        cell=cell,
+        numjobs=int(spec.sweep["numjobs"][0]),
+        config=config,
+        index=index,
+        on_iops=rates["on"],
+        off_iops=rates["off"],
+        runtime_s=window_s,
+        ramp_s=0.0,
+        collector_cpu_s={},
+        not_ok={},
+        kernel=os.uname().release,
+        at=time.strftime("%Y-%m-%dT%H:%M:%S"),
+        on_collector_seconds=seconds,
+        method="windows",
+    )
+    return pair, list(results.values())
+
+
+def run_windows(args: argparse.Namespace) -> None:
+    """Pairs of on and off windows inside one long fio run per cell, so that the
+    drift between two fresh runs stays out of a pair (it did not help here: the
+    IOPS of 8 s windows spread as much as whole runs, docs/collectors.md)."""
+    for numjobs in args.numjobs:
+        config = args.config or CONFIGS.get(numjobs, "ext4-default")
+        for cell in args.cells:
+            first = sum(
+                (p.cell, p.numjobs, p.config, p.method) == (cell, numjobs, config, "windows")
+                for p in load_pairs(args.results)
+            )
+            spec = cell_spec(cell, numjobs, FIO_RUN_S, 0.0)
+            point = next(
+                p
+                for p in expand_points(spec, "separate")
+                if p.filesystem.label == config and p.role == "evidence"
+            )
+            classes = collector_classes(spec, point) if cell != "clean" else {}
+            pending: list[PendingResult] = []
+            with tempfile.TemporaryDirectory(prefix="fslab-windows-") as artifacts:
+                with fio_running(spec, point, artifacts) as (fio, ctx):
+                    time.sleep(args.ramp)
+                    for index in range(first, first + args.pairs):
+                        if fio.poll() is not None:
+                            raise SystemExit(f"fio exited early ({fio.returncode})")
+                        pair, post = window_pair(
+                            index, cell, config, classes, spec, ctx, fio.pid, args.window
+                        )
+                        with args.results.open("a") as fh:
+                            fh.write(json.dumps(asdict(pair)) + "\n")
+                        print(
+                            f"  {cell:10s} numjobs={numjobs:<5d} window pair {index:2d} "
+                            f"({'on' if index % 2 == 0 else 'off'} first): "
+                            f"on {pair.on_iops:7.0f}  off {pair.off_iops:7.0f}  "
+                            f"ratio {pair.ratio:.3f}",
+                            flush=True,
+                        )
+                        pending.extend(post)
+                # after fio: post-processing inside no window, as a campaign does it
+                results = [p.finish() for p in pending]
+            for result in results:
+                if result.status != "ok":
+                    print(f"  a collector did not end ok: {result.status}: {result.reason}")
+    print_table(load_pairs(args.results))
+
+
 def print_table(pairs: list[Pair]) -> None:
+    for method in sorted({p.method for p in pairs}, reverse=True):
+        _print_method_table(method, [p for p in pairs if p.method == method])
+    if not pairs:
+        print("no pairs recorded yet")
+
+
+def _print_method_table(method: str, pairs: list[Pair]) -> None:
     cells: dict[tuple[str, int, str], list[Pair]] = {}
     for p in pairs:
         cells.setdefault((p.cell, p.numjobs, p.config), []).append(p)
-    if not cells:
-        print("no pairs recorded yet")
-        return
-    settings = sorted({(p.runtime_s, p.ramp_s) for p in pairs})
-    timing = ", ".join(f"{r:g} s after a {m:g} s ramp" for r, m in settings)
+    if method == "windows":
+        widths = ", ".join(sorted({f"{p.runtime_s:g} s" for p in pairs}))
+        timing = f"on and off windows of {widths} inside one fio run (write syscalls/s)"
+    else:
+        settings = sorted({(p.runtime_s, p.ramp_s) for p in pairs})
+        timing = ", ".join(f"{r:g} s after a {m:g} s ramp" for r, m in settings)
     print(f"\ncollector cost: write IOPS with the collectors / without, ext4-fsync-storm, {timing}")
     print("median of the pair ratios, 95% bootstrap CI; goal: the lowest acceptable ratio")
     header = (
@@ -284,6 +449,14 @@ def main() -> None:
     run.add_argument("--ramp", type=float, default=2.0)
     run.add_argument("--config", help="preset configuration (default: see CONFIGS)")
     run.add_argument("--results", type=Path, default=DEFAULT_RESULTS)
+    win = sub.add_parser("windows", help="on/off windows inside one fio run per cell (root, lock)")
+    win.add_argument("--cells", nargs="+", choices=CELLS, default=["all"])
+    win.add_argument("--numjobs", nargs="+", type=int, default=[64])
+    win.add_argument("--pairs", type=int, default=20, help="window pairs to add per cell")
+    win.add_argument("--window", type=float, default=8.0, help="seconds per window")
+    win.add_argument("--ramp", type=float, default=5.0, help="seconds before the first")
+    win.add_argument("--config", help="preset configuration (default: see CONFIGS)")
+    win.add_argument("--results", type=Path, default=DEFAULT_RESULTS)
     prof = sub.add_parser("profile", help="one evidence run: its CPU by comm (root, lock)")
     prof.add_argument("--cell", choices=CELLS[1:], default="all")
     prof.add_argument("--numjobs", type=int, default=1024)
@@ -295,6 +468,8 @@ def main() -> None:
     args = parser.parse_args()
     if args.command == "run":
         run_cells(args)
+    elif args.command == "windows":
+        run_windows(args)
     elif args.command == "profile":
         profile_cell(args)
     else:
