@@ -47,7 +47,14 @@ stored campaign of it, B left out):
   change when it flags the headline "worse" at some point and "better" at
   none;
 - power, exactly -10%: every pair of base campaigns with the candidate's
-  headline scaled by 0.9 (real spaced noise, known change).
+  headline scaled by 0.9 (real spaced noise, known change), judged with the
+  model `fslab compare A B` would use (analyze.baselines.campaign_model).
+
+When the spec's series has a change point (analyze.levels: the machine's own
+level moved), the family prints the moves as comparisons find them and the
+model with a mean per level; the A/A and real-change lines then say how many
+sets lay on one level (judged with a mean per level) and how many across a
+move (one mean, and a warning), and so does a line under the groups' table.
 
 Groups of campaigns (`fslab compare 12,14,16 13,15,17`, analyze.baselines.group_model:
 each side's level against the other's, the noise model fitted over both
@@ -105,7 +112,16 @@ import numpy as np
 from statsmodels.stats.proportion import proportion_confint
 
 from fslab.analyze import compare as cmp
-from fslab.analyze.baselines import GroupModel, compare_with_noise, group_model, noise_model
+from fslab.analyze.baselines import (
+    GroupModel,
+    baseline_campaigns,
+    campaign_model,
+    compare_with_noise,
+    fit_model,
+    group_model,
+    level_check,
+    noise_model,
+)
 from fslab.analyze.comparisons import Comparison, campaign_comparisons, samples, select_metrics
 from fslab.analyze.dataset import CampaignData, load_campaign
 from fslab.analyze.noise import MIN_CAMPAIGNS
@@ -547,11 +563,15 @@ def report_groups(
     widths = [2, *(max(20, len(h)) for h in header[1:])]
     print("  " + " ".join(h.ljust(w) for h, w in zip(header, widths, strict=True)))
     out = {}
+    by_level: list[str] = []  # per M: sets on one level / across a move, when levels moved
     for m in GROUP_SIZES:
         splits, drawn = _drawn(aa_splits(base, cycle, m), rng)
         aa = own = shifted = 0
+        levels: dict[str, list[Comparison]] = {"A/A": []}
         for a, b in splits:
-            aa += _flags(_group(store, a, b).comparisons())[0]
+            (compared,) = _group(store, a, b).comparisons()
+            levels["A/A"].append(compared)
+            aa += _flags([compared])[0]
             model = _group(store, a, b, own_means=True)
             own += _flags(model.comparisons())[0]
             scaled = [_scaled(d, HEADLINE, SPACED_SHIFT) for d in model.candidate]
@@ -564,13 +584,31 @@ def report_groups(
         for name in costs:
             cost = [c for c in rows if c.name == name]
             pairs, drawn = group_pairs(base, cost, m, rng)
-            found = sum(_flags(_group(store, a, b).comparisons())[1] for a, b in pairs)
+            levels[name] = [c for a, b in pairs for c in _group(store, a, b).comparisons()]
+            found = sum(_flags([c])[1] for c in levels[name])
             found_by_cost[name] = (found, len(pairs))
             cells.append(_rate(found, len(pairs)) + "*" * drawn)
         if splits:
             out[m] = GroupFigures(aa, own, len(splits), shifted, found_by_cost)
         print("  " + " ".join(c.ljust(w) for c, w in zip([str(m), *cells], widths, strict=True)))
+        counts = [f"{what} {_on_levels(c)}" for what, c in levels.items() if _on_levels(c)]
+        if counts:
+            by_level.append(f"M={m} " + ", ".join(counts))
+    if by_level:
+        print(
+            "  sets on one level (a mean per level) / across a level move (warned): "
+            + "; ".join(by_level)
+        )
     return out
+
+
+def _on_levels(comparisons: Sequence[Comparison]) -> str:
+    """'12/28': sets on one level judged with a mean per level / sets across a move; ''
+    when no set's baselines moved."""
+    checked = [c.levels for c in comparisons if c.levels is not None]
+    if not checked:
+        return ""
+    return f"{sum(c.by_level for c in checked)}/{sum(c.on is None for c in checked)}"
 
 
 def _report_family(store: Store, family: str, rows: list[Any], source: str) -> tuple[int, int]:
@@ -600,6 +638,7 @@ def _report_family(store: Store, family: str, rows: list[Any], source: str) -> t
             f"{noise.runs // noise.campaigns} runs for it (groups): "
             f"{noise.campaigns_to_find(1 - SPACED_SHIFT, noise.runs // noise.campaigns) or '> 64'}"
         )
+    _report_levels(store, base[-1])
     cycle = _cycles(rows)
     print(f"  {len(set(cycle.values()))} cycles (one hold of the machine lock each)")
     aa_pairs = [
@@ -608,18 +647,24 @@ def _report_family(store: Store, family: str, rows: list[Any], source: str) -> t
     gaps = [abs(when[b.id] - when[a.id]).total_seconds() / 60 for a, b in aa_pairs]
     print(f"  A/A pairs from different cycles: {min(gaps):.0f} to {max(gaps):.0f} min apart")
     aa_model = aa_plain = power_10 = 0
+    aa_levels: list[Comparison] = []
     for a, b in aa_pairs:
-        aa_model += _flags(compare_with_noise(store, a.id, b.id))[0]
+        (compared,) = compare_with_noise(store, a.id, b.id)
+        aa_levels.append(compared)
+        aa_model += _flags([compared])[0]
         aa_plain += _flags(campaign_comparisons(data[a.id], data[b.id]))[0]
+        # x0.9: B's headline scaled, judged with the model `fslab compare A B` would use
         names = select_metrics([data[a.id]])
-        noise = noise_model(store, a, names, exclude=[b.id])
+        model = campaign_model(store, data[a.id], data[b.id], names)
         shifted = _scaled(data[b.id], HEADLINE, SPACED_SHIFT)
-        power_10 += _flags(campaign_comparisons(data[a.id], shifted, None, noise))[1]
+        power_10 += _flags(
+            campaign_comparisons(data[a.id], shifted, None, model.noise, levels=model.levels)
+        )[1]
     n = len(aa_pairs)
     print(
         f"  A/A: {aa_model} of {n} comparison sets flagged ({aa_model / n:.1%}; goal <= 1 in "
         f"20 = 5%) with the noise model; {aa_plain} of {n} ({aa_plain / n:.1%}) judged on "
-        "the runs inside each campaign"
+        f"the runs inside each campaign{_level_counts(aa_levels)}"
     )
     print(
         f"  power, headline x{SPACED_SHIFT} on real base campaigns: found in {power_10} of "
@@ -628,13 +673,55 @@ def _report_family(store: Store, family: str, rows: list[Any], source: str) -> t
     for name in costs:
         cost = [c for c in rows if c.name == name]
         ab_pairs = [(a, b) for a in base for b in cost]
-        found = sum(_flags(compare_with_noise(store, a.id, b.id))[1] for a, b in ab_pairs)
+        compared = [c for a, b in ab_pairs for c in compare_with_noise(store, a.id, b.id)]
+        found = sum(_flags([c])[1] for c in compared)
         print(
             f"  power, real change ({name}: {_real_change(data, base, cost)}): found in "
             f"{found} of {len(ab_pairs)} sets ({found / len(ab_pairs):.1%}), "
-            f"{len(base)} x {len(cost)} campaigns"
+            f"{len(base)} x {len(cost)} campaigns{_level_counts(compared)}"
         )
     return aa_model, n
+
+
+def _report_levels(store: Store, reference: Any) -> None:
+    """The level moves of the spec's series, as comparisons find them (analyze.levels), and
+    the model with a mean per level that comparisons on one level are judged with."""
+    series = sorted(
+        (load_campaign(store, c.id) for c in baseline_campaigns(store, reference)),
+        key=lambda d: (d.campaign.started_at, d.id),
+    )
+    check = level_check(series, series[-1:], series[-1:])
+    if check is None:
+        print(f"  level moves of the spec's {len(series)} campaigns (as `fslab series`): none")
+        return
+    moves = "; ".join(m.describe() for m in check.moves)
+    print(f"  level moves of the spec's {len(series)} campaigns (as `fslab series`): {moves}")
+    blocks = {d.id: check.level_of(d.campaign.started_at) for d in series}
+    first = series[0].campaign
+    model = fit_model(series, [HEADLINE], host=first.hostname or "", fingerprint="", blocks=blocks)
+    for (point, _), noise in model.points.items():
+        runs = noise.runs // noise.campaigns
+        print(
+            f"  model with a mean per level at {cmp.point_label(point)}: between-campaign CV "
+            f"{noise.between_cv_pct:.1f}%, within {noise.within_cv_pct:.1f}% "
+            f"({noise.campaigns} campaigns, {len(check.levels)} levels); campaigns a side of "
+            f"{runs} runs to find -10% (groups): "
+            f"{noise.campaigns_to_find(1 - SPACED_SHIFT, runs) or '> 64'}"
+        )
+
+
+def _level_counts(comparisons: Sequence[Comparison]) -> str:
+    """'; 40 on one level (a mean per level), 51 across a level move (warned)', or ''."""
+    checked = [c.levels for c in comparisons if c.levels is not None]
+    if not checked:
+        return ""
+    by_level = sum(c.by_level for c in checked)
+    across = sum(c.on is None for c in checked)
+    rest = len(checked) - by_level - across
+    few = f", {rest} on a level of too few baselines" if rest else ""
+    return (
+        f"; {by_level} on one level (a mean per level), {across} across a level move (warned){few}"
+    )
 
 
 def _cycles(rows: Sequence[Any]) -> dict[int, int]:

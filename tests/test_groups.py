@@ -24,12 +24,16 @@ from typer.testing import CliRunner
 
 from fslab.analyze.baselines import (
     baseline_campaigns,
+    campaign_model,
     compare_with_noise,
     compare_with_noise_groups,
+    fit_model,
     group_model,
+    level_check,
     noise_model,
 )
 from fslab.analyze.compare import FLAGGED
+from fslab.analyze.dataset import load_campaign
 from fslab.analyze.noise import TEST_NAME, fit_point_noise
 from fslab.analyze.series import build_series
 from fslab.cli import app
@@ -260,7 +264,8 @@ def test_a_machine_whose_level_moved_shows_it_in_the_series_and_the_model(store)
     through the recording (29.5K write IOPS, then 23.6K). `fslab series` marks it, and the
     noise model, which takes the campaigns as scattered around one level, asks for far
     more than the 8 campaigns a side it would need on a steady machine; the capped
-    device's cost of about 10% is found in no set of one campaign a side."""
+    device's cost of about 10% is found in no set of one campaign a side, whether the pair
+    lies on one level (judged with a mean per level) or across the move."""
     base, cost = _named(store, "spaced8-base"), _named(store, "spaced8-cost-iops54k")
     (changes,) = build_series(store, base, "spaced8-base").changes.values()
     (change,) = changes
@@ -272,3 +277,132 @@ def test_a_machine_whose_level_moved_shows_it_in_the_series_and_the_model(store)
     assert needed is None or needed > 16, needed
     pairs = [(a, b) for a in base for b in cost]
     assert not any(_found(compare_with_noise(store, a.id, b.id)) for a, b in pairs)
+    # a mean per level (what a comparison on one level is judged with) halves the drift,
+    # but a 10% change would still take 13 campaigns a side
+    series = [load_campaign(store, c.id) for c in base]
+    check = level_check(series, series[-1:], series[-1:])
+    assert check is not None and len(check.levels) == 2
+    blocks = {d.id: check.level_of(d.campaign.started_at) for d in series}
+    (per_level,) = fit_model(
+        series, [HEADLINE], host="", fingerprint="", blocks=blocks
+    ).points.values()
+    assert per_level.between_cv_pct == pytest.approx(7.1, abs=0.1)
+    assert per_level.campaigns_to_find(0.10, 5) == 13
+
+
+def _level_notes(comparison) -> tuple[list[str], list[str]]:
+    """(the model notes that say which level the model used, the level-move warnings)."""
+    used = [n for n in comparison.notes if "spreads around its own mean" in n]
+    warned = [n for n in comparison.notes if n.startswith("level moved:")]
+    return used, warned
+
+
+def test_a_compare_on_the_slow_level_gives_each_level_its_own_mean(store) -> None:
+    """spaced8: two base campaigns after the move (the 9th and 13th). The spec's series
+    moves at the 8th, as `fslab series` shows it, so the model gives each level its own
+    mean: the drift around them is 7.5%, not the 14.4% of one mean, and the candidate is
+    compared with the mean of the 6 other campaigns of its level."""
+    base = _named(store, "spaced8-base")
+    a, b = base[8], base[12]
+    (comparison,) = compare_with_noise(store, a.id, b.id)
+    levels = comparison.levels
+    assert levels is not None and levels.by_level and levels.on == 1
+    (move,) = levels.moves
+    assert move.campaign_id == base[7].id
+    used, warned = _level_notes(comparison)
+    assert not warned
+    (note,) = used
+    assert (
+        f"the candidate is compared with the mean of the 6 since the level moved at campaign "
+        f"{base[7].id} (2026-12-01 22:35Z): write IOPS 29.5K -> 23.6K, p 0.0015" in note
+    )
+    assert comparison.table.settings["noise_model"]["baselines"] == [
+        c.id for c in base if c.id != b.id
+    ]
+    model = campaign_model(
+        store, load_campaign(store, a.id), load_campaign(store, b.id), [HEADLINE]
+    )
+    (noise,) = model.noise.points.values()
+    assert noise.blocks == 2 and noise.level_k == 6 and noise.campaigns == 13
+    assert noise.between_cv_pct == pytest.approx(7.5, abs=0.1)
+    (one_mean,) = noise_model(store, a, [HEADLINE], exclude=[b.id]).points.values()
+    assert one_mean.between_cv_pct > 14.0
+    assert comparison.to_dict()["levels"]["model_by_level"] is True
+
+
+def test_a_compare_across_the_move_warns_and_keeps_one_mean(store) -> None:
+    """The first base campaign (fast level) against the 13th (slow): the difference spans
+    the machine's move, so the model keeps one mean over every baseline and the comparison
+    says where the level moved and which campaigns share the candidate's level."""
+    base = _named(store, "spaced8-base")
+    a, b = base[0], base[12]
+    (comparison,) = compare_with_noise(store, a.id, b.id)
+    used, warned = _level_notes(comparison)
+    assert not used
+    (warning,) = warned
+    slow = ",".join(str(c.id) for c in base[7:] if c.id != b.id)
+    assert warning.startswith(
+        f"level moved: the baselines' level moved between campaign {a.id} and campaign "
+        f"{b.id}, at campaign {base[7].id} (2026-12-01 22:35Z): write IOPS 29.5K -> 23.6K, "
+        "p 0.0015; part of any difference is the machine's"
+    )
+    assert f"take a baseline from campaign {b.id}'s level (campaign(s) {slow})" in warning
+    model = campaign_model(
+        store, load_campaign(store, a.id), load_campaign(store, b.id), [HEADLINE]
+    )
+    (noise,) = model.noise.points.values()
+    assert noise.blocks == 1 and noise.level_k == 13
+    levels = comparison.to_dict()["levels"]
+    assert levels["one_level"] is False and levels["crossed"][0]["campaign_id"] == base[7].id
+
+
+def test_a_series_without_a_move_changes_nothing(store) -> None:
+    """spaced-base has no change point: no level check, no note, no warning, no JSON key,
+    for two campaigns and for groups."""
+    base = _named(store, "spaced-base")
+    assert not build_series(store, base, "spaced-base").changes
+    (comparison,) = compare_with_noise(store, base[0].id, base[-1].id)
+    (grouped,) = compare_with_noise_groups(
+        store, [c.id for c in base[:2]], [c.id for c in base[3:5]]
+    )
+    for c in (comparison, grouped):
+        assert c.levels is None and _level_notes(c) == ([], [])
+        assert not any("level moved" in n for n in c.notes)
+        assert "levels" not in c.to_dict()
+
+
+def test_groups_on_one_level_and_across_the_move(store) -> None:
+    """Groups of the slow level against the 54000 cap on it: a mean per level; the same
+    candidates against fast-level base campaigns: the warning, with one cut to give."""
+    base = _named(store, "spaced8-base")
+    cost = _named(store, "spaced8-cost-iops54k")
+    slow_cost = [c.id for c in cost if c.started_at >= base[7].started_at][:2]
+    (same,) = compare_with_noise_groups(store, [base[8].id, base[9].id], slow_cost)
+    assert same.levels is not None and same.levels.by_level
+    used, warned = _level_notes(same)
+    assert not warned and len(used) == 1
+    assert "both sides lie on that of the 7 campaigns since the level moved" in used[0]
+    (across,) = compare_with_noise_groups(store, [base[0].id, base[1].id], slow_cost)
+    used, warned = _level_notes(across)
+    assert not used and len(warned) == 1
+    assert warned[0].endswith(
+        "give both sides campaigns of one level (all started before 2026-12-01 22:35Z, or "
+        "all from then on)"
+    )
+
+
+def test_cli_compare_prints_the_level_move(tmp_path) -> None:
+    exports = [d for _, d in _exports() if d["campaign"]["name"] == "spaced8-base"]
+    db = tmp_path / "spaced8.db"
+    with Store(db) as s:
+        ids = [import_campaign(s, d) for d in exports]
+    result = CliRunner().invoke(app, ["compare", str(ids[0]), str(ids[12]), "--db", str(db)])
+    assert result.exit_code == 0, result.output
+    text = " ".join(result.output.split())
+    assert f"level moved: the baselines' level moved between campaign {ids[0]} and" in text
+    as_json = CliRunner().invoke(
+        app, ["compare", str(ids[8]), str(ids[12]), "--db", str(db), "--json"]
+    )
+    (comparison,) = json.loads(as_json.output)["comparisons"]
+    assert comparison["levels"]["model_by_level"] is True
+    assert comparison["levels"]["moves"][0]["campaign_id"] == ids[7]

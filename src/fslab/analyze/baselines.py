@@ -6,6 +6,12 @@ fingerprint on the same host and kernel (analyze.noise), in time order.
 repeats a spec adds one. Groups of campaigns (`fslab compare 12,14,16
 13,15,17`) fit the model over both sides and the baselines of each side's
 spec, each side and each spec's other campaigns around their own mean.
+
+When the baselines' own level moved (the spec's headline series has a
+change point, as `fslab series` shows it), a comparison whose sides lie on
+one level gets a model with a mean per level, and one whose sides lie on
+different levels keeps the one-mean model and warns (analyze.levels holds
+the rule).
 """
 
 from __future__ import annotations
@@ -21,10 +27,12 @@ from fslab.analyze.comparisons import (
     select_metrics,
 )
 from fslab.analyze.dataset import CampaignData, load_campaign
+from fslab.analyze.levels import LevelCheck, LevelMove, place
 from fslab.analyze.noise import NoiseModel, fit_point_noise, host_key, spec_fingerprint
+from fslab.analyze.series import series_of
 from fslab.errors import UsageError
 from fslab.store.db import CampaignRow, Store
-from fslab.vocab import PointKey
+from fslab.vocab import PointKey, point_label
 
 
 def same_spec(campaign: CampaignRow, other: CampaignRow) -> bool:
@@ -50,9 +58,11 @@ def fit_model(
     host: str,
     fingerprint: str,
     blocks: Mapping[int, Hashable] | None = None,
+    reference: Hashable | None = None,
 ) -> NoiseModel:
     """Per (point, metric) variance components over the given campaigns (`blocks`:
-    campaign id -> the block whose own mean it spreads around; default one block)."""
+    campaign id -> the block whose own mean it spreads around; default one block;
+    `reference`: the block whose mean is the level, default every campaign's)."""
     names = list(metrics)
     by_point: dict[tuple[PointKey, str], dict[int, list[float]]] = {}
     for data in campaigns:
@@ -61,7 +71,7 @@ def fit_model(
                 by_point.setdefault((point, metric), {})[data.id] = runs
     model = NoiseModel(host=host, fingerprint=fingerprint, baseline_ids=[c.id for c in campaigns])
     for (point, metric), by_campaign in by_point.items():
-        noise = fit_point_noise(by_campaign, blocks)
+        noise = fit_point_noise(by_campaign, blocks, reference)
         if noise is not None:
             model.points[(point, metric)] = noise
     return model
@@ -84,14 +94,92 @@ def noise_model(
     )
 
 
+def level_moves(campaigns: Sequence[CampaignData]) -> list[LevelMove]:
+    """Where the headline level of these campaigns (oldest first) moved: the change points
+    `fslab series` marks (analyze.series), at any sweep point."""
+    series = series_of(campaigns, "baselines")
+    if series.metric is None:
+        return []
+    configs = {dict(point).get("config") for point in series.points}
+    one_point = len(series.points) == 1
+    moves = []
+    for point, changes in series.changes.items():
+        shown = point if len(configs) != 1 else tuple(kv for kv in point if kv[0] != "config")
+        for cp in changes:
+            first = campaigns[cp.index].campaign
+            moves.append(
+                LevelMove(
+                    index=cp.index,
+                    campaign_id=first.id,
+                    started_at=first.started_at,
+                    metric=series.metric,
+                    point="" if one_point else point_label(shown),
+                    before=cp.mean_before,
+                    after=cp.mean_after,
+                    p_value=cp.p_value,
+                )
+            )
+    return moves
+
+
+def level_check(
+    series: Sequence[CampaignData],
+    baseline_side: Sequence[CampaignData],
+    candidate_side: Sequence[CampaignData],
+) -> LevelCheck | None:
+    """Where the sides lie on the levels of `series`: the baseline side's spec's stored
+    campaigns on its host, as `fslab series` lists them (the candidate too when it
+    repeats the spec: the level it lies on is read off the series, and the moves are
+    those `fslab series` shows); None when the level never moved."""
+    ordered = sorted(series, key=lambda d: (d.campaign.started_at, d.id))
+
+    def starts(side: Sequence[CampaignData]) -> list[tuple[int, str]]:
+        return [(d.id, d.campaign.started_at) for d in side]
+
+    return place(
+        starts(ordered), level_moves(ordered), starts(baseline_side), starts(candidate_side)
+    )
+
+
+@dataclass(frozen=True)
+class CampaignModel:
+    """The noise model `fslab compare A B` judges with, and A's baselines' levels."""
+
+    noise: NoiseModel
+    levels: LevelCheck | None  # None: the baselines' level did not move
+
+
+def campaign_model(
+    store: Store, a: CampaignData, b: CampaignData, metrics: Iterable[str]
+) -> CampaignModel:
+    """The model of A's spec from its stored campaigns (B left out). When their level moved
+    and A and B lie on one level, each level spreads around its own mean and B is compared
+    with the mean of theirs (analyze.levels)."""
+    loaded = [load_campaign(store, c.id) for c in baseline_campaigns(store, a.campaign)]
+    fitted = [d for d in loaded if d.id != b.id]
+    levels = level_check(loaded, [a], [b])
+    blocks: dict[int, Hashable] | None = None
+    if levels is not None and levels.by_level and levels.on is not None:
+        blocks = {d.id: levels.level_of(d.campaign.started_at) for d in fitted}
+    noise = fit_model(
+        fitted,
+        metrics,
+        host=host_key(a.campaign),
+        fingerprint=spec_fingerprint(a.campaign.spec),
+        blocks=blocks,
+        reference=levels.on if blocks is not None and levels is not None else None,
+    )
+    return CampaignModel(noise, levels)
+
+
 def compare_with_noise(
     store: Store, baseline_id: int, candidate_id: int, patterns: Iterable[str] | None = None
 ) -> list[Comparison]:
     """`fslab compare A B`: the table judged with the noise model of A's spec (B left out)."""
     a, b = load_campaign(store, baseline_id), load_campaign(store, candidate_id)
     names = select_metrics([a, b], patterns)
-    noise = noise_model(store, a.campaign, names, exclude=[candidate_id])
-    return campaign_comparisons(a, b, patterns, noise)
+    model = campaign_model(store, a, b, names)
+    return campaign_comparisons(a, b, patterns, model.noise, levels=model.levels)
 
 
 @dataclass(frozen=True)
@@ -103,13 +191,14 @@ class GroupModel:
     others: list[int]  # other stored campaigns of either side's spec, in the fit
     metrics: list[str]
     noise: NoiseModel
+    levels: LevelCheck | None = None  # None: the baseline spec's level did not move
 
     def comparisons(self, candidate: Sequence[CampaignData] | None = None) -> list[Comparison]:
         """The comparison table; `candidate` replaces the candidate side's data (a bench
         scaling a metric: the model is unchanged, as the side's own mean absorbs a shift)."""
         return group_comparisons(
             self.baseline, candidate or self.candidate, self.metrics, self.noise,
-            baselines=self.others,
+            baselines=self.others, levels=self.levels,
         )  # fmt: skip
 
 
@@ -131,6 +220,10 @@ def group_model(
     one spec on one host nothing recorded sets them apart and all its
     campaigns share one mean. `own_means` gives each side its own mean even
     then (bench/stats_calibration.py: an A/A check of the two-spec case).
+
+    When the level of the baseline side's spec moved (analyze.levels, on its
+    campaigns in the fit) and every campaign of both sides lies on one level,
+    the campaigns of each level spread around their own mean as well.
     """
     sides = [
         _side(store, ids, label)
@@ -141,19 +234,24 @@ def group_model(
         if both.count(cid) > 1:
             raise UsageError(f"campaign {cid} is given twice: each campaign on one side, once")
     names = select_metrics([d for side in sides for d in side], patterns)
-    blocks: dict[int, Hashable] = {
-        d.id: (_cell(d.campaign), side_name if own_means else "")
-        for side, side_name in zip(sides, "AB", strict=True)
-        for d in side
-    }
     others: list[CampaignData] = []
     for side in sides:
         for row in baseline_campaigns(
             store, side[0].campaign, exclude=[*both, *(c.id for c in others)]
         ):
             others.append(load_campaign(store, row.id))
-            blocks[row.id] = (_cell(row), "")
     a = sides[0][0].campaign
+    series = [d for d in [*sides[0], *sides[1], *others] if _cell(d.campaign) == _cell(a)]
+    levels = level_check(series, sides[0], sides[1])
+
+    def block(data: CampaignData, side: str) -> Hashable:
+        """(spec and host, side or "", level or 0): the mean a campaign spreads around."""
+        by_level = levels is not None and levels.by_level
+        level = levels.level_of(data.campaign.started_at) if levels and by_level else 0
+        return (_cell(data.campaign), side if own_means else "", level)
+
+    blocks = {d.id: block(d, name) for side, name in zip(sides, "AB", strict=True) for d in side}
+    blocks.update({d.id: block(d, "") for d in others})
     noise = fit_model(
         [*sides[0], *sides[1], *others],
         names,
@@ -161,7 +259,7 @@ def group_model(
         fingerprint=spec_fingerprint(a.spec),
         blocks=blocks,
     )
-    return GroupModel(sides[0], sides[1], [c.id for c in others], names, noise)
+    return GroupModel(sides[0], sides[1], [c.id for c in others], names, noise, levels)
 
 
 def _cell(campaign: CampaignRow) -> tuple[str, str]:

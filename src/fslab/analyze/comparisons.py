@@ -18,7 +18,9 @@ row when the baseline's spec has been calibrated on the host; without one the
 verdicts are provisional (the spread inside each campaign understates the
 drift between campaigns) and say what to run. Groups of campaigns a side
 (`fslab compare 12,14,16 13,15,17`) compare the sides' levels, so the drift
-between campaigns shrinks with the campaigns a side.
+between campaigns shrinks with the campaigns a side. When the baselines'
+own level moved (analyze.levels), the model note says the model gave each
+level its own mean, or a warning says the sides lie on different levels.
 
 The default metrics are the campaign's headline (throughput) and its latency
 p99: the two figures a reader asks about first. Evidence metrics (workqueue
@@ -39,6 +41,7 @@ from fslab.analyze.dataset import CampaignData
 from fslab.analyze.drift import Drift, host_drift
 from fslab.analyze.falloff import campaign_falloffs
 from fslab.analyze.guests import guest_summary
+from fslab.analyze.levels import LevelCheck
 from fslab.analyze.noise import (
     MIN_CAMPAIGNS,
     TEST_NAME,
@@ -78,6 +81,7 @@ class Comparison:
     provisional: bool = False  # across campaigns without a noise model for every row
     drift: list[Drift] = field(default_factory=list)  # host facts that differ (campaigns)
     groups: GroupSides | None = None  # the groups form: which campaigns back each side
+    levels: LevelCheck | None = None  # across campaigns whose baselines' level moved
 
     def regressions(self, pct: float) -> list[ComparisonRow]:
         return self.table.regressions(pct)
@@ -94,6 +98,8 @@ class Comparison:
         }
         if self.groups is not None:
             out["groups"] = asdict(self.groups)
+        if self.levels is not None:
+            out["levels"] = self.levels.to_dict()
         if fail_pct is not None:
             out["regressions"] = [row.to_dict() for row in self.regressions(fail_pct)]
         return out
@@ -269,11 +275,14 @@ def campaign_comparisons(
     b: CampaignData,
     patterns: Iterable[str] | None = None,
     noise: NoiseModel | None = None,
+    *,
+    levels: LevelCheck | None = None,
 ) -> list[Comparison]:
     """What `fslab compare A B` shows: one table, campaign b against campaign a.
 
     `noise` is the between-campaign model of a's spec (analyze.baselines);
     without it, or where it does not cover a row, the verdicts are provisional.
+    `levels`: where a and b lie when the baselines' level moved (analyze.levels).
     """
     names = select_metrics([a, b], patterns)
     table = compare_campaigns(a, b, names, noise)
@@ -281,15 +290,22 @@ def campaign_comparisons(
     if a.id == b.id:
         labels = [f"campaign {a.id} (A)", f"campaign {b.id} (B)"]
     details = {label: _campaign_detail(c) for label, c in zip(labels, (a, b), strict=True)}
+    model_note = noise.describe() if noise else "no between-campaign noise model"
     return [
         _across_campaigns(
-            Comparison(labels[0], labels[1], table, details),
+            Comparison(labels[0], labels[1], table, details, levels=levels),
             (a, b),
-            [noise.describe() if noise else "no between-campaign noise model"],
+            [_with_level_note(model_note, levels)],
             "inside each campaign only",
             f"calibrate with `{calibrate_command(a)}`",
         )
     ]
+
+
+def _with_level_note(note: str, levels: LevelCheck | None, *, groups: bool = False) -> str:
+    """The model note, and what the model did with the levels when the baselines' moved."""
+    said = levels.note(groups=groups) if levels is not None else None
+    return f"{note}; {said}" if said else note
 
 
 def _across_campaigns(
@@ -299,9 +315,15 @@ def _across_campaigns(
     runs_judged: str,
     to_run: str,
 ) -> Comparison:
-    """Drift warnings, what judged the rows, and provisional when the model left rows."""
+    """Drift and level warnings, what judged the rows, and provisional when the model
+    left rows."""
     comparison.drift = host_drift(sides[0].campaign.host, sides[1].campaign.host)
     comparison.notes += [d.describe() for d in comparison.drift]
+    if comparison.levels is not None:
+        warning = comparison.levels.warning(
+            comparison.baseline, comparison.candidate, groups=comparison.groups is not None
+        )
+        comparison.notes += [warning] if warning else []
     comparison.notes += model_notes
     loose = unmodelled_rows(comparison.table)
     comparison.provisional = bool(loose)
@@ -320,13 +342,15 @@ def group_comparisons(
     noise: NoiseModel,
     *,
     baselines: Sequence[int] = (),
+    levels: LevelCheck | None = None,
 ) -> list[Comparison]:
     """What `fslab compare 12,14,16 13,15,17` shows: one table, the candidate
     campaigns' level against the baseline campaigns'.
 
     `noise` is fitted over both sides and `baselines` (the other stored
     campaigns of either side's spec), each side around its own mean
-    (analyze.baselines.compare_with_noise_groups).
+    (analyze.baselines.compare_with_noise_groups); `levels`, where the sides lie
+    when the baseline spec's level moved (analyze.levels).
     """
     table = compare_groups(base, cand, names, noise)
     labels = [_group_label(side) for side in (base, cand)]
@@ -345,9 +369,12 @@ def group_comparisons(
         + (f", between-campaign CV {cvs} ({metric_label(names[0])})" if drift else "")
     ]
     if noise.calibrated:
-        notes.append(_pooling_note(base, cand, noise, baselines))
+        pooling = _pooling_note(base, cand, noise, baselines, levels)
+        notes.append(_with_level_note(pooling, levels, groups=True))
+    elif levels is not None and (said := levels.note(groups=True)):
+        notes.append(said)
     comparison = _across_campaigns(
-        Comparison(labels[0], labels[1], table, details, groups=sides),
+        Comparison(labels[0], labels[1], table, details, groups=sides, levels=levels),
         (base[0], cand[0]),
         notes,
         "of each side pooled",
@@ -363,14 +390,17 @@ def _pooling_note(
     cand: Sequence[CampaignData],
     noise: NoiseModel,
     baselines: Sequence[int],
+    levels: LevelCheck | None = None,
 ) -> str:
     """Where the between-campaign variance came from (analyze.baselines.group_model)."""
     ids = f" ({_ids(baselines)})" if baselines else ""
     blocks = max((p.blocks for p in noise.points.values()), default=1)
-    if blocks == 1:
+    per_level = len(levels.levels) if levels is not None and levels.by_level else 1
+    if blocks <= per_level:
+        mean = "one mean" if per_level == 1 else "one mean a level"
         return (
             f"between-campaign variance from both sides and {len(baselines)} other stored "
-            f"campaign(s) of the spec{ids}, around one mean: the sides repeat one spec on one host"
+            f"campaign(s) of the spec{ids}, around {mean}: the sides repeat one spec on one host"
         )
     same = {(spec_fingerprint(s[0].campaign.spec), host_key(s[0].campaign)) for s in (base, cand)}
     why = "" if len(same) == 1 else " (the sides differ in spec or host)"

@@ -36,6 +36,12 @@ so between_var is fitted with a fixed level per block (each side, and the
 other stored campaigns of each side's spec) and the campaign as the random
 effect: each campaign's effect is measured around its own block's mean.
 
+When the baselines' own level moved (analyze.levels: their headline series
+has a change point) the same blocks give each level its own mean: between_var
+is the drift around each level's mean over every baseline (campaigns minus
+levels degrees of freedom), and a candidate on one level is compared with
+that level's mean, K being its campaigns.
+
 Nothing is stored besides the campaigns: the model is derived from them when
 a comparison asks, which takes milliseconds, so it always reflects every
 campaign in the database (docs/statistics.md).
@@ -110,6 +116,14 @@ class PointNoise:
     level: float = 0.0  # mean over the campaigns of their mean log value
     inv_runs: float = 1.0  # mean over the campaigns of 1 / runs
     blocks: int = 1  # fixed levels the campaigns spread around (groups: sides and baselines)
+    # the campaigns behind `level` and `inv_runs` when they are one block's (the baselines'
+    # level moved: the level of the reference's block, analyze.levels); 0: all campaigns
+    level_campaigns: int = 0
+
+    @property
+    def level_k(self) -> int:
+        """K: the baseline campaigns whose mean is the level."""
+        return self.level_campaigns or self.campaigns
 
     @property
     def between_cv_pct(self) -> float:
@@ -139,12 +153,12 @@ class PointNoise:
 
     def level_var(self) -> float:
         """Variance of the level: the mean of the baseline campaigns' mean logs."""
-        return (self.between_var + self.within_var * self.inv_runs) / self.campaigns
+        return (self.between_var + self.within_var * self.inv_runs) / self.level_k
 
     def versus_level(self, runs: int) -> tuple[float, float]:
         """(variance, Satterthwaite df) of one campaign's mean log minus the level."""
-        between = self.between_var * (1.0 + 1.0 / self.campaigns)
-        within = self.within_var * (1.0 / max(runs, 1) + self.inv_runs / self.campaigns)
+        between = self.between_var * (1.0 + 1.0 / self.level_k)
+        within = self.within_var * (1.0 / max(runs, 1) + self.inv_runs / self.level_k)
         return between + within, self.satterthwaite(between, within)
 
     def runs_to_find(
@@ -217,12 +231,15 @@ class NoiseModel:
 def fit_point_noise(
     values_by_campaign: Mapping[int, Sequence[float]],
     blocks: Mapping[int, Hashable] | None = None,
+    reference: Hashable | None = None,
 ) -> PointNoise | None:
     """REML variance components of log(values), the campaign as a block; None if too few.
 
     `blocks` (campaign id -> block) gives each block its own fixed level, so a
     campaign's effect is measured around its block's mean (groups of
-    campaigns of two specs); without it every campaign shares one level.
+    campaigns of two specs; baselines whose level moved); without it every
+    campaign shares one level. `reference`: the block whose campaigns make
+    the level a candidate is compared with (None: every campaign's).
     Campaigns with fewer than MIN_RUNS_PER_CAMPAIGN runs are left out; so are
     non-positive values (no logarithm). The between-campaign variance needs
     MIN_CAMPAIGNS - 1 degrees of freedom (campaigns minus blocks). A fit that
@@ -249,14 +266,18 @@ def fit_point_noise(
         between, within = _moments(
             [[logs for c, logs in groups.items() if block_of[c] == name] for name in names]
         )
+    level_of = [logs for c, logs in groups.items() if reference is None or block_of[c] == reference]
+    if not level_of:
+        return None
     return PointNoise(
         campaigns=len(groups),
         runs=len(endog),
         between_var=max(between, 0.0),
         within_var=max(within, 0.0),
-        level=float(np.mean([logs.mean() for logs in groups.values()])),
-        inv_runs=float(np.mean([1.0 / len(logs) for logs in groups.values()])),
+        level=float(np.mean([logs.mean() for logs in level_of])),
+        inv_runs=float(np.mean([1.0 / len(logs) for logs in level_of])),
         blocks=len(names),
+        level_campaigns=len(level_of) if reference is not None else 0,
     )
 
 

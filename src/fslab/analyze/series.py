@@ -179,7 +179,12 @@ def build_series(
     store: Store, campaigns: Sequence[CampaignRow], selector: str, *, p_value: float = P_VALUE
 ) -> Series:
     """The series of the given campaigns: median headline per point, change points per point."""
-    loaded = [load_campaign(store, c.id) for c in campaigns]
+    return series_of([load_campaign(store, c.id) for c in campaigns], selector, p_value=p_value)
+
+
+def series_of(loaded: Sequence[CampaignData], selector: str, *, p_value: float = P_VALUE) -> Series:
+    """build_series on campaigns already loaded (in the order given: oldest first), so a
+    comparison finds its baselines' level moves by the rule `fslab series` shows."""
     metric = next((d.headline for d in loaded if d.headline), None)
     entries = [_entry(d, metric) for d in loaded]
     points = list(dict.fromkeys(p for e in entries for p in e.medians))
