@@ -30,6 +30,9 @@ its pairs to the results file as they finish) and print the combined table:
       --numjobs 64 --cells clean all perf --pairs 10
   .venv/bin/python bench/collector_overhead.py table
 
+`windows` alternates on and off windows of a cell's collectors inside one
+long fio run (write calls/s), to keep run-to-run drift out of a pair.
+
 `profile` runs one evidence run of a cell and prints where its CPU went, from
 the run's own on-CPU profile (samples by comm, tracing code in other threads)
 and the collectors' own CPU seconds.
@@ -121,14 +124,18 @@ class Run:
     collector_seconds: dict[str, dict[str, float]]
 
 
-def one_run(spec, config: str, instrumented: bool, host) -> Run:
-    """Run one fresh point: the clean or the evidence run of the cell's spec."""
-    role = "evidence" if instrumented else "clean"
-    point = next(
+def config_point(spec, config: str, role: str):
+    """The spec's one point of `config` in the given role ("clean" or "evidence")."""
+    return next(
         p
         for p in expand_points(spec, "separate")
         if p.filesystem.label == config and p.role == role
     )
+
+
+def one_run(spec, config: str, instrumented: bool, host) -> Run:
+    """Run one fresh point: the clean or the evidence run of the cell's spec."""
+    point = config_point(spec, config, "evidence" if instrumented else "clean")
     outcome = run_point(spec, point, options=RunOptions(), host=host, formatted_before=False)
     if outcome.status != "ok":
         raise SystemExit(f"point failed: {outcome.error}")
@@ -303,12 +310,8 @@ def run_windows(args: argparse.Namespace) -> None:
                 for p in load_pairs(args.results)
             )
             spec = cell_spec(cell, numjobs, FIO_RUN_S, 0.0)
-            point = next(
-                p
-                for p in expand_points(spec, "separate")
-                if p.filesystem.label == config and p.role == "evidence"
-            )
-            classes = collector_classes(spec, point) if cell != "clean" else {}
+            point = config_point(spec, config, "evidence")
+            classes = collector_classes(spec, point)  # none for `clean`: cell_spec
             pending: list[PendingResult] = []
             with tempfile.TemporaryDirectory(prefix="fslab-windows-") as artifacts:
                 with fio_running(spec, point, artifacts) as (fio, ctx):
@@ -404,11 +407,7 @@ def profile_cell(args: argparse.Namespace) -> None:
     """One evidence run of the cell; where its CPU went, from its own on-CPU profile."""
     config = args.config or CONFIGS.get(args.numjobs, "ext4-default")
     spec = cell_spec(args.cell, args.numjobs, args.runtime, args.ramp)
-    point = next(
-        p
-        for p in expand_points(spec, "separate")
-        if p.filesystem.label == config and p.role == "evidence"
-    )
+    point = config_point(spec, config, "evidence")
     outcome = run_point(
         spec, point, options=RunOptions(), host=collect_host_facts(), formatted_before=False
     )

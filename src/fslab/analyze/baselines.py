@@ -159,15 +159,17 @@ def campaign_model(
     fitted = [d for d in loaded if d.id != b.id]
     levels = level_check(loaded, [a], [b])
     blocks: dict[int, Hashable] | None = None
-    if levels is not None and levels.by_level and levels.on is not None:
+    reference: int | None = None
+    if levels is not None and levels.by_level:  # by_level: both sides on level `on`
         blocks = {d.id: levels.level_of(d.campaign.started_at) for d in fitted}
+        reference = levels.on
     noise = fit_model(
         fitted,
         metrics,
         host=host_key(a.campaign),
         fingerprint=spec_fingerprint(a.campaign.spec),
         blocks=blocks,
-        reference=levels.on if blocks is not None and levels is not None else None,
+        reference=reference,
     )
     return CampaignModel(noise, levels)
 
