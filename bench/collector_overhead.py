@@ -31,7 +31,8 @@ its pairs to the results file as they finish) and print the combined table:
   .venv/bin/python bench/collector_overhead.py table
 
 `windows` alternates on and off windows of a cell's collectors inside one
-long fio run (write calls/s), to keep run-to-run drift out of a pair.
+long fio run (write calls/s), to keep run-to-run drift out of a pair;
+`noise` prints how one clean run's IOPS spread over windows of 1 to 16 s.
 
 `profile` runs one evidence run of a cell and prints where its CPU went, from
 the run's own on-CPU profile (samples by comm, tracing code in other threads)
@@ -340,6 +341,33 @@ def run_windows(args: argparse.Namespace) -> None:
     print_table(load_pairs(args.results))
 
 
+def run_noise(args: argparse.Namespace) -> None:
+    """How a clean fio run's IOPS spread over windows of 1 to 16 s: whether longer
+    windows (or runs) would narrow a pair's ratio (docs/collectors.md)."""
+    import numpy as np
+
+    config = args.config or CONFIGS.get(args.numjobs, "ext4-default")
+    spec = cell_spec("clean", args.numjobs, FIO_RUN_S, 0.0)
+    with (
+        tempfile.TemporaryDirectory(prefix="fslab-noise-") as artifacts,
+        fio_running(spec, config_point(spec, config, "evidence"), artifacts) as (fio, _),
+    ):
+        time.sleep(args.ramp)
+        rates = [window_rate(fio.pid, 1.0) for _ in range(args.seconds)]
+    logged = np.log(np.asarray(rates))
+    print(
+        f"clean fio, {config}, numjobs={args.numjobs}: {args.seconds} one-second windows, "
+        f"geometric mean {np.exp(logged.mean()):.0f} write calls/s"
+    )
+    for width in (1, 2, 4, 8, 16):
+        n = len(logged) // width
+        means = logged[: n * width].reshape(n, width).mean(axis=1)
+        print(f"  SD of log IOPS over {width:2d} s windows: {means.std():.3f} ({n} windows)")
+    for lag in (1, 2, 5):
+        r = np.corrcoef(logged[:-lag], logged[lag:])[0, 1]
+        print(f"  autocorrelation at a lag of {lag} s: {r:.2f}")
+
+
 def print_table(pairs: list[Pair]) -> None:
     for method in sorted({p.method for p in pairs}, reverse=True):
         _print_method_table(method, [p for p in pairs if p.method == method])
@@ -456,6 +484,11 @@ def main() -> None:
     win.add_argument("--ramp", type=float, default=5.0, help="seconds before the first")
     win.add_argument("--config", help="preset configuration (default: see CONFIGS)")
     win.add_argument("--results", type=Path, default=DEFAULT_RESULTS)
+    noise = sub.add_parser("noise", help="a clean run's IOPS spread by window width (root, lock)")
+    noise.add_argument("--numjobs", type=int, default=64)
+    noise.add_argument("--seconds", type=int, default=90)
+    noise.add_argument("--ramp", type=float, default=5.0)
+    noise.add_argument("--config", help="preset configuration (default: see CONFIGS)")
     prof = sub.add_parser("profile", help="one evidence run: its CPU by comm (root, lock)")
     prof.add_argument("--cell", choices=CELLS[1:], default="all")
     prof.add_argument("--numjobs", type=int, default=1024)
@@ -469,6 +502,8 @@ def main() -> None:
         run_cells(args)
     elif args.command == "windows":
         run_windows(args)
+    elif args.command == "noise":
+        run_noise(args)
     elif args.command == "profile":
         profile_cell(args)
     else:
