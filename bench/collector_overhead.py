@@ -265,7 +265,7 @@ def window_rate(pid: int, window_s: float) -> float:
 
 def window_pair(
     index: int, cell: str, config: str, classes, spec, ctx: PointContext, pid: int, window_s: float
-) -> tuple[Pair, list[PendingResult]]:
+) -> tuple[Pair, dict[str, PendingResult]]:
     """An on and an off window (order alternated by `index`); the collectors' start and
     stop stay outside the on window, their post-processing is handed back."""
     rates: dict[str, float] = {}
@@ -296,7 +296,7 @@ def window_pair(
         on_collector_seconds=seconds,
         method="windows",
     )
-    return pair, list(results.values())
+    return pair, results
 
 
 def run_windows(args: argparse.Namespace) -> None:
@@ -313,7 +313,7 @@ def run_windows(args: argparse.Namespace) -> None:
             spec = cell_spec(cell, numjobs, FIO_RUN_S, 0.0)
             point = config_point(spec, config, "evidence")
             classes = collector_classes(spec, point)  # none for `clean`: cell_spec
-            pending: list[PendingResult] = []
+            pending: list[tuple[Pair, dict[str, PendingResult]]] = []
             with tempfile.TemporaryDirectory(prefix="fslab-windows-") as artifacts:
                 with fio_running(spec, point, artifacts) as (fio, ctx):
                     time.sleep(args.ramp)
@@ -332,13 +332,35 @@ def run_windows(args: argparse.Namespace) -> None:
                             f"ratio {pair.ratio:.3f}",
                             flush=True,
                         )
-                        pending.extend(post)
+                        pending.append((pair, post))
                 # after fio: post-processing inside no window, as a campaign does it
-                results = [p.finish() for p in pending]
-            for result in results:
-                if result.status != "ok":
-                    print(f"  a collector did not end ok: {result.status}: {result.reason}")
+                finished = [finish_window(pair, post) for pair, post in pending]
+            rewrite_pairs(args.results, finished)
     print_table(load_pairs(args.results))
+
+
+def finish_window(pair: Pair, post: dict[str, PendingResult]) -> Pair:
+    """The pair with its on window's collector CPU and any collector not ok, once the
+    collectors' post-processing (after fio) has finished."""
+    cpu: dict[str, float] = {}
+    not_ok: dict[str, str] = {}
+    for name, pending in post.items():
+        result = pending.finish()
+        cpu.update({k: v for k, v in result.metrics.items() if k.endswith("collector_cpu_s")})
+        if result.status != "ok":
+            not_ok[name] = f"{result.status}: {result.reason}"
+            print(f"  {name} did not end ok in window pair {pair.index}: {not_ok[name]}")
+    return dataclasses.replace(pair, collector_cpu_s=cpu, not_ok=not_ok)
+
+
+def rewrite_pairs(path: Path, finished: list[Pair]) -> None:
+    """Replace the pairs written as each pair ended (no CPU yet, so a crash loses
+    nothing measured) with their finished versions."""
+    key = {(p.cell, p.numjobs, p.config, p.method, p.index): p for p in finished}
+    pairs = [key.get((p.cell, p.numjobs, p.config, p.method, p.index), p) for p in load_pairs(path)]
+    tmp = path.with_suffix(path.suffix + ".tmp")
+    tmp.write_text("".join(json.dumps(asdict(p)) + "\n" for p in pairs))
+    tmp.replace(path)
 
 
 def run_noise(args: argparse.Namespace) -> None:
