@@ -58,8 +58,9 @@ from pathlib import Path
 
 from fslab.analyze.stats import bootstrap_median_ci, interval_verdict
 from fslab.collect.base import PendingResult, PointContext
+from fslab.collect.sysstat import parse_proc_stat
 from fslab.hostfacts import collect_host_facts
-from fslab.proc import CommandLog, run
+from fslab.proc import CommandLog, process_cpu_s, run
 from fslab.runner import RunOptions, collecting, collector_classes, run_point
 from fslab.spec import CollectSpec, expand_points, load_spec
 from fslab.target.fs import Mount, make_filesystem
@@ -95,6 +96,9 @@ class Pair:
     on_collector_seconds: dict[str, dict[str, float]] = field(default_factory=dict)
     # "runs": a fresh point each side; "windows": on and off windows of one fio run
     method: str = "runs"
+    # windows only: where each window's CPU went (window_cpu), in CPUs
+    on_cpu: dict[str, float] = field(default_factory=dict)
+    off_cpu: dict[str, float] = field(default_factory=dict)
 
     @property
     def ratio(self) -> float:
@@ -256,11 +260,71 @@ def fio_running(
                 fio.wait()
 
 
-def window_rate(pid: int, window_s: float) -> float:
-    """fio's write calls per second over the next `window_s` seconds."""
-    before, started = fio_writes(pid), time.monotonic()
+def descendants(pid: int) -> list[int]:
+    """Every live descendant of a process (through each of its threads' children)."""
+    found: list[int] = []
+    for task in Path(f"/proc/{pid}/task").glob("*"):
+        with contextlib.suppress(OSError):
+            for child in map(int, (task / "children").read_text().split()):
+                found += [child, *descendants(child)]
+    return found
+
+
+@dataclass(frozen=True)
+class CpuSnapshot:
+    """What a window's CPU accounting needs, read at one instant."""
+
+    at_s: float
+    fio_writes: int
+    fio_cpu_s: float
+    collectors_cpu_s: float  # this process (its collector threads) and its helpers but fio
+    box: dict[str, float]  # /proc/stat's cpu line, ticks
+
+    @classmethod
+    def take(cls, fio_pid: int) -> CpuSnapshot:
+        helpers = [d for d in descendants(os.getpid()) if d != fio_pid]
+        return cls(
+            at_s=time.monotonic(),
+            fio_writes=fio_writes(fio_pid),
+            fio_cpu_s=process_cpu_s(fio_pid),
+            collectors_cpu_s=process_cpu_s(os.getpid()) + sum(map(process_cpu_s, helpers)),
+            box=parse_proc_stat(Path("/proc/stat").read_text()),
+        )
+
+
+def window_cpu(before: CpuSnapshot, after: CpuSnapshot) -> dict[str, float]:
+    """Where a window's CPU went, in CPUs (CPU-seconds per second): fio's threads, the
+    collectors' own processes and threads, everything else busy (kworkers, jbd2, irqs),
+    and steal; plus fio's CPU per write, which tracing in fio's context raises."""
+    elapsed_s = after.at_s - before.at_s
+    ticks = {k: after.box[k] - before.box.get(k, 0.0) for k in after.box if k.startswith("cpu_")}
+    hz = os.sysconf("SC_CLK_TCK")
+    busy_s = sum(v for k, v in ticks.items() if k not in IDLE_TICKS) / hz
+    fio_s = after.fio_cpu_s - before.fio_cpu_s
+    collectors_s = after.collectors_cpu_s - before.collectors_cpu_s
+    writes = after.fio_writes - before.fio_writes
+    return {
+        "fio_cpus": fio_s / elapsed_s,
+        "collectors_cpus": collectors_s / elapsed_s,
+        "other_busy_cpus": (busy_s - fio_s - collectors_s - ticks["cpu_steal"] / hz) / elapsed_s,
+        "steal_cpus": ticks["cpu_steal"] / hz / elapsed_s,
+        "idle_cpus": sum(ticks.get(k, 0.0) for k in IDLE_TICKS) / hz / elapsed_s,
+        "fio_cpu_us_per_write": 1e6 * fio_s / writes if writes else 0.0,
+    }
+
+
+IDLE_TICKS = ("cpu_idle", "cpu_iowait", "cpu_guest", "cpu_guest_nice")  # guest: in user too
+
+
+def window_rate(pid: int, window_s: float) -> tuple[float, dict[str, float]]:
+    """fio's write calls per second over the next `window_s` seconds, and where the
+    window's CPU went."""
+    before = CpuSnapshot.take(pid)
     time.sleep(window_s)
-    return (fio_writes(pid) - before) / (time.monotonic() - started)
+    after = CpuSnapshot.take(pid)
+    return (after.fio_writes - before.fio_writes) / (after.at_s - before.at_s), window_cpu(
+        before, after
+    )
 
 
 def window_pair(
@@ -269,6 +333,7 @@ def window_pair(
     """An on and an off window (order alternated by `index`); the collectors' start and
     stop stay outside the on window, their post-processing is handed back."""
     rates: dict[str, float] = {}
+    cpu: dict[str, dict[str, float]] = {}
     results: dict[str, PendingResult] = {}
     seconds: dict[str, dict[str, float]] = {}
     for which in ("on", "off") if index % 2 == 0 else ("off", "on"):
@@ -277,9 +342,9 @@ def window_pair(
             scratch.mkdir()
             window_ctx = dataclasses.replace(ctx, runtime_s=window_s, artifact_dir=scratch)
             with collecting(classes, spec, window_ctx, results, seconds):
-                rates[which] = window_rate(pid, window_s)
+                rates[which], cpu[which] = window_rate(pid, window_s)
         else:
-            rates[which] = window_rate(pid, window_s)
+            rates[which], cpu[which] = window_rate(pid, window_s)
     pair = Pair(
         cell=cell,
         numjobs=int(spec.sweep["numjobs"][0]),
@@ -295,6 +360,8 @@ def window_pair(
         at=time.strftime("%Y-%m-%dT%H:%M:%S"),
         on_collector_seconds=seconds,
         method="windows",
+        on_cpu=cpu["on"],
+        off_cpu=cpu["off"],
     )
     return pair, results
 
@@ -439,9 +506,26 @@ def _print_method_table(method: str, pairs: list[Pair]) -> None:
             f"{statistics.median(p.on_iops for p in group):>9.0f}"
             f"{statistics.median(p.off_iops for p in group):>9.0f}  {cpu_text}"
         )
+    if method == "windows":
+        print_cpu_split(cells)
     short = sorted({f"{c}@{n}" for (c, n, _), g in cells.items() if len(g) < MIN_PAIRS})
     if short:
         print(f"fewer than {MIN_PAIRS} pairs (add more with `run`): {', '.join(short)}")
+
+
+def print_cpu_split(cells: dict[tuple[str, int, str], list[Pair]]) -> None:
+    """Where the on and off windows' CPU went, medians over the pairs that carry it: the
+    collectors' share of a CPU-bound machine comes straight out of fio's."""
+    for (cell, numjobs, _), group in sorted(cells.items()):
+        group = [p for p in group if p.on_cpu and p.off_cpu]
+        if not group:
+            continue
+        print(f"where the CPU went, {cell} at numjobs={numjobs}, {len(group)} pairs (in CPUs):")
+        for key in group[0].on_cpu:
+            on = statistics.median(p.on_cpu[key] for p in group)
+            off = statistics.median(p.off_cpu[key] for p in group)
+            diff = statistics.median(p.on_cpu[key] - p.off_cpu[key] for p in group)
+            print(f"  {key:<22s} on {on:8.3f}  off {off:8.3f}  on-off per pair {diff:+8.3f}")
 
 
 TRACING_FRAMES = (
