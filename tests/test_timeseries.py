@@ -14,7 +14,7 @@ import pytest
 
 from fslab import bisection
 from fslab.analyze.bisect import bisect_list
-from fslab.analyze.drift import host_drift
+from fslab.analyze.drift import host_drift, steal_drift
 from fslab.analyze.noise import fit_point_noise, spec_fingerprint
 from fslab.hostfacts import HostFacts
 from fslab.report.model import build_report
@@ -22,6 +22,7 @@ from fslab.report.text import render_text
 from fslab.spec import Spec, load_spec
 from fslab.store.db import Store
 from fslab.store.exchange import import_campaign
+from fslab.store.facts import PointFacts
 
 DATA = Path(__file__).parent / "data"
 SPACED = Path(__file__).parent.parent / "bench" / "spaced"
@@ -63,6 +64,26 @@ def test_drift_names_each_differing_fact_and_only_those() -> None:
     assert [d.fact for d in found] == ["kernel_cmdline", "perf_version"]  # governor: one side
     assert "candidate only 'mitigations=off'" in found[0].describe()
     assert "'perf version 6.1.192' (baseline) vs 'perf version 6.1.187'" in found[1].describe()
+
+
+def _runs_with_steal(*steal_pct: float) -> list[PointFacts]:
+    """The recorded campaign's run facts, each with a steal share (older runs have none)."""
+    points = json.loads((DATA / "campaign_fsync_quick.json").read_text())["points"]
+    return [
+        PointFacts.model_validate({**p["facts"], "host_cpu": {"steal_pct": s, "idle_pct": 1.0}})
+        for p, s in zip(points, steal_pct, strict=False)
+    ]
+
+
+def test_steal_drift_warns_only_when_the_sides_medians_are_far_apart() -> None:
+    quiet, busy = _runs_with_steal(0.4, 0.6, 9.0), _runs_with_steal(6.0, 6.5, 0.5)
+    assert steal_drift(quiet, _runs_with_steal(1.0, 2.0, 2.5)) == []  # 0.6 vs 2.0: 1.4 points
+    (found,) = steal_drift(quiet, busy)  # medians 0.6 vs 6.0: one outlier run does not count
+    assert (found.fact, found.baseline, found.candidate) == ("steal_pct", "0.6", "6.0")
+    assert "0.6% of the CPUs in the baseline's runs vs 6.0% in the candidate's" in found.describe()
+    # runs stored before fslab recorded steal: no difference claimed
+    older = [PointFacts.model_validate(p.stored() | {"host_cpu": None}) for p in busy]
+    assert steal_drift(quiet, older) == []
 
 
 @pytest.mark.parametrize("first_bad", range(1, 8))

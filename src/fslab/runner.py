@@ -28,6 +28,7 @@ import fslab
 from fslab import faults
 from fslab.collect.base import Collector, CollectorResult, PendingResult, PointContext
 from fslab.collect.registry import ALL_COLLECTORS
+from fslab.collect.sysstat import host_cpu_share
 from fslab.errors import FslabError, ToolError, UsageError
 from fslab.guest.leftovers import find_guest_leftovers
 from fslab.guest_runner import check_guests, run_in_guests
@@ -396,6 +397,7 @@ def _run_workload(
     with collecting(classes, spec, ctx, state.pending, seconds):
         state.timing.setup_s += state.lap()
         faults.checkpoint("workload")
+        cpu_before = _proc_stat()
         try:
             if isinstance(workload, FioWorkload):
                 outcome = plan.run_fio(argv, timeout_s=timeout_s, log=state.log)
@@ -410,8 +412,18 @@ def _run_workload(
                 )
         finally:
             state.timing.measure_s += state.lap()
+        if cpu_before and (cpu_after := _proc_stat()):
+            state.facts["host_cpu"] = host_cpu_share(cpu_before, cpu_after)
         faults.checkpoint("collectors_stop")
     return outcome
+
+
+def _proc_stat() -> str:
+    """/proc/stat's text ("" where it cannot be read: the run goes on without it)."""
+    try:
+        return Path("/proc/stat").read_text()
+    except OSError:
+        return ""
 
 
 # ------------------------------------------------------------------ campaigns

@@ -113,6 +113,11 @@ def test_tiny_campaign_stores_trustworthy_results(tmp_path, no_leaks):
         assert "noatime" in ext4.facts.mount_options_effective
         assert "data=ordered" in ext4.facts.mount_options_effective
         assert (ext4.facts.filesystem.journal_size_bytes or 0) > 0
+        # the host's CPU while each run's workload ran: what steal drift is judged on
+        for point in points:
+            cpu = point.facts.host_cpu
+            assert cpu and cpu.steal_pct is not None and cpu.idle_pct is not None
+            assert 0 <= cpu.steal_pct <= 100 and 0 <= cpu.idle_pct <= 100
         assert json.loads(store.artifact(ext4.id, "fio.json"))["jobs"]
         xfs = next(p for p in points if p.config == "xfs")
         assert xfs.facts.filesystem and xfs.facts.filesystem.log_size_bytes

@@ -38,7 +38,7 @@ from typing import Any
 
 from fslab.analyze.compare import ComparisonRow, ComparisonTable, compare, judge
 from fslab.analyze.dataset import CampaignData
-from fslab.analyze.drift import Drift, host_drift
+from fslab.analyze.drift import Drift, host_drift, steal_drift
 from fslab.analyze.falloff import campaign_falloffs
 from fslab.analyze.guests import guest_summary
 from fslab.analyze.levels import LevelCheck
@@ -294,7 +294,7 @@ def campaign_comparisons(
     return [
         _across_campaigns(
             Comparison(labels[0], labels[1], table, details, levels=levels),
-            (a, b),
+            ([a], [b]),
             [_with_level_note(model_note, levels)],
             "inside each campaign only",
             f"calibrate with `{calibrate_command(a)}`",
@@ -310,14 +310,18 @@ def _with_level_note(note: str, levels: LevelCheck | None, *, groups: bool = Fal
 
 def _across_campaigns(
     comparison: Comparison,
-    sides: tuple[CampaignData, CampaignData],
+    sides: tuple[Sequence[CampaignData], Sequence[CampaignData]],
     model_notes: Sequence[str],
     runs_judged: str,
     to_run: str,
 ) -> Comparison:
     """Drift and level warnings, what judged the rows, and provisional when the model
-    left rows."""
-    comparison.drift = host_drift(sides[0].campaign.host, sides[1].campaign.host)
+    left rows (host facts from each side's first campaign, steal from all its runs)."""
+    base, cand = sides
+    comparison.drift = host_drift(base[0].campaign.host, cand[0].campaign.host) + steal_drift(
+        [p.facts for c in base for p in c.ok_points()],
+        [p.facts for c in cand for p in c.ok_points()],
+    )
     comparison.notes += [d.describe() for d in comparison.drift]
     if comparison.levels is not None:
         warning = comparison.levels.warning(
@@ -375,7 +379,7 @@ def group_comparisons(
         notes.append(said)
     comparison = _across_campaigns(
         Comparison(labels[0], labels[1], table, details, groups=sides, levels=levels),
-        (base[0], cand[0]),
+        (base, cand),
         notes,
         "of each side pooled",
         f"the drift needs {MIN_CAMPAIGNS - 1} degrees of freedom, the campaigns less one per "

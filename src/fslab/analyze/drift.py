@@ -4,14 +4,21 @@ Reviewers of a performance claim ask first whether anything but the change
 under test differed: the kernel command line (mitigations, isolcpus), the
 CPU, its frequency governor, the tools that measured. A comparison states
 each difference it finds as a warning; a fact one side did not record
-(campaigns stored before fslab recorded it) is not a difference.
+(campaigns stored before fslab recorded it) is not a difference. Beside the
+host's facts, its load: a hypervisor that gives the CPUs to other guests
+(steal) slows a CPU-bound workload, about 3% of the write IOPS a point of
+steal on the machine fslab was built on (bench/steal_noise.py), so sides
+whose runs saw different steal are warned about too.
 """
 
 from __future__ import annotations
 
+import statistics
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from fslab.hostfacts import HostFacts
+from fslab.store.facts import PointFacts
 
 #: (host fact, what to call it), in the order warnings are given.
 CHECKED_FACTS: tuple[tuple[str, str], ...] = (
@@ -22,6 +29,8 @@ CHECKED_FACTS: tuple[tuple[str, str], ...] = (
     ("perf_version", "perf version"),
     ("fslab_version", "fslab version"),
 )
+STEAL_FACT = "steal_pct"
+STEAL_DRIFT_POINTS = 2.0  # medians of the sides' steal further apart than this are warned
 VALUE_WIDTH = 60  # a long command line is cut in the warning (the JSON has it whole)
 
 
@@ -43,6 +52,12 @@ class Drift:
             return (
                 f"drift: {self.label} differs: baseline only {_cut(only_a)!r}, "
                 f"candidate only {_cut(only_b)!r}"
+            )
+        if self.fact == STEAL_FACT:
+            return (
+                f"drift: {self.label} differs: {self.baseline}% of the CPUs in the baseline's "
+                f"runs vs {self.candidate}% in the candidate's (median): a busy host slows a "
+                "CPU-bound workload, so part of any difference may be the host's"
             )
         return (
             f"drift: {self.label} differs: {_cut(self.baseline)!r} (baseline) vs "
@@ -67,6 +82,22 @@ def host_drift(baseline: HostFacts, candidate: HostFacts) -> list[Drift]:
             continue
         found.append(Drift(fact, label, str(a), str(b)))
     return found
+
+
+def steal_drift(baseline: Sequence[PointFacts], candidate: Sequence[PointFacts]) -> list[Drift]:
+    """The host's steal, median over each side's runs, when the medians are more than
+    STEAL_DRIFT_POINTS apart (runs stored before fslab recorded it are left out)."""
+    medians = []
+    for runs in (baseline, candidate):
+        cpu = [f.host_cpu for f in runs if f.host_cpu is not None]
+        steal = [c.steal_pct for c in cpu if c.steal_pct is not None]
+        if not steal:
+            return []
+        medians.append(statistics.median(steal))
+    if abs(medians[0] - medians[1]) <= STEAL_DRIFT_POINTS:
+        return []
+    label = "CPU time the host took (steal)"
+    return [Drift(STEAL_FACT, label, f"{medians[0]:.1f}", f"{medians[1]:.1f}")]
 
 
 def _cut(text: str) -> str:

@@ -132,6 +132,17 @@ def cpu_metrics(before: dict[str, float], after: dict[str, float], elapsed_s: fl
     return out
 
 
+def host_cpu_share(before_text: str, after_text: str) -> dict[str, float]:
+    """Steal and idle, in percent of all CPUs, between two reads of /proc/stat: what the
+    runner stores with every run (facts.host_cpu), collectors or not."""
+    split = cpu_metrics(parse_proc_stat(before_text), parse_proc_stat(after_text), 0.0)
+    return {
+        f"{name}_pct": round(split[f"sys.cpu.{name}_pct"], 3)
+        for name in ("steal", "idle")
+        if f"sys.cpu.{name}_pct" in split
+    }
+
+
 def vm_metrics(before: dict[str, float], after: dict[str, float], elapsed_s: float) -> dict:
     out: dict[str, float] = {}
     for name in VMSTAT_DELTAS:

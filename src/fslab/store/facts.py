@@ -64,6 +64,14 @@ class DeviceLimitFacts(_Facts):
     write_bps: int | None = None
 
 
+class HostCpuFacts(_Facts):
+    """The machine's CPU while the workload ran (/proc/stat): steal is time the
+    hypervisor gave to other guests, which slows a CPU-bound workload."""
+
+    steal_pct: float | None = None  # of all CPUs
+    idle_pct: float | None = None
+
+
 class DeviceFacts(_Facts):
     """What a campaign ran on: a loop image (ram, file) or a block device the guard accepted."""
 
@@ -121,6 +129,7 @@ class PointFacts(_Facts):
     umount: str | None = None  # set when the mount had to be detached lazily
     guest: GuestFacts | None = None  # a guest point: the guest as booted
     guest_point_s: float | None = None
+    host_cpu: HostCpuFacts | None = None  # while the workload ran (runner)
 
     @property
     def point_timing(self) -> PointTiming | None:
