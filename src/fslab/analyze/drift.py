@@ -6,7 +6,7 @@ CPU, its frequency governor, the tools that measured. A comparison states
 each difference it finds as a warning; a fact one side did not record
 (campaigns stored before fslab recorded it) is not a difference. Beside the
 host's facts, its load: a hypervisor that gives the CPUs to other guests
-(steal) slows a CPU-bound workload, about 3% of the write IOPS a point of
+(steal) slows a CPU-bound workload, 2.4% of the write IOPS a point of
 steal on the machine fslab was built on (bench/steal_noise.py), so sides
 whose runs saw different steal are warned about too.
 """
