@@ -125,6 +125,7 @@ from fslab.analyze.baselines import (
 from fslab.analyze.comparisons import Comparison, campaign_comparisons, samples, select_metrics
 from fslab.analyze.dataset import CampaignData, load_campaign
 from fslab.analyze.noise import MIN_CAMPAIGNS
+from fslab.analyze.steal import take_out_steal
 from fslab.spec import load_spec
 from fslab.store.db import Store
 from fslab.store.exchange import import_campaign
@@ -372,11 +373,12 @@ HEADLINE = "fio.write.iops"
 
 
 def spaced_store(db: Path | None) -> Store:
-    """The recorded database, or the checked-in exports imported into a scratch one."""
-    if db is not None:
+    """The recorded database, or exports imported into a scratch one: those of a
+    directory given, else the checked-in ones."""
+    if db is not None and not db.is_dir():
         return Store(db)
     scratch = Store(Path(tempfile.mkdtemp(prefix="fslab-spaced-")) / "spaced.db")
-    for path in sorted(SPACED_DIR.glob("**/campaign-*.json.gz")):
+    for path in sorted((db or SPACED_DIR).glob("**/campaign-*.json.gz")):
         with gzip.open(path, "rt", encoding="utf-8") as handle:
             import_campaign(scratch, json.load(handle))
     return scratch
@@ -639,6 +641,7 @@ def _report_family(store: Store, family: str, rows: list[Any], source: str) -> t
             f"{noise.campaigns_to_find(1 - SPACED_SHIFT, noise.runs // noise.campaigns) or '> 64'}"
         )
     _report_levels(store, base[-1])
+    _report_steal(store, base[-1])
     cycle = _cycles(rows)
     print(f"  {len(set(cycle.values()))} cycles (one hold of the machine lock each)")
     aa_pairs = [
@@ -656,10 +659,8 @@ def _report_family(store: Store, family: str, rows: list[Any], source: str) -> t
         # x0.9: B's headline scaled, judged with the model `fslab compare A B` would use
         names = select_metrics([data[a.id]])
         model = campaign_model(store, data[a.id], data[b.id], names)
-        shifted = _scaled(data[b.id], HEADLINE, SPACED_SHIFT)
-        power_10 += _flags(
-            campaign_comparisons(data[a.id], shifted, None, model.noise, levels=model.levels)
-        )[1]
+        shifted = _scaled(model.b, HEADLINE, SPACED_SHIFT)  # B as judged (at zero steal)
+        power_10 += _flags(model.comparisons(candidate=shifted))[1]
     n = len(aa_pairs)
     print(
         f"  A/A: {aa_model} of {n} comparison sets flagged ({aa_model / n:.1%}; goal <= 1 in "
@@ -683,6 +684,26 @@ def _report_family(store: Store, family: str, rows: list[Any], source: str) -> t
     return aa_model, n
 
 
+def _report_steal(store: Store, reference: Any) -> None:
+    """Whether comparisons take the host's steal out of the spec's headline (analyze.steal),
+    and the model of its campaigns at zero steal."""
+    series = [load_campaign(store, c.id) for c in baseline_campaigns(store, reference)]
+    adjusted, fit = take_out_steal(series)
+    if fit is None:
+        print("  steal: not taken out (runs without their steal, or no slowdown with it)")
+        return
+    print(f"  {fit.describe()}")
+    model = fit_model(adjusted, [HEADLINE], host="", fingerprint="")
+    for (point, _), noise in model.points.items():
+        print(
+            f"  model at zero steal at {cmp.point_label(point)}: between-campaign CV "
+            f"{noise.between_cv_pct:.1f}%, within {noise.within_cv_pct:.1f}% "
+            f"({noise.campaigns} campaigns); campaigns a side of {noise.runs // noise.campaigns} "
+            f"runs to find -10% (groups): "
+            f"{noise.campaigns_to_find(1 - SPACED_SHIFT, noise.runs // noise.campaigns) or '> 64'}"
+        )
+
+
 def _report_levels(store: Store, reference: Any) -> None:
     """The level moves of the spec's series, as comparisons find them (analyze.levels), and
     the model with a mean per level that comparisons on one level are judged with."""
@@ -690,6 +711,7 @@ def _report_levels(store: Store, reference: Any) -> None:
         (load_campaign(store, c.id) for c in baseline_campaigns(store, reference)),
         key=lambda d: (d.campaign.started_at, d.id),
     )
+    series = take_out_steal(series)[0]  # as comparisons see the series (analyze.steal)
     check = level_check(series, series[-1:], series[-1:])
     if check is None:
         print(f"  level moves of the spec's {len(series)} campaigns (as `fslab series`): none")
@@ -793,7 +815,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     parser.add_argument("--real-splits", type=int, default=50, help="random splits of real runs")
     parser.add_argument(
-        "--spaced", type=Path, help="database of spaced campaigns (default: the checked-in ones)"
+        "--spaced",
+        type=Path,
+        help="database of spaced campaigns, or a directory of their exports (default: the "
+        "checked-in ones, bench/spaced/data)",
     )
     parser.add_argument(
         "--spaced-only", action="store_true", help="only the spaced-campaign figures"

@@ -12,6 +12,9 @@ change point, as `fslab series` shows it), a comparison whose sides lie on
 one level gets a model with a mean per level, and one whose sides lie on
 different levels keeps the one-mean model and warns (analyze.levels holds
 the rule).
+
+Runs record the host's steal; where it slows the headline within campaigns,
+every campaign of a comparison is first taken at zero steal (analyze.steal).
 """
 
 from __future__ import annotations
@@ -30,6 +33,7 @@ from fslab.analyze.dataset import CampaignData, load_campaign
 from fslab.analyze.levels import LevelCheck, LevelMove, place
 from fslab.analyze.noise import NoiseModel, fit_point_noise, host_key, spec_fingerprint
 from fslab.analyze.series import series_of
+from fslab.analyze.steal import StealFit, take_out_steal
 from fslab.errors import UsageError
 from fslab.store.db import CampaignRow, Store
 from fslab.vocab import PointKey, point_label
@@ -143,10 +147,29 @@ def level_check(
 
 @dataclass(frozen=True)
 class CampaignModel:
-    """The noise model `fslab compare A B` judges with, and A's baselines' levels."""
+    """The noise model `fslab compare A B` judges with, A's baselines' levels, and A and B
+    as judged (their headline at zero steal when the runs' steal slows it)."""
 
     noise: NoiseModel
     levels: LevelCheck | None  # None: the baselines' level did not move
+    a: CampaignData
+    b: CampaignData
+    steal: StealFit | None = None  # None: the headline was not adjusted
+
+    def comparisons(
+        self, patterns: Iterable[str] | None = None, candidate: CampaignData | None = None
+    ) -> list[Comparison]:
+        """The table of A against B (`candidate` replaces B's data: a bench scaling it)."""
+        found = campaign_comparisons(
+            self.a, candidate or self.b, patterns, self.noise, levels=self.levels
+        )
+        return [_with_steal_note(c, self.steal) for c in found]
+
+
+def _with_steal_note(comparison: Comparison, steal: StealFit | None) -> Comparison:
+    if steal is not None:
+        comparison.notes.append(steal.describe())
+    return comparison
 
 
 def campaign_model(
@@ -154,8 +177,13 @@ def campaign_model(
 ) -> CampaignModel:
     """The model of A's spec from its stored campaigns (B left out). When their level moved
     and A and B lie on one level, each level spreads around its own mean and B is compared
-    with the mean of theirs (analyze.levels)."""
-    loaded = [load_campaign(store, c.id) for c in baseline_campaigns(store, a.campaign)]
+    with the mean of theirs (analyze.levels). Every campaign's headline is first taken at
+    zero steal when their runs' steal slows it (analyze.steal)."""
+    stored = [load_campaign(store, c.id) for c in baseline_campaigns(store, a.campaign)]
+    adjusted, steal = take_out_steal([a, b, *(d for d in stored if d.id not in (a.id, b.id))])
+    by_id = {d.id: d for d in adjusted}
+    a, b = by_id[a.id], by_id[b.id]
+    loaded = [by_id[d.id] for d in stored]
     fitted = [d for d in loaded if d.id != b.id]
     levels = level_check(loaded, [a], [b])
     blocks: dict[int, Hashable] | None = None
@@ -171,7 +199,7 @@ def campaign_model(
         blocks=blocks,
         reference=reference,
     )
-    return CampaignModel(noise, levels)
+    return CampaignModel(noise, levels, a, b, steal)
 
 
 def compare_with_noise(
@@ -180,8 +208,7 @@ def compare_with_noise(
     """`fslab compare A B`: the table judged with the noise model of A's spec (B left out)."""
     a, b = load_campaign(store, baseline_id), load_campaign(store, candidate_id)
     names = select_metrics([a, b], patterns)
-    model = campaign_model(store, a, b, names)
-    return campaign_comparisons(a, b, patterns, model.noise, levels=model.levels)
+    return campaign_model(store, a, b, names).comparisons(patterns)
 
 
 @dataclass(frozen=True)
@@ -194,14 +221,16 @@ class GroupModel:
     metrics: list[str]
     noise: NoiseModel
     levels: LevelCheck | None = None  # None: the baseline spec's level did not move
+    steal: StealFit | None = None  # None: the headline was not adjusted (analyze.steal)
 
     def comparisons(self, candidate: Sequence[CampaignData] | None = None) -> list[Comparison]:
         """The comparison table; `candidate` replaces the candidate side's data (a bench
         scaling a metric: the model is unchanged, as the side's own mean absorbs a shift)."""
-        return group_comparisons(
+        found = group_comparisons(
             self.baseline, candidate or self.candidate, self.metrics, self.noise,
             baselines=self.others, levels=self.levels,
         )  # fmt: skip
+        return [_with_steal_note(c, self.steal) for c in found]
 
 
 def group_model(
@@ -242,6 +271,10 @@ def group_model(
             store, side[0].campaign, exclude=[*both, *(c.id for c in others)]
         ):
             others.append(load_campaign(store, row.id))
+    adjusted, steal = take_out_steal([*sides[0], *sides[1], *others])
+    by_id = {d.id: d for d in adjusted}
+    sides = [[by_id[d.id] for d in side] for side in sides]
+    others = [by_id[d.id] for d in others]
     a = sides[0][0].campaign
     series = [d for d in [*sides[0], *sides[1], *others] if _cell(d.campaign) == _cell(a)]
     levels = level_check(series, sides[0], sides[1])
@@ -261,7 +294,7 @@ def group_model(
         fingerprint=spec_fingerprint(a.spec),
         blocks=blocks,
     )
-    return GroupModel(sides[0], sides[1], [c.id for c in others], names, noise, levels)
+    return GroupModel(sides[0], sides[1], [c.id for c in others], names, noise, levels, steal)
 
 
 def _cell(campaign: CampaignRow) -> tuple[str, str]:

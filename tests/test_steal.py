@@ -1,0 +1,88 @@
+"""The host's steal taken out of comparisons across campaigns (analyze.steal), on a real
+recording whose runs carry their steal: bench/spaced/steal8k (made by
+bench/spaced/record.sh with base8k and cost8k1k, exported by bench/spaced/export.py;
+outside bench/spaced/data because its spec is spaced8k's, whose older runs predate the
+steal fact)."""
+
+from __future__ import annotations
+
+import gzip
+import json
+from pathlib import Path
+
+import pytest
+
+from fslab.analyze.baselines import campaign_model, compare_with_noise, fit_model
+from fslab.analyze.dataset import load_campaign
+from fslab.analyze.steal import fit_steal, take_out_steal
+from fslab.store.db import Store
+from fslab.store.exchange import import_campaign
+
+STEAL8K = Path(__file__).parent.parent / "bench" / "spaced" / "steal8k"
+HEADLINE = "fio.write.iops"
+
+
+def _exports(*, keep_steal: bool = True) -> list[dict]:
+    out = []
+    for path in sorted(STEAL8K.glob("campaign-*.json.gz")):
+        with gzip.open(path, "rt", encoding="utf-8") as handle:
+            data = json.load(handle)
+        if not keep_steal:
+            for point in data["points"]:
+                point["facts"].pop("host_cpu", None)
+        out.append(data)
+    return out
+
+
+@pytest.fixture(scope="module")
+def store(tmp_path_factory):
+    with Store(tmp_path_factory.mktemp("steal") / "steal.db") as s:
+        for data in _exports():
+            import_campaign(s, data)
+        yield s
+
+
+def _base(store: Store) -> list:
+    return [load_campaign(store, c.id) for c in store.campaigns() if c.name.endswith("-base")]
+
+
+def test_the_recordings_runs_slow_down_with_steal_within_campaigns(store) -> None:
+    fit = fit_steal(_base(store))
+    assert fit is not None and fit.metric == HEADLINE
+    assert -0.04 < fit.slope_per_point < -0.01  # 1% to 4% of the IOPS a point of steal
+    assert fit.r < -0.5 and fit.p_value < 1e-4
+
+
+def test_taking_steal_out_narrows_the_drift_between_campaigns(store) -> None:
+    base = _base(store)
+    adjusted, fit = take_out_steal(base)
+    assert fit is not None
+    ((_, raw),) = fit_model(base, [HEADLINE], host="", fingerprint="").points.items()
+    ((_, zero),) = fit_model(adjusted, [HEADLINE], host="", fingerprint="").points.items()
+    assert zero.within_cv_pct < 0.8 * raw.within_cv_pct
+    assert zero.between_var + zero.within_var < raw.between_var + raw.within_var
+
+
+def test_a_comparison_says_it_took_steal_out_and_judges_at_zero_steal(store) -> None:
+    base = _base(store)
+    a, b = base[0], base[-1]
+    (comparison,) = compare_with_noise(store, a.id, b.id)
+    (note,) = [n for n in comparison.notes if n.startswith("steal taken out: write IOPS")]
+    assert "a point of the host's steal within campaigns" in note
+    model = campaign_model(store, a, b, [HEADLINE])
+    assert model.steal is not None
+    judged = [model.b.metrics[p.id][HEADLINE] for p in model.b.ok_points()]
+    raw = [b.metrics[p.id][HEADLINE] for p in b.ok_points()]
+    steal = [p.facts.host_cpu.steal_pct for p in b.ok_points()]
+    assert all(j >= r for j, r in zip(judged, raw, strict=True))  # at zero steal: faster
+    assert [j > r for j, r in zip(judged, raw, strict=True)] == [s > 0 for s in steal]
+
+
+def test_runs_without_their_steal_leave_everything_as_it_was(tmp_path) -> None:
+    with Store(tmp_path / "old.db") as old:
+        for data in _exports(keep_steal=False):
+            import_campaign(old, data)
+        base = _base(old)
+        assert take_out_steal(base)[1] is None
+        (comparison,) = compare_with_noise(old, base[0].id, base[-1].id)
+        assert not any(n.startswith("steal taken out") for n in comparison.notes)
