@@ -28,6 +28,7 @@ from fslab.analyze.noise import TEST_NAME
 from fslab.analyze.series import build_series, select_campaigns
 from fslab.store.db import CampaignRow, Store
 from fslab.store.exchange import import_campaign
+from tests.spaced_support import imported, spaced_exports
 
 SPACED = Path(__file__).parent.parent / "bench" / "spaced" / "data"
 SERIES = Path(__file__).parent / "data" / "series"
@@ -35,18 +36,12 @@ HEADLINE = "fio.write.iops"
 
 
 def _exports() -> list[dict]:
-    out = []
-    for path in sorted(SPACED.glob("**/campaign-*.json.gz")):
-        with gzip.open(path, "rt", encoding="utf-8") as handle:
-            out.append(json.load(handle))
-    return out
+    return spaced_exports(SPACED)
 
 
 @pytest.fixture(scope="module")
 def store(tmp_path_factory):
-    with Store(tmp_path_factory.mktemp("spaced") / "spaced.db") as s:
-        for data in _exports():
-            import_campaign(s, data)
+    with imported(tmp_path_factory.mktemp("spaced") / "spaced.db", _exports()) as s:
         yield s
 
 

@@ -6,8 +6,6 @@ steal fact)."""
 
 from __future__ import annotations
 
-import gzip
-import json
 from pathlib import Path
 
 import pytest
@@ -16,29 +14,22 @@ from fslab.analyze.baselines import campaign_model, compare_with_noise, fit_mode
 from fslab.analyze.dataset import load_campaign
 from fslab.analyze.steal import fit_steal, take_out_steal
 from fslab.store.db import Store
-from fslab.store.exchange import import_campaign
+from tests.spaced_support import imported, spaced_exports
 
 STEAL8K = Path(__file__).parent.parent / "bench" / "spaced" / "steal8k"
 HEADLINE = "fio.write.iops"
 
 
 def _exports(*, keep_steal: bool = True) -> list[dict]:
-    out = []
-    for path in sorted(STEAL8K.glob("campaign-*.json.gz")):
-        with gzip.open(path, "rt", encoding="utf-8") as handle:
-            data = json.load(handle)
-        if not keep_steal:
-            for point in data["points"]:
-                point["facts"].pop("host_cpu", None)
-        out.append(data)
+    out = spaced_exports(STEAL8K)
+    for point in (p for data in out if not keep_steal for p in data["points"]):
+        point["facts"].pop("host_cpu", None)
     return out
 
 
 @pytest.fixture(scope="module")
 def store(tmp_path_factory):
-    with Store(tmp_path_factory.mktemp("steal") / "steal.db") as s:
-        for data in _exports():
-            import_campaign(s, data)
+    with imported(tmp_path_factory.mktemp("steal") / "steal.db", _exports()) as s:
         yield s
 
 
@@ -79,9 +70,7 @@ def test_a_comparison_says_it_took_steal_out_and_judges_at_zero_steal(store) -> 
 
 
 def test_runs_without_their_steal_leave_everything_as_it_was(tmp_path) -> None:
-    with Store(tmp_path / "old.db") as old:
-        for data in _exports(keep_steal=False):
-            import_campaign(old, data)
+    with imported(tmp_path / "old.db", _exports(keep_steal=False)) as old:
         base = _base(old)
         assert take_out_steal(base)[1] is None
         (comparison,) = compare_with_noise(old, base[0].id, base[-1].id)
