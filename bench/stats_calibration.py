@@ -125,7 +125,7 @@ from fslab.analyze.baselines import (
 from fslab.analyze.comparisons import Comparison, campaign_comparisons, samples, select_metrics
 from fslab.analyze.dataset import CampaignData, load_campaign
 from fslab.analyze.noise import MIN_CAMPAIGNS
-from fslab.analyze.steal import take_out_steal
+from fslab.analyze.steal import StealFit, take_out_steal
 from fslab.spec import load_spec
 from fslab.store.db import Store
 from fslab.store.exchange import import_campaign
@@ -640,8 +640,15 @@ def _report_family(store: Store, family: str, rows: list[Any], source: str) -> t
             f"{noise.runs // noise.campaigns} runs for it (groups): "
             f"{noise.campaigns_to_find(1 - SPACED_SHIFT, noise.runs // noise.campaigns) or '> 64'}"
         )
-    _report_levels(store, base[-1])
-    _report_steal(store, base[-1])
+    # the spec's series as comparisons see it: oldest first, at zero steal (analyze.steal)
+    series, steal = take_out_steal(
+        sorted(
+            (load_campaign(store, c.id) for c in baseline_campaigns(store, base[-1])),
+            key=lambda d: (d.campaign.started_at, d.id),
+        )
+    )
+    _report_levels(series)
+    _report_steal(series, steal)
     cycle = _cycles(rows)
     print(f"  {len(set(cycle.values()))} cycles (one hold of the machine lock each)")
     aa_pairs = [
@@ -684,11 +691,9 @@ def _report_family(store: Store, family: str, rows: list[Any], source: str) -> t
     return aa_model, n
 
 
-def _report_steal(store: Store, reference: Any) -> None:
+def _report_steal(adjusted: Sequence[CampaignData], fit: StealFit | None) -> None:
     """Whether comparisons take the host's steal out of the spec's headline (analyze.steal),
     and the model of its campaigns at zero steal."""
-    series = [load_campaign(store, c.id) for c in baseline_campaigns(store, reference)]
-    adjusted, fit = take_out_steal(series)
     if fit is None:
         print("  steal: not taken out (runs without their steal, or no slowdown with it)")
         return
@@ -704,14 +709,9 @@ def _report_steal(store: Store, reference: Any) -> None:
         )
 
 
-def _report_levels(store: Store, reference: Any) -> None:
+def _report_levels(series: Sequence[CampaignData]) -> None:
     """The level moves of the spec's series, as comparisons find them (analyze.levels), and
     the model with a mean per level that comparisons on one level are judged with."""
-    series = sorted(
-        (load_campaign(store, c.id) for c in baseline_campaigns(store, reference)),
-        key=lambda d: (d.campaign.started_at, d.id),
-    )
-    series = take_out_steal(series)[0]  # as comparisons see the series (analyze.steal)
     check = level_check(series, series[-1:], series[-1:])
     if check is None:
         print(f"  level moves of the spec's {len(series)} campaigns (as `fslab series`): none")
