@@ -125,7 +125,7 @@ from fslab.analyze.baselines import (
 from fslab.analyze.comparisons import Comparison, campaign_comparisons, samples, select_metrics
 from fslab.analyze.dataset import CampaignData, load_campaign
 from fslab.analyze.noise import MIN_CAMPAIGNS
-from fslab.analyze.steal import StealFit, take_out_steal
+from fslab.analyze.steal import StealFit, steal_recorded, take_out_steal
 from fslab.spec import load_spec
 from fslab.store.db import Store
 from fslab.store.exchange import import_campaign
@@ -401,76 +401,112 @@ def _flags(comparisons: Sequence[Comparison]) -> tuple[bool, bool]:
     return any(row.verdict in cmp.FLAGGED for row in rows), found
 
 
+@dataclass
+class FamilyFigures:
+    """One family's figures that the goals are judged on."""
+
+    aa_flagged: int  # one campaign a side: A/A sets flagged with the noise model
+    aa_sets: int
+    groups: dict[int, GroupFigures]  # by M
+    changes: dict[str, float]  # cost spec -> measured change of the headline
+    with_steal: bool  # every run recorded the host's steal (analyze.steal can take it out)
+
+
 def report_spaced(db: Path | None, seed: int = 2024) -> None:
     """The figures of every recorded family: FAMILY-base campaigns and their FAMILY-cost*."""
     with spaced_store(db) as store:
         rows = [c for c in store.campaigns() if c.status == "complete"]
         families = sorted({c.name.removesuffix("-base") for c in rows if c.name.endswith("-base")})
-        flagged = sets = 0
-        grouped: dict[int, list[int]] = {}  # M -> [flagged, flagged with own means, sets]
-        by_family: dict[str, tuple[dict[int, GroupFigures], dict[str, float]]] = {}
+        by_family: dict[str, FamilyFigures] = {}
         for family in families:
             family_rows = [c for c in rows if c.name.startswith(f"{family}-")]
             source = str(db) if db is not None else "bench/spaced/data"
             family_flagged, family_sets = _report_family(store, family, family_rows, source)
-            flagged, sets = flagged + family_flagged, sets + family_sets
             if family_sets:
-                figures = report_groups(store, family, family_rows, seed)
-                for m, fig in figures.items():
-                    total = grouped.setdefault(m, [0, 0, 0])
-                    counts = (fig.aa, fig.own, fig.splits)
-                    grouped[m] = [t + c for t, c in zip(total, counts, strict=True)]
-                by_family[family] = (figures, _cost_changes(store, family, family_rows))
-        if len(families) > 1 and sets:
+                by_family[family] = FamilyFigures(
+                    family_flagged,
+                    family_sets,
+                    report_groups(store, family, family_rows, seed),
+                    _cost_changes(store, family, family_rows),
+                    all(steal_recorded(load_campaign(store, c.id)) for c in family_rows),
+                )
+        if len(families) > 1 and by_family:
+            _print_over_families(by_family, "every family")
+        if by_family:
+            print_goals(by_family, "every family")
+        steal = {f: v for f, v in by_family.items() if v.with_steal}
+        if steal and len(steal) < len(by_family):
             print(
-                f"A/A over every family: {flagged} of {sets} comparison sets flagged "
-                f"({flagged / sets:.1%}; goal <= 1 in 20 = 5%) with the noise model"
+                f"families whose runs all recorded the host's steal, as fslab records every run "
+                f"now (the others predate it, and comparisons judge them without): "
+                f"{', '.join(steal)}"
             )
-        if len(families) > 1 and grouped:
-            for index, how in ((0, "as compare judges"), (1, "own means")):
-                cells = "; ".join(f"M={m}: {_rate(v[index], v[2])}" for m, v in grouped.items())
-                k, n = (sum(v[i] for v in grouped.values()) for i in (index, 2))
-                print(f"grouped A/A over every family, {how}: {cells}; all M: {_rate(k, n)}")
-        if sets:
-            print_goals(flagged, sets, grouped, by_family)
+            if len(steal) > 1:
+                _print_over_families(steal, "the families with steal")
+            print_goals(steal, "the families with steal")
 
 
-def print_goals(
-    flagged: int,
-    sets: int,
-    grouped: Mapping[int, list[int]],
-    by_family: Mapping[str, tuple[dict[int, GroupFigures], dict[str, float]]],
-) -> None:
+def _grouped(by_family: Mapping[str, FamilyFigures]) -> dict[int, list[int]]:
+    """M -> [A/A flagged, flagged with own means, sets], summed over the families."""
+    grouped: dict[int, list[int]] = {}
+    for figures in by_family.values():
+        for m, fig in figures.groups.items():
+            total = grouped.setdefault(m, [0, 0, 0])
+            counts = (fig.aa, fig.own, fig.splits)
+            grouped[m] = [t + c for t, c in zip(total, counts, strict=True)]
+    return grouped
+
+
+def _print_over_families(by_family: Mapping[str, FamilyFigures], which: str) -> None:
+    flagged = sum(f.aa_flagged for f in by_family.values())
+    sets = sum(f.aa_sets for f in by_family.values())
+    print(
+        f"A/A over {which}: {flagged} of {sets} comparison sets flagged "
+        f"({flagged / sets:.1%}; goal <= 1 in 20 = 5%) with the noise model"
+    )
+    grouped = _grouped(by_family)
+    for index, how in ((0, "as compare judges"), (1, "own means")):
+        cells = "; ".join(f"M={m}: {_rate(v[index], v[2])}" for m, v in grouped.items())
+        k, n = (sum(v[i] for v in grouped.values()) for i in (index, 2))
+        print(f"grouped A/A over {which}, {how}: {cells}; all M: {_rate(k, n)}")
+
+
+def print_goals(by_family: Mapping[str, FamilyFigures], which: str) -> None:
     """The goal of comparisons across time, judged on the figures above: A/A flags at most
     1 set in 20, and a real change of about 10% is found (at POWER_GOAL_SPACED, by the
     smallest group size that reaches it)."""
+    flagged = sum(f.aa_flagged for f in by_family.values())
+    sets = sum(f.aa_sets for f in by_family.values())
+    grouped = _grouped(by_family)
     k, n = sum(v[0] for v in grouped.values()), sum(v[2] for v in grouped.values())
     aa_met = flagged <= sets / 20 and k <= n / 20
     print(
-        f"goal, A/A at most 1 set in 20: one campaign a side {flagged} of {sets}, groups "
-        f"{k} of {n}: {'met' if aa_met else 'MISSED'}"
+        f"goal over {which}, A/A at most 1 set in 20: one campaign a side {flagged} of {sets}, "
+        f"groups {k} of {n}: {'met' if aa_met else 'MISSED'}"
     )
     low, high = ABOUT_10_PCT
     tens = [
         (family, name, change)
-        for family, (_, changes) in by_family.items()
-        for name, change in changes.items()
+        for family, figures in by_family.items()
+        for name, change in figures.changes.items()
         if low <= -change <= high
     ]
     if not tens:
-        print(f"goal, a real change of about 10% found: no recorded cost of -{low:.0%}..{high:.0%}")
+        print(
+            f"goal over {which}, a real change of about 10% found: no recorded cost of "
+            f"-{low:.0%}..{high:.0%}"
+        )
     for family, name, change in tens:
-        figures = by_family[family][0]
         parts, reached = [], None
-        for m, fig in sorted(figures.items()):
+        for m, fig in sorted(by_family[family].groups.items()):
             found, pairs = fig.found[name]
             parts.append(f"M={m} {found}/{pairs}, x{SPACED_SHIFT} {fig.shifted}/{fig.splits}")
             if reached is None and pairs and found / pairs >= POWER_GOAL_SPACED:
                 reached = m
         verdict = f"met with {reached} campaigns a side" if reached else "MISSED at every M"
         print(
-            f"goal, a real change of about 10% found ({name}: {change:+.1%}; found in "
-            f"{POWER_GOAL_SPACED:.0%} of sets or more): {'; '.join(parts)}: {verdict}"
+            f"goal over {which}, a real change of about 10% found ({name}: {change:+.1%}; "
+            f"found in {POWER_GOAL_SPACED:.0%} of sets or more): {'; '.join(parts)}: {verdict}"
         )
 
 

@@ -77,7 +77,8 @@ def _runs(data: CampaignData, metric: str) -> list[tuple[tuple, int, float, floa
     return out
 
 
-def _all_recorded(data: CampaignData) -> bool:
+def steal_recorded(data: CampaignData) -> bool:
+    """Every headline run of the campaign recorded the host's steal."""
     return all(
         p.facts.host_cpu is not None and p.facts.host_cpu.steal_pct is not None
         for p in data.ok_points()
@@ -135,7 +136,7 @@ def take_out_steal(
 ) -> tuple[list[CampaignData], StealFit | None]:
     """The campaigns at zero steal, with the fit; unchanged (and None) without a slope or
     when a headline run did not record its steal."""
-    if not all(_all_recorded(d) for d in campaigns):
+    if not all(steal_recorded(d) for d in campaigns):
         return list(campaigns), None
     fit = fit_steal(campaigns)
     if fit is None:
