@@ -175,7 +175,9 @@ def series(
 
     One line per campaign with its median headline at each point; a change
     point (E-Divisive means, kept when a t test between the segments on
-    either side is significant) is marked where a new level starts.
+    either side is significant) is marked where a new level starts. When the
+    runs' steal slows the headline within campaigns, the medians are at zero
+    steal (as `fslab compare` judges them) and the output says so.
     """
 
     def body() -> None:
