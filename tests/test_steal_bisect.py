@@ -2,7 +2,7 @@
 analyze.steal that comparisons use), on the recording whose runs carry their steal:
 bench/spaced/steal8k (tests/test_steal.py says what it is).
 
-Its campaigns, oldest first, alternate in pairs: base (8 KiB blocks) 1, 4, 5, 8, 9, 12,
+Its campaigns, oldest first, alternate in pairs: base (4 KiB blocks) 1, 4, 5, 8, 9, 12,
 13, 16, 17, 20 and 1 KiB blocks ("cost", -19.5%) 2, 3, 6, 7, 10, 11, 14, 15, 18, 19,
 about 2 min apart. The cases below were found by judging every (good base, bad cost,
 candidate) triple of the recording both ways: at zero steal no base candidate was judged
