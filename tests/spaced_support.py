@@ -19,6 +19,13 @@ def spaced_exports(directory: Path) -> list[dict]:
     return out
 
 
+def without_steal(exports: list[dict]) -> list[dict]:
+    """The exports as a store before fslab recorded the host's steal (host_cpu dropped)."""
+    for point in (p for data in exports for p in data["points"]):
+        point["facts"].pop("host_cpu", None)
+    return exports
+
+
 def imported(db: Path, exports: list[dict]) -> Store:
     """A new store at `db` holding the exports (the caller closes it)."""
     store = Store(db)

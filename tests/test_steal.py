@@ -2,19 +2,26 @@
 recording whose runs carry their steal: bench/spaced/steal8k (made by
 bench/spaced/record.sh with base8k and cost8k1k, exported by bench/spaced/export.py;
 outside bench/spaced/data because its spec is spaced8k's, whose older runs predate the
-steal fact)."""
+steal fact). `fslab series` takes it out by the same rule; bisection: test_steal_bisect."""
 
 from __future__ import annotations
 
+import json
+import statistics
 from pathlib import Path
 
 import pytest
+from typer.testing import CliRunner
 
 from fslab.analyze.baselines import campaign_model, compare_with_noise, fit_model
-from fslab.analyze.dataset import load_campaign
+from fslab.analyze.comparisons import samples
+from fslab.analyze.dataset import CampaignData, load_campaign
+from fslab.analyze.series import series_of
 from fslab.analyze.steal import fit_steal, take_out_steal
+from fslab.cli import app
 from fslab.store.db import Store
-from tests.spaced_support import imported, spaced_exports
+from fslab.vocab import format_value
+from tests.spaced_support import imported, spaced_exports, without_steal
 
 STEAL8K = Path(__file__).parent.parent / "bench" / "spaced" / "steal8k"
 HEADLINE = "fio.write.iops"
@@ -22,14 +29,19 @@ HEADLINE = "fio.write.iops"
 
 def _exports(*, keep_steal: bool = True) -> list[dict]:
     out = spaced_exports(STEAL8K)
-    for point in (p for data in out if not keep_steal for p in data["points"]):
-        point["facts"].pop("host_cpu", None)
-    return out
+    return out if keep_steal else without_steal(out)
 
 
 @pytest.fixture(scope="module")
-def store(tmp_path_factory):
-    with imported(tmp_path_factory.mktemp("steal") / "steal.db", _exports()) as s:
+def db(tmp_path_factory) -> Path:
+    path = tmp_path_factory.mktemp("steal") / "steal.db"
+    with imported(path, _exports()):
+        return path
+
+
+@pytest.fixture(scope="module")
+def store(db):
+    with Store(db) as s:
         yield s
 
 
@@ -75,3 +87,60 @@ def test_runs_without_their_steal_leave_everything_as_it_was(tmp_path) -> None:
         assert take_out_steal(base)[1] is None
         (comparison,) = compare_with_noise(old, base[0].id, base[-1].id)
         assert not any(n.startswith("steal taken out") for n in comparison.notes)
+
+
+def _series(db: Path, *args: str) -> str:
+    """`fslab series spaced8k-base` on the recording (the base campaigns, oldest first)."""
+    result = CliRunner().invoke(app, ["series", "spaced8k-base", "--db", str(db), *args])
+    assert result.exit_code == 0, result.output
+    return result.output
+
+
+def _medians(campaigns: list[CampaignData]) -> list[float]:
+    """Each campaign's median headline (one point each here), in the order given."""
+    return [
+        statistics.median(values[HEADLINE])
+        for data in campaigns
+        for values in samples(data, [HEADLINE]).values()
+    ]
+
+
+def _shown(data: dict) -> list[float]:
+    return [point["median"] for entry in data["campaigns"] for point in entry["points"]]
+
+
+def _rows(text: str, campaigns: list[CampaignData]) -> list[str]:
+    """The last cell of each campaign's row of the text table (its median)."""
+    ids = {str(d.id) for d in campaigns}
+    rows = [line.split() for line in text.splitlines()]
+    return [words[-1] for words in rows if words and words[0] in ids]
+
+
+def test_series_shows_the_headline_at_zero_steal_and_says_so(db, store) -> None:
+    base = _base(store)
+    adjusted, fit = take_out_steal(base)
+    assert fit is not None
+    data = json.loads(_series(db, "--json"))
+    assert data["steal"] == fit.to_dict()
+    assert _shown(data) == pytest.approx(_medians(adjusted))
+    assert _shown(data) != pytest.approx(_medians(base))  # the recording's steal moves them
+    # the change points are those of the series at zero steal (none in this recording)
+    assert data["change_points"] == [] and series_of(adjusted, "base").changes == {}
+    text = _series(db)
+    assert " ".join(fit.describe().split()) in " ".join(text.split())
+    assert all(len(line) <= 80 for line in text.splitlines())
+    at_zero = [format_value(HEADLINE, v) for v in _medians(adjusted)]
+    assert _rows(text, base) == at_zero
+    assert at_zero != [format_value(HEADLINE, v) for v in _medians(base)]
+
+
+def test_a_series_of_runs_without_their_steal_is_as_it_was(tmp_path) -> None:
+    db = tmp_path / "old.db"
+    with imported(db, _exports(keep_steal=False)) as old:
+        base = _base(old)
+    data = json.loads(_series(db, "--json"))
+    assert data["steal"] is None
+    assert _shown(data) == pytest.approx(_medians(base))
+    text = _series(db)
+    assert "steal" not in text
+    assert _rows(text, base) == [format_value(HEADLINE, v) for v in _medians(base)]

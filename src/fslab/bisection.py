@@ -12,7 +12,10 @@ adds repetitions to the campaign it made:
   --kernels` takes it through `kernel_runner`.
 
 judge_candidate() repeats until the decision is clear or the limit of runs
-per point is reached, and logs every decision with its numbers.
+per point is reached, and logs every decision with its numbers. Each round
+judges the references and the candidate at zero steal when their runs' steal
+slows the headline (analyze.baselines.bisect_model, the rule `fslab compare`
+uses), refitted over every run so far, and the logged decision says so.
 """
 
 from __future__ import annotations
@@ -22,8 +25,8 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from fslab.adaptive import plan_round
-from fslab.analyze.baselines import noise_model
-from fslab.analyze.bisect import Verdict, decide
+from fslab.analyze.baselines import bisect_model
+from fslab.analyze.bisect import Verdict
 from fslab.analyze.dataset import CampaignData, load_campaign
 from fslab.analyze.drift import host_drift
 from fslab.runner import ProgressSink, RunOptions, run_campaign, start_campaign
@@ -127,8 +130,7 @@ def judge_candidate(
             )
             log(f"campaign {campaign_id}: {verdict.describe()}")
             return campaign_id, verdict
-        noise = noise_model(store, good.campaign, [data.headline], exclude=[bad.id, campaign_id])
-        verdict = decide(good, bad, data, noise)
+        verdict = bisect_model(store, good, bad, data, [data.headline]).verdict()
         runs = min((p.runs for p in verdict.points), default=0)
         log(f"campaign {campaign_id} ({runs} runs/point): {verdict.describe()}")
         for position in verdict.points:

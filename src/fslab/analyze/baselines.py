@@ -14,7 +14,8 @@ different levels keeps the one-mean model and warns (analyze.levels holds
 the rule).
 
 Runs record the host's steal; where it slows the headline within campaigns,
-every campaign of a comparison is first taken at zero steal (analyze.steal).
+every campaign of a comparison is first taken at zero steal (analyze.steal),
+and so are a bisection's references and candidate (bisect_model).
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from __future__ import annotations
 from collections.abc import Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
+from fslab.analyze.bisect import Verdict, decide
 from fslab.analyze.comparisons import (
     Comparison,
     campaign_comparisons,
@@ -209,6 +211,52 @@ def compare_with_noise(
     a, b = load_campaign(store, baseline_id), load_campaign(store, candidate_id)
     names = select_metrics([a, b], patterns)
     return campaign_model(store, a, b, names).comparisons(patterns)
+
+
+@dataclass(frozen=True)
+class BisectModel:
+    """A bisection's references and candidate as judged (their headline at zero steal when
+    the runs' steal slows it) and the noise model of the good reference's spec."""
+
+    good: CampaignData
+    bad: CampaignData
+    candidate: CampaignData
+    noise: NoiseModel
+    steal: StealFit | None = None  # None: the headline was not adjusted
+
+    def verdict(self) -> Verdict:
+        """Where the candidate lies between the references (analyze.bisect.decide)."""
+        return decide(self.good, self.bad, self.candidate, self.noise, steal=self.steal)
+
+
+def bisect_model(
+    store: Store,
+    good: CampaignData,
+    bad: CampaignData,
+    candidate: CampaignData,
+    metrics: Iterable[str],
+) -> BisectModel:
+    """The model `fslab bisect-run` judges a candidate with: the stored campaigns of the
+    good reference's spec on its host, the bad reference and the candidate left out (what
+    is judged is not noise). The steal is taken out over all of them together, references
+    and candidate included, as `fslab compare` does (campaign_model); called again after
+    every round of repetitions, so the slope is refitted on every run so far."""
+    judged = (good.id, bad.id, candidate.id)
+    stored = [
+        load_campaign(store, c.id)
+        for c in baseline_campaigns(store, good.campaign, exclude=judged[1:])
+    ]
+    adjusted, steal = take_out_steal(
+        [good, bad, candidate, *(d for d in stored if d.id not in judged)]
+    )
+    by_id = {d.id: d for d in adjusted}
+    noise = fit_model(
+        [by_id[d.id] for d in stored],
+        metrics,
+        host=host_key(good.campaign),
+        fingerprint=spec_fingerprint(good.campaign.spec),
+    )
+    return BisectModel(by_id[good.id], by_id[bad.id], by_id[candidate.id], noise, steal)
 
 
 @dataclass(frozen=True)

@@ -19,6 +19,10 @@ host) the between-campaign variance is taken as zero and the within-campaign
 variance is pooled from the three campaigns: the decision says it is
 provisional, as comparisons do.
 
+The three campaigns come in as judged: fslab.bisection takes the host's
+steal out of them (analyze.baselines.bisect_model, the rule comparisons
+use) and passes the fit, which the verdict carries and describe() names.
+
 `bisect_list` is the search over an ordered list of candidates (kernel
 images, commits) with a judge that may answer skip.
 """
@@ -36,6 +40,7 @@ from scipy import stats as sps
 from fslab.analyze.comparisons import samples
 from fslab.analyze.dataset import CampaignData
 from fslab.analyze.noise import NoiseModel, PointNoise
+from fslab.analyze.steal import StealFit
 from fslab.vocab import PointKey, format_value, point_label
 
 CONFIDENCE = 0.99  # of the combined position's interval
@@ -82,6 +87,7 @@ class Verdict:
     points: list[PointPosition] = field(default_factory=list)
     provisional: bool = False
     reason: str = ""
+    steal: StealFit | None = None  # the headlines were judged at zero steal with this fit
 
     @property
     def exit_code(self) -> int:
@@ -95,7 +101,8 @@ class Verdict:
             f"{100 * CONFIDENCE:.0f}% CI [{self.low:+.2f}, {self.high:+.2f}] over "
             f"{len(self.points)} point(s)"
         )
-        return text + (" (provisional: no noise model)" if self.provisional else "")
+        text += " (provisional: no noise model)" if self.provisional else ""
+        return text + (f"; {self.steal.describe()}" if self.steal else "")
 
 
 class ReferencesTooClose(ValueError):
@@ -109,15 +116,19 @@ def decide(
     noise: NoiseModel | None = None,
     *,
     metric: str | None = None,
+    steal: StealFit | None = None,
 ) -> Verdict:
-    """Where the candidate lies between the references, and the decision (module docstring)."""
+    """Where the candidate lies between the references, and the decision (module docstring);
+    `steal`: the fit the campaigns were taken to zero steal with, for the verdict to say."""
     name = metric or good.headline
     if name is None:
         raise ReferencesTooClose(f"campaign {good.id} has no headline metric")
     g, b, c = (samples(d, [name]) for d in (good, bad, candidate))
     shared = [p for p in g if p in b and p in c and all(s[p].get(name) for s in (g, b, c))]
     if not shared:
-        return Verdict("undecided", math.nan, math.nan, math.nan, reason="no point in common")
+        return Verdict(
+            "undecided", math.nan, math.nan, math.nan, reason="no point in common", steal=steal
+        )
     pooled = _pooled_within([s[p][name] for s in (g, b, c) for p in shared])
     # whether the references differ is a question about them alone
     pooled_refs = _pooled_within([s[p][name] for s in (g, b) for p in shared])
@@ -156,7 +167,9 @@ def decide(
             f"good (campaign {good.id}) and bad (campaign {bad.id}) do not differ in {name} "
             f"beyond the noise at any point: nothing to bisect"
         )
-    return _combine(positions, critical, provisional=not all(p.modelled for p in positions))
+    verdict = _combine(positions, critical, provisional=not all(p.modelled for p in positions))
+    verdict.steal = steal
+    return verdict
 
 
 def _differ(delta: float, refs: PointNoise, n_good: int, n_bad: int) -> bool:
