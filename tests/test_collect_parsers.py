@@ -40,12 +40,14 @@ from fslab.collect.sysstat import (
     vm_metrics,
 )
 from fslab.collect.tpcounters import (
+    FS_EVENTS,
     Counter,
     _device_part,
     counter_metrics,
     parse_perf_stat_csv,
     parse_wb_reasons,
     perf_stat_argv,
+    plan_counters,
 )
 from fslab.collect.workqueue import (
     ACTIVATE,
@@ -362,6 +364,22 @@ def _captured_counters() -> list[Counter]:
         Counter(metric=m, event=e, filter=f)
         for m, e, f in json.loads((DATA / "collect_tp_counters.json").read_text())
     ]
+
+
+def test_events_that_fire_on_every_write_are_counted_only_on_request():
+    """ext4_da_write_begin, a hit on every buffered write, cost 1.5% of the IOPS at one job
+    (docs/collectors.md); ext4_write_begin, the delalloc fallback, is always counted."""
+    available = {event for event, _, _ in FS_EVENTS["ext4"]}
+    default = {c.event for c in plan_counters("ext4", "/dev/null", available, {})}
+    asked = {c.event for c in plan_counters("ext4", "/dev/null", available, {}, per_call=True)}
+    assert "ext4/ext4_write_begin" in default and "jbd2/jbd2_checkpoint" in default
+    every_write = {
+        "ext4/ext4_da_write_begin",
+        "ext4/ext4_sync_file_enter",
+        "jbd2/jbd2_handle_start",
+    }
+    assert not default & every_write
+    assert every_write <= asked
 
 
 def test_parse_perf_stat_counts():

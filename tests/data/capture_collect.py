@@ -153,7 +153,7 @@ def capture_writeback(root: Path) -> None:
             )
             if not tracefs.missing_events(root, [ev])
         }
-        counters = plan_counters("ext4", dev, available, reasons)
+        counters = plan_counters("ext4", dev, available, reasons, per_call=True)  # every event
         inst = tracefs.TraceInstance(root)
         with tempfile.TemporaryDirectory() as tmp:
             csv = Path(tmp) / "perf.csv"

@@ -105,10 +105,12 @@ def test_all_collectors_on_fsync_load(no_leaks, tmp_path):
     assert "ext4_end_io_rsv_work" in res["workqueue"].artifacts["workqueue.tsv"]
 
     tp = res["tpcounters"].metrics
-    assert tp["tp.ext4_da_write_begin.count"] > 0
     assert "tp.writeback_queue.fs_free_space.count" in tp
-    # the per-call events are counted only on request (they cost ~2.5% of the IOPS)
-    assert not any(k.startswith(("tp.jbd2_handle_start", "tp.ext4_sync_file_enter")) for k in tp)
+    # the delalloc fallback is counted (0 here: the filesystem is nearly empty)
+    assert tp["tp.ext4_write_begin.count"] == 0
+    # the per-call events are counted only on request (a hit per write, fsync or handle)
+    per_call = ("tp.jbd2_handle_start", "tp.ext4_sync_file_enter", "tp.ext4_da_write_begin")
+    assert not any(k.startswith(per_call) for k in tp)
 
     jb = res["jbd2"].metrics
     assert jb["jbd2.transactions"] > 0 and jb["jbd2.run.commits"] > 0

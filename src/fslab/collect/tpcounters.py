@@ -59,13 +59,17 @@ FS_EVENTS: dict[str, tuple[tuple[str, str, str], ...]] = {
     ),
 }
 # Events that fire once per write, fsync or journal handle: at the fsync storm's
-# 20K fsyncs/s these three cost ~2.5% of the IOPS (bench/collector_overhead.py)
-# and say what other sources already give (fio's fsync count; jbd2's handles
-# per transaction x commits/s), so they are counted only on request
-# ([collect] tpcounters_per_call = true). ext4_da_write_begin stays: it is the
-# delalloc-fallback ratio's denominator.
+# 20K fsyncs/s the first three cost ~2.5% of the IOPS, and ext4_da_write_begin (a
+# hit per buffered write) alone 1.5% at one job: 0.985 of the clean rate, +0.6 us of
+# fio's CPU a write (bench/collector_overhead.py windows, docs/collectors.md). What
+# they say other sources give (fio's write and fsync counts; jbd2's handles per
+# transaction x commits/s), so they are counted only on request ([collect]
+# tpcounters_per_call = true), and with them the delalloc-fallback ratio.
+# ext4_write_begin stays: under delalloc it fires only when ext4 falls back
+# (ext4_nonda_switch, free space near the watermark), the second seed's signature.
 PER_CALL_EVENTS = frozenset(
     {
+        "ext4/ext4_da_write_begin",
         "ext4/ext4_sync_file_enter",
         "ext4/ext4_writepages",
         "jbd2/jbd2_handle_start",
@@ -340,8 +344,8 @@ def _device_part(flt: str | None) -> str | None:
 
 
 class TpCountersOptions(CollectorOptions):
-    # count the tracepoints that fire once per fsync, writepages or journal handle too
-    # (PER_CALL_EVENTS): ~2.5% of the IOPS at 1024 jobs
+    # count the tracepoints that fire once per buffered write, fsync, writepages or
+    # journal handle too (PER_CALL_EVENTS): ~4% of the IOPS
     per_call: bool = False
 
 
