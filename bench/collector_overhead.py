@@ -529,6 +529,9 @@ def print_cpu_split(cells: dict[tuple[str, int, str], list[Pair]]) -> None:
             print(f"  {key:<22s} on {on:8.3f}  off {off:8.3f}  on-off per pair {diff:+8.3f}")
 
 
+MIN_STEAL_SPREAD_POINTS = 1.0  # below it a slope on steal is a fit to rounding noise
+
+
 def print_steal_adjusted(cells: dict[tuple[str, int, str], list[Pair]]) -> None:
     """The ratio at equal steal: the intercept of the pairs' log ratio regressed on their
     windows' steal difference (points of all CPUs). The hypervisor's steal is most of the
@@ -543,6 +546,13 @@ def print_steal_adjusted(cells: dict[tuple[str, int, str], list[Pair]]) -> None:
             continue
         ncpu = os.cpu_count() or 1
         steal = [100 * (p.on_cpu["steal_cpus"] - p.off_cpu["steal_cpus"]) / ncpu for p in group]
+        if max(map(abs, steal)) < MIN_STEAL_SPREAD_POINTS:
+            most = max(map(abs, steal))
+            print(
+                f"steal-adjusted, {cell} at numjobs={numjobs}, {len(group)} pairs: nothing to "
+                f"take out (the windows' steal differs by {most:.2f} points at most)"
+            )
+            continue
         fit = stats.linregress(steal, np.log([p.ratio for p in group]))
         half = stats.t.ppf(0.975, len(group) - 2) * fit.intercept_stderr
         low, high = (float(np.exp(fit.intercept + d)) for d in (-half, half))
