@@ -500,7 +500,8 @@ def print_goals(by_family: Mapping[str, FamilyFigures], which: str) -> None:
         parts, reached = [], None
         for m, fig in sorted(by_family[family].groups.items()):
             found, pairs = fig.found[name]
-            parts.append(f"M={m} {found}/{pairs}, x{SPACED_SHIFT} {fig.shifted}/{fig.splits}")
+            shifted = f"{fig.shifted}/{fig.splits}" if fig.splits else "- (no A/A split)"
+            parts.append(f"M={m} {found}/{pairs}, x{SPACED_SHIFT} {shifted}")
             if reached is None and pairs and found / pairs >= POWER_GOAL_SPACED:
                 reached = m
         verdict = f"met with {reached} campaigns a side" if reached else "MISSED at every M"
@@ -580,7 +581,8 @@ def report_groups(
     store: Store, family: str, rows: Sequence[Any], seed: int
 ) -> dict[int, GroupFigures]:
     """Print the grouped figures of one family; return them by M (A/A splits, x0.9 and
-    each cost; an M with no A/A split is left out)."""
+    each cost; an M with no A/A split, more than half the base campaigns, has the costs
+    alone)."""
     base = [c for c in rows if c.name == f"{family}-base"]
     costs = sorted({c.name for c in rows if c.name.startswith(f"{family}-cost")})
     cycle = _cycles(rows)
@@ -626,7 +628,7 @@ def report_groups(
             found = sum(_flags([c])[1] for c in levels[name])
             found_by_cost[name] = (found, len(pairs))
             cells.append(_rate(found, len(pairs)) + "*" * drawn)
-        if splits:
+        if splits or any(pairs for _, pairs in found_by_cost.values()):
             out[m] = GroupFigures(aa, own, len(splits), shifted, found_by_cost)
         print("  " + " ".join(c.ljust(w) for c, w in zip([str(m), *cells], widths, strict=True)))
         counts = [f"{what} {_on_levels(c)}" for what, c in levels.items() if _on_levels(c)]
