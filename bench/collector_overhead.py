@@ -546,8 +546,8 @@ def print_steal_adjusted(cells: dict[tuple[str, int, str], list[Pair]]) -> None:
             continue
         ncpu = os.cpu_count() or 1
         steal = [100 * (p.on_cpu["steal_cpus"] - p.off_cpu["steal_cpus"]) / ncpu for p in group]
-        if max(map(abs, steal)) < MIN_STEAL_SPREAD_POINTS:
-            most = max(map(abs, steal))
+        most = max(map(abs, steal))
+        if most < MIN_STEAL_SPREAD_POINTS:
             print(
                 f"steal-adjusted, {cell} at numjobs={numjobs}, {len(group)} pairs: nothing to "
                 f"take out (the windows' steal differs by {most:.2f} points at most)"
