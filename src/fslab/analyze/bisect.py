@@ -167,9 +167,8 @@ def decide(
             f"good (campaign {good.id}) and bad (campaign {bad.id}) do not differ in {name} "
             f"beyond the noise at any point: nothing to bisect"
         )
-    verdict = _combine(positions, critical, provisional=not all(p.modelled for p in positions))
-    verdict.steal = steal
-    return verdict
+    provisional = not all(p.modelled for p in positions)
+    return _combine(positions, critical, provisional=provisional, steal=steal)
 
 
 def _differ(delta: float, refs: PointNoise, n_good: int, n_bad: int) -> bool:
@@ -181,14 +180,20 @@ def _differ(delta: float, refs: PointNoise, n_good: int, n_bad: int) -> bool:
     return abs(delta) / math.sqrt(var) > critical
 
 
-def _combine(positions: list[PointPosition], critical: float, *, provisional: bool) -> Verdict:
+def _combine(
+    positions: list[PointPosition],
+    critical: float,
+    *,
+    provisional: bool,
+    steal: StealFit | None,
+) -> Verdict:
     weights = [1.0 / p.se**2 if p.se > 0 else 1e12 for p in positions]
     total = sum(weights)
     t = sum(w * p.position for w, p in zip(weights, positions, strict=True)) / total
     half = critical / math.sqrt(total)
     low, high = t - half, t + half
     decision: Decision = "good" if high < BOUNDARY else "bad" if low > BOUNDARY else "undecided"
-    return Verdict(decision, t, low, high, positions, provisional)
+    return Verdict(decision, t, low, high, positions, provisional, steal=steal)
 
 
 def _pooled_within(groups: Sequence[Sequence[float]]) -> float:

@@ -200,20 +200,24 @@ def series_at_zero_steal(
     """series_of after taking the host's steal out over these campaigns (analyze.steal):
     their level is read as comparisons read it, and the series says whether it was."""
     adjusted, steal = take_out_steal(loaded)
-    built = series_of(adjusted, selector, p_value=p_value)
-    built.steal = steal
-    return built
+    return series_of(adjusted, selector, p_value=p_value, steal=steal)
 
 
-def series_of(loaded: Sequence[CampaignData], selector: str, *, p_value: float = P_VALUE) -> Series:
+def series_of(
+    loaded: Sequence[CampaignData],
+    selector: str,
+    *,
+    p_value: float = P_VALUE,
+    steal: StealFit | None = None,
+) -> Series:
     """The series of campaigns already loaded (in the order given: oldest first), their
     headline as given (no steal taken out here: a comparison passes the campaigns it took
     to zero steal with its own fit), so it finds its baselines' level moves by the rule
-    `fslab series` shows."""
+    `fslab series` shows; `steal`: the fit they were taken to zero steal with, if any."""
     metric = next((d.headline for d in loaded if d.headline), None)
     entries = [_entry(d, metric) for d in loaded]
     points = list(dict.fromkeys(p for e in entries for p in e.medians))
-    series = Series(selector, metric, entries, points)
+    series = Series(selector, metric, entries, points, steal=steal)
     for point in points:
         indexes, values = series.values(point)
         found = change_points(values, p_value=p_value)
