@@ -516,7 +516,7 @@ def print_goals(by_family: Mapping[str, FamilyFigures], which: str) -> None:
         )
 
 
-GROUP_SIZES = (1, 2, 3, 4, 6, 8, 10)  # up to half of spaced8s's 20 base campaigns
+GROUP_SIZES = (1, 2, 3, 4, 6, 8, 10)  # A/A splits need 2M base campaigns (spaced8s: 30)
 GROUP_SETS = 40  # sets per figure: every distinct one up to this many, else this many drawn
 ENUMERATE_MAX = 200_000  # above this many sets, draw them without listing every one
 POWER_GOAL_SPACED = 0.80  # the power the noise model plans for (NoisePoint.campaigns_to_find)
@@ -557,7 +557,7 @@ def aa_splits(
                     out.append((a, b))
         return _drawn(out, rng)
     picked: set[tuple[tuple[int, ...], tuple[int, ...]]] = set()
-    for _ in range(100 * GROUP_SETS):  # bounded: cycles shared by most splits end it early
+    for _ in range(100 * GROUP_SETS):  # bounded, for families whose splits mostly share a cycle
         if len(picked) == GROUP_SETS:
             break
         chosen = sorted(int(i) for i in rng.choice(len(base), 2 * m, replace=False))

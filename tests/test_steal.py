@@ -136,22 +136,22 @@ def test_series_shows_the_headline_at_zero_steal_and_says_so(db, store) -> None:
     assert at_zero != [format_value(HEADLINE, v) for v in _medians(base)]
 
 
-def _plot_title(store: Store, campaign: CampaignData) -> str:
-    """The report's series plot, text kept as text in the SVG."""
+def _series_svg(store: Store, campaign: CampaignData) -> str:
+    """The report's series plot (its labels are text in the SVG)."""
     svg = series_plot(build_report(store, campaign.id))
     assert svg is not None
     return svg
 
 
 def test_the_series_plot_says_its_medians_are_at_zero_steal(store) -> None:
-    assert "IOPS at zero steal per campaign" in _plot_title(store, _base(store)[0])
+    assert "IOPS at zero steal per campaign" in _series_svg(store, _base(store)[0])
 
 
 def test_a_series_of_runs_without_their_steal_is_as_it_was(tmp_path) -> None:
     db = tmp_path / "old.db"
     with imported(db, _exports(keep_steal=False)) as old:
         base = _base(old)
-        assert "steal" not in _plot_title(old, base[0])
+        assert "steal" not in _series_svg(old, base[0])
     data = json.loads(_series(db, "--json"))
     assert data["steal"] is None
     assert _shown(data) == pytest.approx(_medians(base))
