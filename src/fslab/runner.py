@@ -27,6 +27,7 @@ from typing import Any
 import fslab
 from fslab import faults
 from fslab.collect.base import Collector, CollectorResult, PendingResult, PointContext
+from fslab.collect.cpuspeed import SpeedProbe
 from fslab.collect.registry import ALL_COLLECTORS
 from fslab.collect.sysstat import host_cpu_share
 from fslab.errors import FslabError, ToolError, UsageError
@@ -399,21 +400,26 @@ def _run_workload(
         faults.checkpoint("workload")
         cpu_before = _proc_stat()
         try:
-            if isinstance(workload, FioWorkload):
-                outcome = plan.run_fio(argv, timeout_s=timeout_s, log=state.log)
-            else:
-                assert isinstance(workload, DdWorkload)
-                outcome = plan.run_dd(
-                    plan.dd_parameters(workload, point.sweep_dict),
-                    mountpoint=mountpoint,
-                    runtime_s=spec.runtime_s,
-                    timeout_s=timeout_s,
-                    log=state.log,
-                )
+            with SpeedProbe() as probe:
+                if isinstance(workload, FioWorkload):
+                    outcome = plan.run_fio(argv, timeout_s=timeout_s, log=state.log)
+                else:
+                    assert isinstance(workload, DdWorkload)
+                    outcome = plan.run_dd(
+                        plan.dd_parameters(workload, point.sweep_dict),
+                        mountpoint=mountpoint,
+                        runtime_s=spec.runtime_s,
+                        timeout_s=timeout_s,
+                        log=state.log,
+                    )
         finally:
             state.timing.measure_s += state.lap()
+        host_cpu: dict[str, float] = {}
         if cpu_before and (cpu_after := _proc_stat()):
-            state.facts["host_cpu"] = host_cpu_share(cpu_before, cpu_after)
+            host_cpu.update(host_cpu_share(cpu_before, cpu_after))
+        host_cpu.update(probe.facts())
+        if host_cpu:
+            state.facts["host_cpu"] = host_cpu
         faults.checkpoint("collectors_stop")
     return outcome
 

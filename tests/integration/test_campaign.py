@@ -118,6 +118,10 @@ def test_tiny_campaign_stores_trustworthy_results(tmp_path, no_leaks):
             cpu = point.facts.host_cpu
             assert cpu and cpu.steal_pct is not None and cpu.idle_pct is not None
             assert 0 <= cpu.steal_pct <= 100 and 0 <= cpu.idle_pct <= 100
+            # and the CPU's own speed beside it (collect.cpuspeed), with what it cost
+            assert cpu.speed_probe_us and cpu.speed_probe_us > 0
+            assert (cpu.speed_probe_samples or 0) >= 5
+            assert cpu.speed_probe_cpu_pct is not None and cpu.speed_probe_cpu_pct < 5
         assert json.loads(store.artifact(ext4.id, "fio.json"))["jobs"]
         xfs = next(p for p in points if p.config == "xfs")
         assert xfs.facts.filesystem and xfs.facts.filesystem.log_size_bytes

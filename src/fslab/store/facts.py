@@ -65,11 +65,15 @@ class DeviceLimitFacts(_Facts):
 
 
 class HostCpuFacts(_Facts):
-    """The machine's CPU while the workload ran (/proc/stat): steal is time the
-    hypervisor gave to other guests, which slows a CPU-bound workload."""
+    """The machine's CPU while the workload ran: steal (/proc/stat) is time the
+    hypervisor gave to other guests; the speed probe (collect.cpuspeed) sees a vCPU
+    that runs slower without steal. Either slows a CPU-bound workload."""
 
     steal_pct: float | None = None  # of all CPUs
     idle_pct: float | None = None
+    speed_probe_us: float | None = None  # median thread-CPU time of the fixed loop
+    speed_probe_samples: int | None = None
+    speed_probe_cpu_pct: float | None = None  # the probe's own cost, of all CPUs
 
 
 class DeviceFacts(_Facts):
