@@ -83,9 +83,10 @@ at -5% to -15%: spaced8's device capped at 54000 write IOPS, spaced8s's
 plans for) at some M, also an M above half the base campaigns, where no
 A/A split exists; the line names the smallest M that reaches it, beside the
 x0.9 figure. They are judged over every family, and again over the
-families whose runs all recorded the host's steal (fslab records it with
-every run now; older families predate it, and comparisons judge them
-without taking it out).
+families whose runs all recorded the host's steal, and its CPU speed (fslab
+records both with every run now; older families predate them, and
+comparisons judge them without taking them out). --covariates steal judges
+as fslab did before the speed probe, for a side-by-side figure.
 
 Real runs: with --record-real (root) it first records a real campaign on this
 machine (ext4, fsync writes, 2 points x 32 repetitions); with --real-db and
@@ -117,6 +118,7 @@ import numpy as np
 from statsmodels.stats.proportion import proportion_confint
 
 from fslab.analyze import compare as cmp
+from fslab.analyze import slowdown
 from fslab.analyze.baselines import (
     GroupModel,
     baseline_campaigns,
@@ -130,7 +132,7 @@ from fslab.analyze.baselines import (
 from fslab.analyze.comparisons import Comparison, campaign_comparisons, samples, select_metrics
 from fslab.analyze.dataset import CampaignData, load_campaign
 from fslab.analyze.noise import MIN_CAMPAIGNS
-from fslab.analyze.steal import StealFit, steal_recorded, take_out_steal
+from fslab.analyze.slowdown import SlowdownFit, recorded, take_out_slowdown
 from fslab.spec import load_spec
 from fslab.store.db import Store
 from fslab.store.exchange import import_campaign
@@ -414,7 +416,7 @@ class FamilyFigures:
     aa_sets: int
     groups: dict[int, GroupFigures]  # by M
     changes: dict[str, float]  # cost spec -> measured change of the headline
-    with_steal: bool  # every run recorded the host's steal (analyze.steal can take it out)
+    covariates: tuple[str, ...]  # the host's slowdowns every run recorded (analyze.slowdown)
 
 
 def report_spaced(db: Path | None, seed: int = 2024) -> None:
@@ -433,22 +435,28 @@ def report_spaced(db: Path | None, seed: int = 2024) -> None:
                     family_sets,
                     report_groups(store, family, family_rows, seed),
                     _cost_changes(store, family, family_rows),
-                    all(steal_recorded(load_campaign(store, c.id)) for c in family_rows),
+                    _recorded([load_campaign(store, c.id) for c in family_rows]),
                 )
         if len(families) > 1 and by_family:
             _print_over_families(by_family, "every family")
         if by_family:
             print_goals(by_family, "every family")
-        steal = {f: v for f, v in by_family.items() if v.with_steal}
-        if steal and len(steal) < len(by_family):
-            print(
-                f"families whose runs all recorded the host's steal, as fslab records every run "
-                f"now (the others predate it, and comparisons judge them without): "
-                f"{', '.join(steal)}"
-            )
-            if len(steal) > 1:
-                _print_over_families(steal, "the families with steal")
-            print_goals(steal, "the families with steal")
+        for covariates, what in ((("steal",), "steal"), (("steal", "speed"), "the speed probe")):
+            chosen = {f: v for f, v in by_family.items() if set(covariates) <= set(v.covariates)}
+            if chosen and len(chosen) < len(by_family):
+                print(
+                    f"families whose runs all recorded {what}, as fslab records every run now "
+                    f"(the others predate it, and comparisons judge them without): "
+                    f"{', '.join(chosen)}"
+                )
+                if len(chosen) > 1:
+                    _print_over_families(chosen, f"the families with {what}")
+                print_goals(chosen, f"the families with {what}")
+
+
+def _recorded(campaigns: Sequence[CampaignData]) -> tuple[str, ...]:
+    """The covariates of analyze.slowdown that every run of these campaigns recorded."""
+    return tuple(c for c in slowdown.COVARIATES if all(recorded(d, c) for d in campaigns))
 
 
 def _grouped(by_family: Mapping[str, FamilyFigures]) -> dict[int, list[int]]:
@@ -707,15 +715,15 @@ def _report_family(store: Store, family: str, rows: list[Any], source: str) -> t
             f"{noise.runs // noise.campaigns} runs for it (groups): "
             f"{noise.campaigns_to_find(1 - SPACED_SHIFT, noise.runs // noise.campaigns) or '> 64'}"
         )
-    # the spec's series as comparisons see it: oldest first, at zero steal (analyze.steal)
-    series, steal = take_out_steal(
+    # the spec's series as comparisons see it: oldest first, slowdowns out (analyze.slowdown)
+    series, fit = take_out_slowdown(
         sorted(
             (load_campaign(store, c.id) for c in baseline_campaigns(store, base[-1])),
             key=lambda d: (d.campaign.started_at, d.id),
         )
     )
     _report_levels(series)
-    _report_steal(series, steal)
+    _report_slowdown(series, fit)
     cycle = _cycles(rows)
     print(f"  {len(set(cycle.values()))} cycles (one hold of the machine lock each)")
     aa_pairs = [
@@ -733,7 +741,7 @@ def _report_family(store: Store, family: str, rows: list[Any], source: str) -> t
         # x0.9: B's headline scaled, judged with the model `fslab compare A B` would use
         names = select_metrics([data[a.id]])
         model = campaign_model(store, data[a.id], data[b.id], names)
-        shifted = _scaled(model.b, HEADLINE, SPACED_SHIFT)  # B as judged (at zero steal)
+        shifted = _scaled(model.b, HEADLINE, SPACED_SHIFT)  # B as judged (slowdowns out)
         power_10 += _flags(model.comparisons(candidate=shifted))[1]
     n = len(aa_pairs)
     print(
@@ -758,17 +766,20 @@ def _report_family(store: Store, family: str, rows: list[Any], source: str) -> t
     return aa_model, n
 
 
-def _report_steal(adjusted: Sequence[CampaignData], fit: StealFit | None) -> None:
-    """Whether comparisons take the host's steal out of the spec's headline (analyze.steal),
-    and the model of its campaigns at zero steal."""
+def _report_slowdown(adjusted: Sequence[CampaignData], fit: SlowdownFit | None) -> None:
+    """Whether comparisons take the host's slowdowns out of the spec's headline
+    (analyze.slowdown), and the model of its campaigns with them taken out."""
     if fit is None:
-        print("  steal: not taken out (runs without their steal, or no slowdown with it)")
+        print(
+            f"  host slowdowns ({', '.join(slowdown.COVARIATES)}): not taken out (runs "
+            f"without them, or no slowdown with them)"
+        )
         return
     print(f"  {fit.describe()}")
     model = fit_model(adjusted, [HEADLINE], host="", fingerprint="")
     for (point, _), noise in model.points.items():
         print(
-            f"  model at zero steal at {cmp.point_label(point)}: between-campaign CV "
+            f"  model at {fit.short_at()} at {cmp.point_label(point)}: between-campaign CV "
             f"{noise.between_cv_pct:.1f}%, within {noise.within_cv_pct:.1f}% "
             f"({noise.campaigns} campaigns); campaigns a side of {noise.runs // noise.campaigns} "
             f"runs to find -10% (groups): "
@@ -890,7 +901,18 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument(
         "--spaced-only", action="store_true", help="only the spaced-campaign figures"
     )
+    parser.add_argument(
+        "--covariates",
+        default=",".join(slowdown.COVARIATES),
+        help="the host's slowdowns comparisons may take out (analyze.slowdown): 'steal,speed' "
+        "as fslab does (the default), 'steal' as it did before the speed probe, 'none'",
+    )
     args = parser.parse_args(argv)
+    chosen = tuple(c for c in args.covariates.split(",") if c and c != "none")
+    if any(c not in slowdown.COVARIATES for c in chosen):
+        parser.error(f"--covariates: each of {', '.join(slowdown.COVARIATES)} or none")
+    slowdown.COVARIATES = chosen  # every comparison below judges with these
+    print(f"host slowdowns comparisons may take out: {', '.join(chosen) or 'none'}")
     started = time.monotonic()
     if args.spaced_only:
         report_spaced(args.spaced, args.seed)

@@ -1,4 +1,4 @@
-"""The host's steal taken out of comparisons across campaigns (analyze.steal), on a real
+"""The host's steal taken out of comparisons across campaigns (analyze.slowdown), on a real
 recording whose runs carry their steal: bench/spaced/steal8k (made by
 bench/spaced/record.sh with base8k and cost8k1k, exported by bench/spaced/export.py;
 outside bench/spaced/data because its spec is spaced8k's, whose older runs predate the
@@ -17,7 +17,7 @@ from fslab.analyze.baselines import campaign_model, compare_with_noise, fit_mode
 from fslab.analyze.comparisons import samples
 from fslab.analyze.dataset import CampaignData, load_campaign
 from fslab.analyze.series import series_of
-from fslab.analyze.steal import fit_steal, take_out_steal
+from fslab.analyze.slowdown import STEAL, fit_slowdown, take_out_slowdown
 from fslab.cli import app
 from fslab.report.model import build_report
 from fslab.report.plots import series_plot
@@ -52,15 +52,17 @@ def _base(store: Store) -> list:
 
 
 def test_the_recordings_runs_slow_down_with_steal_within_campaigns(store) -> None:
-    fit = fit_steal(_base(store))
+    fit = fit_slowdown(_base(store))
     assert fit is not None and fit.metric == HEADLINE
-    assert -0.04 < fit.slope_per_point < -0.01  # 1% to 4% of the IOPS a point of steal
-    assert fit.r < -0.5 and fit.p_value < 1e-4
+    (term,) = fit.terms  # the recording predates the speed probe: steal alone
+    assert term == fit.term(STEAL)
+    assert -0.04 < term.slope < -0.01  # 1% to 4% of the IOPS a point of steal
+    assert term.r < -0.5 and term.p_value < 1e-4
 
 
 def test_taking_steal_out_narrows_the_drift_between_campaigns(store) -> None:
     base = _base(store)
-    adjusted, fit = take_out_steal(base)
+    adjusted, fit = take_out_slowdown(base)
     assert fit is not None
     ((_, raw),) = fit_model(base, [HEADLINE], host="", fingerprint="").points.items()
     ((_, zero),) = fit_model(adjusted, [HEADLINE], host="", fingerprint="").points.items()
@@ -75,7 +77,7 @@ def test_a_comparison_says_it_took_steal_out_and_judges_at_zero_steal(store) -> 
     (note,) = [n for n in comparison.notes if n.startswith("steal taken out: write IOPS")]
     assert "a point of the host's steal within campaigns" in note
     model = campaign_model(store, a, b, [HEADLINE])
-    assert model.steal is not None
+    assert model.slowdown is not None
     judged = [model.b.metrics[p.id][HEADLINE] for p in model.b.ok_points()]
     raw = [b.metrics[p.id][HEADLINE] for p in b.ok_points()]
     steal = [p.facts.host_cpu.steal_pct for p in b.ok_points()]
@@ -86,7 +88,7 @@ def test_a_comparison_says_it_took_steal_out_and_judges_at_zero_steal(store) -> 
 def test_runs_without_their_steal_leave_everything_as_it_was(tmp_path) -> None:
     with imported(tmp_path / "old.db", _exports(keep_steal=False)) as old:
         base = _base(old)
-        assert take_out_steal(base)[1] is None
+        assert take_out_slowdown(base)[1] is None
         (comparison,) = compare_with_noise(old, base[0].id, base[-1].id)
         assert not any(n.startswith("steal taken out") for n in comparison.notes)
 
@@ -120,10 +122,10 @@ def _rows(text: str, campaigns: list[CampaignData]) -> list[str]:
 
 def test_series_shows_the_headline_at_zero_steal_and_says_so(db, store) -> None:
     base = _base(store)
-    adjusted, fit = take_out_steal(base)
+    adjusted, fit = take_out_slowdown(base)
     assert fit is not None
     data = json.loads(_series(db, "--json"))
-    assert data["steal"] == fit.to_dict()
+    assert data["slowdown"] == fit.to_dict()
     assert _shown(data) == pytest.approx(_medians(adjusted))
     assert _shown(data) != pytest.approx(_medians(base))  # the recording's steal moves them
     # the change points are those of the series at zero steal (none in this recording)
@@ -153,7 +155,7 @@ def test_a_series_of_runs_without_their_steal_is_as_it_was(tmp_path) -> None:
         base = _base(old)
         assert "steal" not in _series_svg(old, base[0])
     data = json.loads(_series(db, "--json"))
-    assert data["steal"] is None
+    assert data["slowdown"] is None
     assert _shown(data) == pytest.approx(_medians(base))
     text = _series(db)
     assert "steal" not in text

@@ -1,5 +1,5 @@
 """`fslab bisect-run` judges at zero steal (analyze.baselines.bisect_model: the rule of
-analyze.steal that comparisons use), on the recording whose runs carry their steal:
+analyze.slowdown that comparisons use), on the recording whose runs carry their steal:
 bench/spaced/steal8k (tests/test_steal.py says what it is).
 
 Its campaigns, oldest first, alternate in pairs: base (4 KiB blocks) 1, 4, 5, 8, 9, 12,
@@ -18,7 +18,7 @@ import pytest
 from fslab.analyze.baselines import baseline_campaigns, bisect_model, noise_model
 from fslab.analyze.bisect import ReferencesTooClose, Verdict, decide
 from fslab.analyze.dataset import CampaignData, load_campaign
-from fslab.analyze.steal import take_out_steal
+from fslab.analyze.slowdown import take_out_slowdown
 from fslab.bisection import judge_candidate
 from fslab.store.db import Store
 from tests.spaced_support import imported, spaced_exports, without_steal
@@ -69,15 +69,15 @@ def test_bisect_decides_at_zero_steal_what_the_raw_runs_leave_undecided(
     g, b, c = _load(store, good, bad, cand)
     verdict = bisect_model(store, g, b, c, [HEADLINE]).verdict()
     assert verdict.decision == decision and not verdict.provisional, verdict.describe()
-    # the fit is take_out_steal's over the references, the candidate and the good
+    # the fit is take_out_slowdown's over the references, the candidate and the good
     # reference's stored campaigns (the noise model's), as `fslab compare` pools them
     stored = [row.id for row in baseline_campaigns(store, g.campaign)]
     pooled = _load(store, *dict.fromkeys([good, bad, cand, *stored]))
-    _, fit = take_out_steal(pooled)
-    assert fit is not None and verdict.steal == fit
+    _, fit = take_out_slowdown(pooled)
+    assert fit is not None and verdict.slowdown == fit
     assert verdict.describe().endswith("; " + fit.describe())
     raw = _raw(store, g, b, c)
-    assert raw.decision == "undecided" and raw.steal is None, raw.describe()
+    assert raw.decision == "undecided" and raw.slowdown is None, raw.describe()
     assert "steal" not in raw.describe()
 
 
@@ -88,7 +88,7 @@ def test_references_too_close_in_the_raw_runs_differ_at_zero_steal(store) -> Non
     with pytest.raises(ReferencesTooClose):
         _raw(store, g, b, c)
     verdict = bisect_model(store, g, b, c, [HEADLINE]).verdict()
-    assert verdict.decision == "good" and verdict.steal is not None
+    assert verdict.decision == "good" and verdict.slowdown is not None
 
 
 class _Stored:
@@ -119,7 +119,7 @@ def _judge(store: Store, good: int, bad: int, cand: int) -> tuple[Verdict, list[
 def test_bisect_run_logs_the_decision_at_zero_steal(store, good, bad, cand, decision) -> None:
     verdict, lines, rounds = _judge(store, good, bad, cand)
     assert verdict.decision == decision and rounds == 0
-    assert verdict.steal is not None
+    assert verdict.slowdown is not None
     (logged,) = [line for line in lines if line.startswith(f"campaign {cand} (5 runs/point)")]
     assert logged.endswith(f"{decision}: " + verdict.describe().split(": ", 1)[1])
     assert "; steal taken out: write IOPS" in logged
@@ -133,5 +133,5 @@ def test_bisect_run_over_runs_without_their_steal_is_as_it_was(
     raw = _raw(old, *_load(old, good, bad, cand))
     assert verdict.decision == raw.decision == "undecided" and rounds == 1
     assert (verdict.position, verdict.low, verdict.high) == (raw.position, raw.low, raw.high)
-    assert verdict.steal is None and not any("steal" in line for line in lines)
+    assert verdict.slowdown is None and not any("steal" in line for line in lines)
     assert lines[-1] == f"campaign {cand}: still undecided at 5 runs per point: skip"

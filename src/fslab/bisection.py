@@ -13,9 +13,10 @@ adds repetitions to the campaign it made:
 
 judge_candidate() repeats until the decision is clear or the limit of runs
 per point is reached, and logs every decision with its numbers. Each round
-judges the references and the candidate at zero steal when their runs' steal
-slows the headline (analyze.baselines.bisect_model, the rule `fslab compare`
-uses), refitted over every run so far, and the logged decision says so.
+judges the references and the candidate with the host's slowdowns (steal,
+a slower CPU) taken out where they slow the headline
+(analyze.baselines.bisect_model, the rule `fslab compare` uses), refitted
+over every run so far, and the logged decision says so.
 """
 
 from __future__ import annotations

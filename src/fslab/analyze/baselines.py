@@ -13,8 +13,9 @@ one level gets a model with a mean per level, and one whose sides lie on
 different levels keeps the one-mean model and warns (analyze.levels holds
 the rule).
 
-Runs record the host's steal; where it slows the headline within campaigns,
-every campaign of a comparison is first taken at zero steal (analyze.steal),
+Runs record the host's steal and CPU speed; where they slow the headline within
+campaigns, every campaign of a comparison is first taken to zero steal and one
+CPU speed (analyze.slowdown),
 and so are a bisection's references and candidate (bisect_model).
 """
 
@@ -35,7 +36,7 @@ from fslab.analyze.dataset import CampaignData, load_campaign
 from fslab.analyze.levels import LevelCheck, LevelMove, place
 from fslab.analyze.noise import NoiseModel, fit_point_noise, host_key, spec_fingerprint
 from fslab.analyze.series import series_of
-from fslab.analyze.steal import StealFit, take_out_steal
+from fslab.analyze.slowdown import SlowdownFit, take_out_slowdown
 from fslab.errors import UsageError
 from fslab.store.db import CampaignRow, Store
 from fslab.vocab import PointKey, point_label
@@ -150,13 +151,13 @@ def level_check(
 @dataclass(frozen=True)
 class CampaignModel:
     """The noise model `fslab compare A B` judges with, A's baselines' levels, and A and B
-    as judged (their headline at zero steal when the runs' steal slows it)."""
+    as judged (their headline with the host's slowdowns taken out)."""
 
     noise: NoiseModel
     levels: LevelCheck | None  # None: the baselines' level did not move
     a: CampaignData
     b: CampaignData
-    steal: StealFit | None = None  # None: the headline was not adjusted
+    slowdown: SlowdownFit | None = None  # None: the headline was not adjusted
 
     def comparisons(
         self, patterns: Iterable[str] | None = None, candidate: CampaignData | None = None
@@ -165,12 +166,12 @@ class CampaignModel:
         found = campaign_comparisons(
             self.a, candidate or self.b, patterns, self.noise, levels=self.levels
         )
-        return [_with_steal_note(c, self.steal) for c in found]
+        return [_with_slowdown_note(c, self.slowdown) for c in found]
 
 
-def _with_steal_note(comparison: Comparison, steal: StealFit | None) -> Comparison:
-    if steal is not None:
-        comparison.notes.append(steal.describe())
+def _with_slowdown_note(comparison: Comparison, slowdown: SlowdownFit | None) -> Comparison:
+    if slowdown is not None:
+        comparison.notes.append(slowdown.describe())
     return comparison
 
 
@@ -180,9 +181,9 @@ def campaign_model(
     """The model of A's spec from its stored campaigns (B left out). When their level moved
     and A and B lie on one level, each level spreads around its own mean and B is compared
     with the mean of theirs (analyze.levels). Every campaign's headline is first taken at
-    zero steal when their runs' steal slows it (analyze.steal)."""
+    zero steal and one CPU speed where those slow it (analyze.slowdown)."""
     stored = [load_campaign(store, c.id) for c in baseline_campaigns(store, a.campaign)]
-    adjusted, steal = take_out_steal([a, b, *(d for d in stored if d.id not in (a.id, b.id))])
+    adjusted, slowdown = take_out_slowdown([a, b, *(d for d in stored if d.id not in (a.id, b.id))])
     by_id = {d.id: d for d in adjusted}
     a, b = by_id[a.id], by_id[b.id]
     loaded = [by_id[d.id] for d in stored]
@@ -201,7 +202,7 @@ def campaign_model(
         blocks=blocks,
         reference=reference,
     )
-    return CampaignModel(noise, levels, a, b, steal)
+    return CampaignModel(noise, levels, a, b, slowdown)
 
 
 def compare_with_noise(
@@ -215,18 +216,18 @@ def compare_with_noise(
 
 @dataclass(frozen=True)
 class BisectModel:
-    """A bisection's references and candidate as judged (their headline at zero steal when
-    the runs' steal slows it) and the noise model of the good reference's spec."""
+    """A bisection's references and candidate as judged (their headline with the host's
+    slowdowns taken out) and the noise model of the good reference's spec."""
 
     good: CampaignData
     bad: CampaignData
     candidate: CampaignData
     noise: NoiseModel
-    steal: StealFit | None = None  # None: the headline was not adjusted
+    slowdown: SlowdownFit | None = None  # None: the headline was not adjusted
 
     def verdict(self) -> Verdict:
         """Where the candidate lies between the references (analyze.bisect.decide)."""
-        return decide(self.good, self.bad, self.candidate, self.noise, steal=self.steal)
+        return decide(self.good, self.bad, self.candidate, self.noise, slowdown=self.slowdown)
 
 
 def bisect_model(
@@ -238,15 +239,15 @@ def bisect_model(
 ) -> BisectModel:
     """The model `fslab bisect-run` judges a candidate with: the stored campaigns of the
     good reference's spec on its host, the bad reference and the candidate left out (what
-    is judged is not noise). The steal is taken out over all of them together, references
-    and candidate included, as `fslab compare` does (campaign_model); called again after
+    is judged is not noise). The host's slowdowns are taken out over all of them together,
+    references and candidate included, as `fslab compare` does (campaign_model); called again after
     every round of repetitions, so the slope is refitted on every run so far."""
     judged = (good.id, bad.id, candidate.id)
     stored = [
         load_campaign(store, c.id)
         for c in baseline_campaigns(store, good.campaign, exclude=judged[1:])
     ]
-    adjusted, steal = take_out_steal(
+    adjusted, slowdown = take_out_slowdown(
         [good, bad, candidate, *(d for d in stored if d.id not in judged)]
     )
     by_id = {d.id: d for d in adjusted}
@@ -256,7 +257,7 @@ def bisect_model(
         host=host_key(good.campaign),
         fingerprint=spec_fingerprint(good.campaign.spec),
     )
-    return BisectModel(by_id[good.id], by_id[bad.id], by_id[candidate.id], noise, steal)
+    return BisectModel(by_id[good.id], by_id[bad.id], by_id[candidate.id], noise, slowdown)
 
 
 @dataclass(frozen=True)
@@ -269,7 +270,7 @@ class GroupModel:
     metrics: list[str]
     noise: NoiseModel
     levels: LevelCheck | None = None  # None: the baseline spec's level did not move
-    steal: StealFit | None = None  # None: the headline was not adjusted (analyze.steal)
+    slowdown: SlowdownFit | None = None  # None: the headline was not adjusted (analyze.slowdown)
 
     def comparisons(self, candidate: Sequence[CampaignData] | None = None) -> list[Comparison]:
         """The comparison table; `candidate` replaces the candidate side's data (a bench
@@ -278,7 +279,7 @@ class GroupModel:
             self.baseline, candidate or self.candidate, self.metrics, self.noise,
             baselines=self.others, levels=self.levels,
         )  # fmt: skip
-        return [_with_steal_note(c, self.steal) for c in found]
+        return [_with_slowdown_note(c, self.slowdown) for c in found]
 
 
 def group_model(
@@ -319,7 +320,7 @@ def group_model(
             store, side[0].campaign, exclude=[*both, *(c.id for c in others)]
         ):
             others.append(load_campaign(store, row.id))
-    adjusted, steal = take_out_steal([*sides[0], *sides[1], *others])
+    adjusted, slowdown = take_out_slowdown([*sides[0], *sides[1], *others])
     by_id = {d.id: d for d in adjusted}
     sides = [[by_id[d.id] for d in side] for side in sides]
     others = [by_id[d.id] for d in others]
@@ -342,7 +343,7 @@ def group_model(
         fingerprint=spec_fingerprint(a.spec),
         blocks=blocks,
     )
-    return GroupModel(sides[0], sides[1], [c.id for c in others], names, noise, levels, steal)
+    return GroupModel(sides[0], sides[1], [c.id for c in others], names, noise, levels, slowdown)
 
 
 def _cell(campaign: CampaignRow) -> tuple[str, str]:

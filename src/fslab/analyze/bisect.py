@@ -20,7 +20,7 @@ variance is pooled from the three campaigns: the decision says it is
 provisional, as comparisons do.
 
 The three campaigns come in as judged: fslab.bisection takes the host's
-steal out of them (analyze.baselines.bisect_model, the rule comparisons
+slowdowns out of them (analyze.baselines.bisect_model, the rule comparisons
 use) and passes the fit, which the verdict carries and describe() names.
 
 `bisect_list` is the search over an ordered list of candidates (kernel
@@ -40,7 +40,7 @@ from scipy import stats as sps
 from fslab.analyze.comparisons import samples
 from fslab.analyze.dataset import CampaignData
 from fslab.analyze.noise import NoiseModel, PointNoise
-from fslab.analyze.steal import StealFit
+from fslab.analyze.slowdown import SlowdownFit
 from fslab.vocab import PointKey, format_value, point_label
 
 CONFIDENCE = 0.99  # of the combined position's interval
@@ -87,7 +87,7 @@ class Verdict:
     points: list[PointPosition] = field(default_factory=list)
     provisional: bool = False
     reason: str = ""
-    steal: StealFit | None = None  # the headlines were judged at zero steal with this fit
+    slowdown: SlowdownFit | None = None  # the headlines were adjusted with this fit
 
     @property
     def exit_code(self) -> int:
@@ -102,7 +102,7 @@ class Verdict:
             f"{len(self.points)} point(s)"
         )
         text += " (provisional: no noise model)" if self.provisional else ""
-        return text + (f"; {self.steal.describe()}" if self.steal else "")
+        return text + (f"; {self.slowdown.describe()}" if self.slowdown else "")
 
 
 class ReferencesTooClose(ValueError):
@@ -116,10 +116,10 @@ def decide(
     noise: NoiseModel | None = None,
     *,
     metric: str | None = None,
-    steal: StealFit | None = None,
+    slowdown: SlowdownFit | None = None,
 ) -> Verdict:
     """Where the candidate lies between the references, and the decision (module docstring);
-    `steal`: the fit the campaigns were taken to zero steal with, for the verdict to say."""
+    `slowdown`: the fit the campaigns were adjusted with, for the verdict to say."""
     name = metric or good.headline
     if name is None:
         raise ReferencesTooClose(f"campaign {good.id} has no headline metric")
@@ -127,7 +127,12 @@ def decide(
     shared = [p for p in g if p in b and p in c and all(s[p].get(name) for s in (g, b, c))]
     if not shared:
         return Verdict(
-            "undecided", math.nan, math.nan, math.nan, reason="no point in common", steal=steal
+            "undecided",
+            math.nan,
+            math.nan,
+            math.nan,
+            reason="no point in common",
+            slowdown=slowdown,
         )
     pooled = _pooled_within([s[p][name] for s in (g, b, c) for p in shared])
     # whether the references differ is a question about them alone
@@ -168,7 +173,7 @@ def decide(
             f"beyond the noise at any point: nothing to bisect"
         )
     provisional = not all(p.modelled for p in positions)
-    return _combine(positions, critical, provisional=provisional, steal=steal)
+    return _combine(positions, critical, provisional=provisional, slowdown=slowdown)
 
 
 def _differ(delta: float, refs: PointNoise, n_good: int, n_bad: int) -> bool:
@@ -185,7 +190,7 @@ def _combine(
     critical: float,
     *,
     provisional: bool,
-    steal: StealFit | None,
+    slowdown: SlowdownFit | None,
 ) -> Verdict:
     weights = [1.0 / p.se**2 if p.se > 0 else 1e12 for p in positions]
     total = sum(weights)
@@ -193,7 +198,7 @@ def _combine(
     half = critical / math.sqrt(total)
     low, high = t - half, t + half
     decision: Decision = "good" if high < BOUNDARY else "bad" if low > BOUNDARY else "undecided"
-    return Verdict(decision, t, low, high, positions, provisional, steal=steal)
+    return Verdict(decision, t, low, high, positions, provisional, slowdown=slowdown)
 
 
 def _pooled_within(groups: Sequence[Sequence[float]]) -> float:

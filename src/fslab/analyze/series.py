@@ -12,11 +12,12 @@ every remaining split is significant, each re-tested against its new
 neighbours. Positive series (throughput, latency) are analysed as logs, as
 their noise is multiplicative; the levels reported are geometric means.
 
-`fslab series` (build_series) first takes the host's steal out of every
-campaign's headline by the rule comparisons use (analyze.steal, fitted over
-the series' campaigns): a level that moved with the host's load alone is no
-change of the thing measured. series_of takes the campaigns as given, so a
-comparison can pass the ones it already took to zero steal with its own fit.
+`fslab series` (build_series) first takes the host's slowdowns (steal, a
+slower CPU) out of every campaign's headline by the rule comparisons use
+(analyze.slowdown, fitted over the series' campaigns): a level that moved
+with the host alone is no change of the thing measured. series_of takes the
+campaigns as given, so a comparison can pass the ones it already adjusted
+with its own fit.
 """
 
 from __future__ import annotations
@@ -34,7 +35,7 @@ from fslab.analyze.compare import point_to_json
 from fslab.analyze.comparisons import samples
 from fslab.analyze.dataset import CampaignData, load_campaign
 from fslab.analyze.noise import spec_fingerprint
-from fslab.analyze.steal import StealFit, take_out_steal
+from fslab.analyze.slowdown import SlowdownFit, take_out_slowdown
 from fslab.store.db import CampaignRow, Store
 from fslab.vocab import PointKey, point_label
 
@@ -145,7 +146,7 @@ class Series:
     entries: list[SeriesEntry]
     points: list[PointKey]
     changes: dict[PointKey, list[ChangePoint]] = field(default_factory=dict)
-    steal: StealFit | None = None  # the fit the headlines were taken to zero steal with
+    slowdown: SlowdownFit | None = None  # the fit the headlines were adjusted with
 
     def values(self, point: PointKey) -> tuple[list[int], list[float]]:
         """(entry indexes, medians) of the campaigns that have the point."""
@@ -168,7 +169,7 @@ class Series:
                 for cp in cps
             ],
             "method": f"E-Divisive means (ruptures Binseg l2) + t test, p < {P_VALUE}",
-            "steal": self.steal.to_dict() if self.steal else None,
+            "slowdown": self.slowdown.to_dict() if self.slowdown else None,
         }
 
 
@@ -187,20 +188,20 @@ def select_campaigns(
 def build_series(
     store: Store, campaigns: Sequence[CampaignRow], selector: str, *, p_value: float = P_VALUE
 ) -> Series:
-    """The series of the given campaigns: median headline per point at zero steal (when
-    their runs' steal slows it: analyze.steal), change points per point."""
-    return series_at_zero_steal(
+    """The series of the given campaigns: median headline per point with the host's
+    slowdowns taken out (where they slow it: analyze.slowdown), change points per point."""
+    return series_without_slowdown(
         [load_campaign(store, c.id) for c in campaigns], selector, p_value=p_value
     )
 
 
-def series_at_zero_steal(
+def series_without_slowdown(
     loaded: Sequence[CampaignData], selector: str, *, p_value: float = P_VALUE
 ) -> Series:
-    """series_of after taking the host's steal out over these campaigns (analyze.steal):
+    """series_of after taking the host's slowdowns out over these campaigns (analyze.slowdown):
     their level is read as comparisons read it, and the series says whether it was."""
-    adjusted, steal = take_out_steal(loaded)
-    return series_of(adjusted, selector, p_value=p_value, steal=steal)
+    adjusted, slowdown = take_out_slowdown(loaded)
+    return series_of(adjusted, selector, p_value=p_value, slowdown=slowdown)
 
 
 def series_of(
@@ -208,16 +209,16 @@ def series_of(
     selector: str,
     *,
     p_value: float = P_VALUE,
-    steal: StealFit | None = None,
+    slowdown: SlowdownFit | None = None,
 ) -> Series:
     """The series of campaigns already loaded (in the order given: oldest first), their
-    headline as given (no steal taken out here: a comparison passes the campaigns it took
-    to zero steal with its own fit), so it finds its baselines' level moves by the rule
-    `fslab series` shows; `steal`: the fit they were taken to zero steal with, if any."""
+    headline as given (nothing taken out here: a comparison passes the campaigns it
+    adjusted with its own fit), so it finds its baselines' level moves by the rule
+    `fslab series` shows; `slowdown`: the fit they were adjusted with, if any."""
     metric = next((d.headline for d in loaded if d.headline), None)
     entries = [_entry(d, metric) for d in loaded]
     points = list(dict.fromkeys(p for e in entries for p in e.medians))
-    series = Series(selector, metric, entries, points, steal=steal)
+    series = Series(selector, metric, entries, points, slowdown=slowdown)
     for point in points:
         indexes, values = series.values(point)
         found = change_points(values, p_value=p_value)

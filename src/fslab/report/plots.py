@@ -312,13 +312,13 @@ def series_plot(report: Report) -> str | None:
         ax.set_xticklabels([str(e.campaign_id) for e in series.entries])
         ax.set_ylim(bottom=0)
         ax.set_xlabel("campaign (oldest first; shaded: this one)")
-        # the medians are of the headlines at zero steal when the series took it out
-        at_zero_steal = " at zero steal" if series.steal else ""
+        # the medians are of the headlines adjusted when the series took slowdowns out
+        adjusted = f" at {series.slowdown.short_at()}" if series.slowdown else ""
         _finish_axes(
             ax,
             series.metric,
-            report.results.headline_label + at_zero_steal,
-            f"{report.results.headline_label}{at_zero_steal} per campaign of "
+            report.results.headline_label + adjusted,
+            f"{report.results.headline_label}{adjusted} per campaign of "
             f"{series.selector}: dashed = change point (E-Divisive means + t test)",
         )
     return svg_text(fig, "series")

@@ -14,8 +14,8 @@ def series_lines(built: Series) -> list[str]:
     lines = [
         f"series {built.selector}: {len(built.entries)} campaign(s), {metric} median per point"
     ]
-    if built.steal is not None:  # the medians are at zero steal: say so before them
-        lines += textwrap.wrap(built.steal.describe(), width=80, subsequent_indent="  ")
+    if built.slowdown is not None:  # the medians are adjusted: say so before them
+        lines += textwrap.wrap(built.slowdown.describe(), width=80, subsequent_indent="  ")
     columns = _column_labels(built)
     width = max([7, *(len(c) for c in columns)])
     lines.append(
