@@ -205,16 +205,20 @@ def _fit(
     return terms, len(y), len(used)
 
 
-def fit_slowdown(campaigns: Sequence[CampaignData]) -> SlowdownFit | None:
-    """The slopes of the first campaign's headline on every covariate all the campaigns'
-    runs recorded, keeping only significant slowdowns; None when none is."""
+def fit_slowdown(
+    campaigns: Sequence[CampaignData], covariates: Sequence[str] | None = None
+) -> SlowdownFit | None:
+    """The slopes of the first campaign's headline on every covariate (of `covariates`,
+    default COVARIATES) all the campaigns' runs recorded, keeping only significant
+    slowdowns; None when none is."""
     metric = campaigns[0].headline if campaigns else None
     if metric is None:
         return None
     unique = list({d.id: d for d in campaigns}.values())
-    covariates = [c for c in COVARIATES if all(recorded(d, c) for d in unique)]
-    while covariates:
-        fitted = _fit(unique, metric, covariates)
+    asked = COVARIATES if covariates is None else covariates
+    kept = [c for c in asked if all(recorded(d, c) for d in unique)]
+    while kept:
+        fitted = _fit(unique, metric, kept)
         if fitted is None:
             return None
         terms, runs, used = fitted
@@ -222,7 +226,7 @@ def fit_slowdown(campaigns: Sequence[CampaignData]) -> SlowdownFit | None:
         if not failing:
             return SlowdownFit(metric, tuple(terms), runs, used)
         weakest = max(failing, key=lambda t: (t.slope >= 0, t.p_value))
-        covariates.remove(weakest.covariate)
+        kept.remove(weakest.covariate)
     return None
 
 
@@ -237,11 +241,11 @@ def taken_out(data: CampaignData, fit: SlowdownFit) -> CampaignData:
 
 
 def take_out_slowdown(
-    campaigns: Sequence[CampaignData],
+    campaigns: Sequence[CampaignData], covariates: Sequence[str] | None = None
 ) -> tuple[list[CampaignData], SlowdownFit | None]:
     """The campaigns with the host's slowdowns taken out, with the fit; unchanged (and
     None) when no recorded covariate slows the headline significantly."""
-    fit = fit_slowdown(campaigns)
+    fit = fit_slowdown(campaigns, covariates)
     if fit is None:
         return list(campaigns), None
     return [taken_out(d, fit) for d in campaigns], fit
