@@ -14,7 +14,7 @@ import pytest
 
 from fslab import bisection
 from fslab.analyze.bisect import bisect_list
-from fslab.analyze.drift import cpu_drift, host_drift, speed_drift, steal_drift
+from fslab.analyze.drift import host_drift, steal_drift
 from fslab.analyze.noise import fit_point_noise, spec_fingerprint
 from fslab.hostfacts import HostFacts
 from fslab.report.model import build_report
@@ -84,26 +84,6 @@ def test_steal_drift_warns_only_when_the_sides_medians_are_far_apart() -> None:
     # runs stored before fslab recorded steal: no difference claimed
     older = [PointFacts.model_validate(p.stored() | {"host_cpu": None}) for p in busy]
     assert steal_drift(quiet, older) == []
-
-
-def _runs_with_speed(*probe_us: float) -> list[PointFacts]:
-    """The recorded campaign's run facts, each with a speed probe time."""
-    return [
-        PointFacts.model_validate(
-            p.stored() | {"host_cpu": {"steal_pct": 0.5, "speed_probe_us": t}}
-        )
-        for p, t in zip(_runs_with_steal(0, 0, 0), probe_us, strict=True)
-    ]
-
-
-def test_speed_drift_warns_when_one_sides_cpu_ran_more_than_5_percent_slower() -> None:
-    fast = _runs_with_speed(400.0, 410.0, 600.0)
-    assert speed_drift(fast, _runs_with_speed(420.0, 425.0, 380.0)) == []  # 410 vs 420
-    (found,) = speed_drift(fast, _runs_with_speed(480.0, 470.0, 400.0))  # 410 vs 470
-    assert (found.fact, found.baseline, found.candidate) == ("speed_probe_us", "410", "470")
-    assert "the fixed loop took 410us in the baseline's runs vs 470us" in found.describe()
-    assert cpu_drift(fast, _runs_with_speed(480.0, 470.0, 400.0)) == [found]  # no steal drift
-    assert speed_drift(fast, _runs_with_steal(1.0, 1.0, 1.0)) == []  # recorded before the probe
 
 
 @pytest.mark.parametrize("first_bad", range(1, 8))

@@ -8,8 +8,7 @@ each difference it finds as a warning; a fact one side did not record
 host's facts, its load: a hypervisor that gives the CPUs to other guests
 (steal) slows a CPU-bound workload, 2.4% of the write IOPS a point of
 steal on the machine fslab was built on (bench/steal_noise.py), so sides
-whose runs saw different steal are warned about too, and so are sides whose
-runs' CPUs ran at different speeds (the speed probe, collect.cpuspeed).
+whose runs saw different steal are warned about too.
 """
 
 from __future__ import annotations
@@ -32,8 +31,6 @@ CHECKED_FACTS: tuple[tuple[str, str], ...] = (
 )
 STEAL_FACT = "steal_pct"
 STEAL_DRIFT_POINTS = 2.0  # medians of the sides' steal further apart than this are warned
-SPEED_FACT = "speed_probe_us"
-SPEED_DRIFT_RATIO = 1.05  # medians of the sides' probe times further apart are warned
 VALUE_WIDTH = 60  # a long command line is cut in the warning (the JSON has it whole)
 
 
@@ -62,12 +59,6 @@ class Drift:
                 f"runs vs {self.candidate}% in the candidate's (median): a busy host slows a "
                 "CPU-bound workload, so part of any difference may be the host's"
             )
-        if self.fact == SPEED_FACT:
-            return (
-                f"drift: {self.label} differs: the fixed loop took {self.baseline}us in the "
-                f"baseline's runs vs {self.candidate}us in the candidate's (median): a slower "
-                "CPU slows a CPU-bound workload, so part of any difference may be the host's"
-            )
         return (
             f"drift: {self.label} differs: {_cut(self.baseline)!r} (baseline) vs "
             f"{_cut(self.candidate)!r} (candidate)"
@@ -93,44 +84,20 @@ def host_drift(baseline: HostFacts, candidate: HostFacts) -> list[Drift]:
     return found
 
 
-def _medians(
-    sides: tuple[Sequence[PointFacts], Sequence[PointFacts]], fact: str
-) -> tuple[float, float] | None:
-    """A host_cpu fact's median over each side's runs; None when a side has none of it
-    (runs stored before fslab recorded it are left out)."""
-    medians = []
-    for runs in sides:
-        values = [getattr(f.host_cpu, fact) for f in runs if f.host_cpu is not None]
-        present = [v for v in values if v is not None]
-        if not present:
-            return None
-        medians.append(statistics.median(present))
-    return medians[0], medians[1]
-
-
 def steal_drift(baseline: Sequence[PointFacts], candidate: Sequence[PointFacts]) -> list[Drift]:
     """The host's steal, median over each side's runs, when the medians are more than
-    STEAL_DRIFT_POINTS apart."""
-    medians = _medians((baseline, candidate), STEAL_FACT)
-    if medians is None or abs(medians[0] - medians[1]) <= STEAL_DRIFT_POINTS:
+    STEAL_DRIFT_POINTS apart (runs stored before fslab recorded it are left out)."""
+    medians = []
+    for runs in (baseline, candidate):
+        cpu = [f.host_cpu for f in runs if f.host_cpu is not None]
+        steal = [c.steal_pct for c in cpu if c.steal_pct is not None]
+        if not steal:
+            return []
+        medians.append(statistics.median(steal))
+    if abs(medians[0] - medians[1]) <= STEAL_DRIFT_POINTS:
         return []
     label = "CPU time the host took (steal)"
     return [Drift(STEAL_FACT, label, f"{medians[0]:.1f}", f"{medians[1]:.1f}")]
-
-
-def speed_drift(baseline: Sequence[PointFacts], candidate: Sequence[PointFacts]) -> list[Drift]:
-    """The CPU's speed (the probe's time, median over each side's runs), when one side's is
-    more than SPEED_DRIFT_RATIO times the other's."""
-    medians = _medians((baseline, candidate), SPEED_FACT)
-    if medians is None or max(medians) <= SPEED_DRIFT_RATIO * min(medians):
-        return []
-    label = "CPU speed (speed probe)"
-    return [Drift(SPEED_FACT, label, f"{medians[0]:.0f}", f"{medians[1]:.0f}")]
-
-
-def cpu_drift(baseline: Sequence[PointFacts], candidate: Sequence[PointFacts]) -> list[Drift]:
-    """What the host's CPUs did differently in the two sides' runs: steal, then speed."""
-    return steal_drift(baseline, candidate) + speed_drift(baseline, candidate)
 
 
 def _cut(text: str) -> str:
