@@ -85,8 +85,9 @@ A/A split exists; the line names the smallest M that reaches it, beside the
 x0.9 figure. They are judged over every family, and again over the
 families whose runs all recorded the host's steal, and its CPU speed (fslab
 records both with every run now; older families predate them, and
-comparisons judge them without taking them out). --covariates steal judges
-as fslab did before the speed probe, for a side-by-side figure.
+comparisons judge them without taking them out). --covariates steal,speed
+takes the speed probe out too, which fslab does not (analyze.slowdown says
+why), for a side-by-side figure.
 
 Real runs: with --record-real (root) it first records a real campaign on this
 machine (ext4, fsync writes, 2 points x 32 repetitions); with --real-db and
@@ -456,7 +457,8 @@ def report_spaced(db: Path | None, seed: int = 2024) -> None:
 
 def _recorded(campaigns: Sequence[CampaignData]) -> tuple[str, ...]:
     """The covariates of analyze.slowdown that every run of these campaigns recorded."""
-    return tuple(c for c in slowdown.COVARIATES if all(recorded(d, c) for d in campaigns))
+    known = slowdown.KNOWN_COVARIATES
+    return tuple(c for c in known if all(recorded(d, c) for d in campaigns))
 
 
 def _grouped(by_family: Mapping[str, FamilyFigures]) -> dict[int, list[int]]:
@@ -904,13 +906,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument(
         "--covariates",
         default=",".join(slowdown.COVARIATES),
-        help="the host's slowdowns comparisons may take out (analyze.slowdown): 'steal,speed' "
-        "as fslab does (the default), 'steal' as it did before the speed probe, 'none'",
+        help="the host's slowdowns comparisons take out (analyze.slowdown): 'steal' as fslab "
+        "does (the default), 'steal,speed' with the speed probe too, 'none'",
     )
     args = parser.parse_args(argv)
     chosen = tuple(c for c in args.covariates.split(",") if c and c != "none")
-    if any(c not in slowdown.COVARIATES for c in chosen):
-        parser.error(f"--covariates: each of {', '.join(slowdown.COVARIATES)} or none")
+    if any(c not in slowdown.KNOWN_COVARIATES for c in chosen):
+        parser.error(f"--covariates: each of {', '.join(slowdown.KNOWN_COVARIATES)} or none")
     slowdown.COVARIATES = chosen  # every comparison below judges with these
     print(f"host slowdowns comparisons may take out: {', '.join(chosen) or 'none'}")
     started = time.monotonic()
