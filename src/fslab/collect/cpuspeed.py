@@ -10,11 +10,12 @@ the thread's own CPU time (so the probe's own preemption and steal do not
 count). The median over the run is the run's probe time: higher is slower.
 
 Its cost is stated with it (`speed_probe_cpu_pct`, the probe's own CPU time
-as a share of all CPUs over the window): about 0.5 ms every 0.1 s, a
-quarter of a percent of a 2-CPU machine. A single sample spreads by 10-15%
-here (the vCPU's speed really does vary from one millisecond to the next),
-so the median of a 4 s run's ~40 samples is good to about 3%; the slow
-episodes it is for cost 15-20%.
+as a share of all CPUs over the window): about 0.45 ms every 0.1 s, a
+quarter of a percent of a 2-CPU machine, and never more than MAX_SPEED_DUTY
+of one CPU (it waits longer where a sample is slow, as under emulation). A
+single sample spreads by 10-15% here (the vCPU's speed really does vary from
+one millisecond to the next), so the median of a 4 s run's ~50 samples is
+good to about 3%; the slow episodes it is for cost 15-20%.
 """
 
 from __future__ import annotations
@@ -28,6 +29,10 @@ from types import TracebackType
 SPEED_LOOPS = 4000
 SPEED_INTERVAL_S = 0.1
 MIN_SPEED_SAMPLES = 5
+# the probe waits long enough after each sample to stay under this share of one CPU: on
+# a native or KVM CPU a sample takes about 0.45 ms and the 0.1 s interval holds; under
+# emulation (qemu TCG) a sample can take 10 ms and more, and the probe backs off
+MAX_SPEED_DUTY = 0.006
 
 
 def fixed_work(loops: int = SPEED_LOOPS) -> int:
@@ -80,8 +85,9 @@ class SpeedProbe:
                 turn += 1
             before = time.thread_time_ns()
             fixed_work(self.loops)
-            self.samples_ns.append(time.thread_time_ns() - before)
-            self._stop.wait(self.interval_s)
+            took_ns = time.thread_time_ns() - before
+            self.samples_ns.append(took_ns)
+            self._stop.wait(max(self.interval_s, took_ns / 1e9 / MAX_SPEED_DUTY))
 
     def facts(self) -> dict[str, float]:
         """speed_probe_us (the median probe time, in µs of the thread's CPU time), its
