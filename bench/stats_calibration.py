@@ -442,7 +442,10 @@ def report_spaced(db: Path | None, seed: int = 2024) -> None:
             _print_over_families(by_family, "every family")
         if by_family:
             print_goals(by_family, "every family")
-        for covariates, what in ((("steal",), "steal"), (("steal", "speed"), "the speed probe")):
+        for covariates, what in (
+            ((slowdown.STEAL,), "steal"),
+            ((slowdown.STEAL, slowdown.SPEED), "the speed probe"),
+        ):
             chosen = {f: v for f, v in by_family.items() if set(covariates) <= set(v.covariates)}
             if chosen and len(chosen) < len(by_family):
                 print(

@@ -13,8 +13,8 @@ adds repetitions to the campaign it made:
 
 judge_candidate() repeats until the decision is clear or the limit of runs
 per point is reached, and logs every decision with its numbers. Each round
-judges the references and the candidate with the host's slowdowns (steal,
-a slower CPU) taken out where they slow the headline
+judges the references and the candidate with the host's slowdowns (steal:
+see analyze.slowdown) taken out where they slow the headline
 (analyze.baselines.bisect_model, the rule `fslab compare` uses), refitted
 over every run so far, and the logged decision says so.
 """

@@ -13,9 +13,9 @@ one level gets a model with a mean per level, and one whose sides lie on
 different levels keeps the one-mean model and warns (analyze.levels holds
 the rule).
 
-Runs record the host's steal and CPU speed; where they slow the headline within
-campaigns, every campaign of a comparison is first taken to zero steal and one
-CPU speed (analyze.slowdown),
+Runs record the host's steal; where it slows the headline within campaigns,
+every campaign of a comparison is first taken to zero steal (analyze.slowdown,
+which says why the CPU-speed probe the runs also record is not taken out),
 and so are a bisection's references and candidate (bisect_model).
 """
 
@@ -181,7 +181,7 @@ def campaign_model(
     """The model of A's spec from its stored campaigns (B left out). When their level moved
     and A and B lie on one level, each level spreads around its own mean and B is compared
     with the mean of theirs (analyze.levels). Every campaign's headline is first taken at
-    zero steal and one CPU speed where those slow it (analyze.slowdown)."""
+    zero steal where steal slows it (analyze.slowdown)."""
     stored = [load_campaign(store, c.id) for c in baseline_campaigns(store, a.campaign)]
     adjusted, slowdown = take_out_slowdown([a, b, *(d for d in stored if d.id not in (a.id, b.id))])
     by_id = {d.id: d for d in adjusted}

@@ -12,8 +12,8 @@ every remaining split is significant, each re-tested against its new
 neighbours. Positive series (throughput, latency) are analysed as logs, as
 their noise is multiplicative; the levels reported are geometric means.
 
-`fslab series` (build_series) first takes the host's slowdowns (steal, a
-slower CPU) out of every campaign's headline by the rule comparisons use
+`fslab series` (build_series) first takes the host's slowdowns (steal: see
+analyze.slowdown) out of every campaign's headline by the rule comparisons use
 (analyze.slowdown, fitted over the series' campaigns): a level that moved
 with the host alone is no change of the thing measured. series_of takes the
 campaigns as given, so a comparison can pass the ones it already adjusted

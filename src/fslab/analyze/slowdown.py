@@ -86,6 +86,13 @@ class SlowdownTerm:
     r: float  # the partial correlation within campaigns
     reference: float  # the covariate's value every run is taken to (log for speed)
 
+    def name(self) -> str:
+        return "steal" if self.covariate == STEAL else "CPU speed"
+
+    def short_taken_to(self) -> str:
+        """For an axis label: 'zero steal' or 'one CPU speed'."""
+        return "zero steal" if self.covariate == STEAL else "one CPU speed"
+
     def effect(self) -> str:
         """'-2.4% a point of the host's steal' or '-0.9% a 1% slower CPU (speed probe)'"""
         if self.covariate == STEAL:
@@ -116,16 +123,14 @@ class SlowdownFit:
 
     def short_at(self) -> str:
         """For an axis label: 'zero steal', 'one CPU speed', 'zero steal and one CPU speed'."""
-        return " and ".join(
-            "zero steal" if t.covariate == STEAL else "one CPU speed" for t in self.terms
-        )
+        return " and ".join(t.short_taken_to() for t in self.terms)
 
     def describe(self) -> str:
         """'steal taken out: write IOPS -2.4% a point of the host's steal within campaigns
         (r -0.73, p 5.7e-08, 50 runs of 10 campaigns); every run's write IOPS is compared
         at zero steal'"""
         label = metric_label(self.metric)
-        what = " and ".join("steal" if t.covariate == STEAL else "CPU speed" for t in self.terms)
+        what = " and ".join(t.name() for t in self.terms)
         if len(self.terms) == 1:
             (t,) = self.terms
             effects = f"{t.effect()} within campaigns (r {t.r:.2f}, p {t.p_value:.2g}, "
@@ -164,10 +169,6 @@ def _runs(
 def recorded(data: CampaignData, covariate: str) -> bool:
     """Every headline run of the campaign recorded the covariate."""
     return all(_covariate(p.facts.host_cpu, covariate) is not None for p in data.ok_points())
-
-
-def steal_recorded(data: CampaignData) -> bool:
-    return recorded(data, STEAL)
 
 
 def _fit(

@@ -176,9 +176,8 @@ def series(
     One line per campaign with its median headline at each point; a change
     point (E-Divisive means, kept when a t test between the segments on
     either side is significant) is marked where a new level starts. When the
-    host's steal or a slower CPU slows the headline within campaigns, the
-    medians are taken to zero steal and one CPU speed (as `fslab compare`
-    judges them) and the output says so.
+    runs' steal slows the headline within campaigns, the medians are at zero
+    steal (as `fslab compare` judges them) and the output says so.
     """
 
     def body() -> None:
@@ -245,9 +244,9 @@ def bisect_run(
     """For `git bisect run`: run SPEC on what is booted now, exit 0 good, 1 bad, 125 skip.
 
     The candidate's headline is placed between the good and bad reference
-    campaigns with the noise model of the good one's spec, all with the host's
-    steal and CPU speed taken out where they slow the headline (as `fslab
-    compare` does; the log says so); repetitions are added until the 99% interval of its position is
+    campaigns with the noise model of the good one's spec, all at zero steal
+    when the runs' steal slows the headline (as `fslab compare` does; the log
+    says so); repetitions are added until the 99% interval of its position is
     clearly on one side, or --max-repeat runs per point (then skip). A spec
     that does not load at this commit, or a run with no successful point, is
     a skip. Anything that makes bisection meaningless (unknown references,
