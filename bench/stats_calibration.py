@@ -50,6 +50,11 @@ stored campaign of it, B left out):
   headline scaled by 0.9 (real spaced noise, known change), judged with the
   model `fslab compare A B` would use (analyze.baselines.campaign_model).
 
+A set whose candidate campaign's runs spread more than the spec's campaigns'
+runs do (analyze.noise: F test p < 0.01) leaves those rows unjudged ("needs
+more runs": the candidate was unsteady); the lines say how many such sets
+there were, counted neither as flagged nor as found.
+
 When the spec's series has a change point (analyze.levels: the machine's own
 level moved), the family prints the moves as comparisons find them and the
 model with a mean per level; the A/A and real-change lines then say how many
@@ -736,7 +741,7 @@ def _report_family(store: Store, family: str, rows: list[Any], source: str) -> t
     ]
     gaps = [abs(when[b.id] - when[a.id]).total_seconds() / 60 for a, b in aa_pairs]
     print(f"  A/A pairs from different cycles: {min(gaps):.0f} to {max(gaps):.0f} min apart")
-    aa_model = aa_plain = power_10 = 0
+    aa_model = aa_plain = power_10 = unsteady_10 = 0
     aa_levels: list[Comparison] = []
     for a, b in aa_pairs:
         (compared,) = compare_with_noise(store, a.id, b.id)
@@ -747,16 +752,19 @@ def _report_family(store: Store, family: str, rows: list[Any], source: str) -> t
         names = select_metrics([data[a.id]])
         model = campaign_model(store, data[a.id], data[b.id], names)
         shifted = _scaled(model.b, HEADLINE, SPACED_SHIFT)  # B as judged (slowdowns out)
-        power_10 += _flags(model.comparisons(candidate=shifted))[1]
+        judged = model.comparisons(candidate=shifted)
+        power_10 += _flags(judged)[1]
+        unsteady_10 += _unsteady(judged)
     n = len(aa_pairs)
     print(
         f"  A/A: {aa_model} of {n} comparison sets flagged ({aa_model / n:.1%}; goal <= 1 in "
         f"20 = 5%) with the noise model; {aa_plain} of {n} ({aa_plain / n:.1%}) judged on "
         f"the runs inside each campaign{_level_counts(aa_levels)}"
+        f"{_unsteady_count(sum(map(_unsteady, aa_levels)))}"
     )
     print(
         f"  power, headline x{SPACED_SHIFT} on real base campaigns: found in {power_10} of "
-        f"{n} sets ({power_10 / n:.1%})"
+        f"{n} sets ({power_10 / n:.1%}){_unsteady_count(unsteady_10)}"
     )
     for name in costs:
         cost = [c for c in rows if c.name == name]
@@ -767,8 +775,20 @@ def _report_family(store: Store, family: str, rows: list[Any], source: str) -> t
             f"  power, real change ({name}: {_real_change(data, base, cost)}): found in "
             f"{found} of {len(ab_pairs)} sets ({found / len(ab_pairs):.1%}), "
             f"{len(base)} x {len(cost)} campaigns{_level_counts(compared)}"
+            f"{_unsteady_count(sum(_unsteady([c]) for c in compared))}"
         )
     return aa_model, n
+
+
+def _unsteady(comparisons: Sequence[Comparison]) -> bool:
+    """Whether the set left a row unjudged because the candidate's runs spread out
+    (analyze.noise: the candidate was unsteady)."""
+    return any(row.unsteady for c in comparisons for row in c.table.rows)
+
+
+def _unsteady_count(sets: int) -> str:
+    """'; 57 with the candidate unsteady (rows not judged)', or '' for none."""
+    return f"; {sets} with the candidate unsteady (rows not judged)" if sets else ""
 
 
 def _report_slowdown(adjusted: Sequence[CampaignData], fit: SlowdownFit | None) -> None:

@@ -10,6 +10,9 @@ Verdict rules, in order (g is the magnitude gate, max(2%, 1 x baseline CV)):
 
 1. fewer than MIN_REPS values on a side (such rows are left out of the BH
    family)                                              -> "needs more runs"
+   a candidate campaign whose runs spread more than the spec's campaigns do
+   (analyze.noise: F test p < UNSTEADY_P, set only where the noise model
+   judges one campaign against its baselines)           -> "needs more runs"
 2. BH-adjusted p < 0.05, the interval excludes 1 on the side of the change,
    and the measured change (ratio - 1) is at least g     -> "better" / "worse"
    (metrics whose declared direction is "none": "changed")
@@ -64,6 +67,11 @@ GATE_CV_FACTOR = 1.0  # gate grows with the baseline's run-to-run CV
 #: of points in 8-point sweeps and about 1% in one-point tables.
 RECOMMENDED_REPETITIONS = 16
 
+#: Below this p the candidate campaign's runs spread more than the spec's campaigns'
+#: runs do (analyze.noise.PointNoise.unsteady_p): the machine, or the candidate, was
+#: unsteady while it ran, and its mean is not judged.
+UNSTEADY_P = 0.01
+
 FLAGGED: tuple[Verdict, ...] = ("better", "worse", "changed")
 
 
@@ -109,6 +117,13 @@ class ComparisonRow:
     mean_candidate: float = math.nan
     sd_pct_baseline: float = math.nan
     sd_pct_candidate: float = math.nan
+    # F test that the candidate campaign's runs spread more than the spec's campaigns'
+    # runs do (analyze.noise); NaN: not tested
+    unsteady_p: float = math.nan
+
+    @property
+    def unsteady(self) -> bool:
+        return self.unsteady_p < UNSTEADY_P
 
     @property
     def change_pct(self) -> float:
@@ -332,7 +347,7 @@ def _gate(baseline_cv: float, floor: float, cv_factor: float) -> float:
 
 def _verdict(row: ComparisonRow, alpha: float, gate: float, min_reps: int) -> Verdict:
     """Apply the module's verdict rules to one row (see the module docstring)."""
-    if row.n_baseline < min_reps or row.n_candidate < min_reps:
+    if row.n_baseline < min_reps or row.n_candidate < min_reps or row.unsteady:
         return "needs more runs"
     significant = math.isfinite(row.p_adjusted) and row.p_adjusted < alpha
     low, high = row.ci_low, row.ci_high

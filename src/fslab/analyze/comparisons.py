@@ -31,6 +31,7 @@ and every extra row costs power in the Benjamini-Hochberg family.
 from __future__ import annotations
 
 import fnmatch
+import math
 import shlex
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import asdict, dataclass, field
@@ -53,7 +54,7 @@ from fslab.analyze.noise import (
     spec_fingerprint,
 )
 from fslab.errors import UsageError
-from fslab.vocab import PointKey, metric_label, point_key, point_label
+from fslab.vocab import PointKey, headline_metric, metric_label, point_key, point_label
 
 Samples = dict[PointKey, dict[str, list[float]]]
 
@@ -176,7 +177,25 @@ def compare_campaigns(
                 row.point, row.metric, cand[row.point][row.metric], point_noise
             ),
         )
+        if _spread_to_point(table, names):
+            judge(table.rows)
     return _ordered(table, names)
+
+
+def _spread_to_point(table: ComparisonTable, names: Sequence[str]) -> bool:
+    """Where the candidate's headline runs spread out at a point, the machine was unsteady
+    for every metric measured in those runs: each row there takes the headline's F test
+    p when it is the smaller. Whether any row is unsteady now."""
+    headline = headline_metric([dict.fromkeys(names, 0.0)])
+    at_point = {row.point: row.unsteady_p for row in table.rows if row.metric == headline}
+    for row in table.rows:
+        row.unsteady_p = min(row.unsteady_p, at_point.get(row.point, math.nan), key=_or_one)
+    return any(row.unsteady for row in table.rows)
+
+
+def _or_one(p: float) -> float:
+    """NaN (not tested) orders as p 1."""
+    return 1.0 if math.isnan(p) else p
 
 
 def _judge_with_model(
@@ -291,15 +310,43 @@ def campaign_comparisons(
         labels = [f"campaign {a.id} (A)", f"campaign {b.id} (B)"]
     details = {label: _campaign_detail(c) for label, c in zip(labels, (a, b), strict=True)}
     model_note = noise.describe() if noise else "no between-campaign noise model"
-    return [
-        _across_campaigns(
-            Comparison(labels[0], labels[1], table, details, levels=levels),
-            ([a], [b]),
-            [_with_level_note(model_note, levels)],
-            "inside each campaign only",
-            f"calibrate with `{calibrate_command(a)}`",
+    comparison = _across_campaigns(
+        Comparison(labels[0], labels[1], table, details, levels=levels),
+        ([a], [b]),
+        [_with_level_note(model_note, levels)],
+        "inside each campaign only",
+        f"calibrate with `{calibrate_command(a)}`",
+    )
+    if noise is not None and (unsteady := _unsteady_note(table, noise, labels[1])):
+        comparison.notes.append(unsteady)
+    return [comparison]
+
+
+def _unsteady_note(table: ComparisonTable, noise: NoiseModel, candidate: str) -> str | None:
+    """Which rows were not judged because the candidate's runs spread out (analyze.noise),
+    with the spread that showed it at each point."""
+    rows = [row for row in table.rows if row.unsteady]
+    if not rows:
+        return None
+    shown: dict[PointKey, ComparisonRow] = {}
+    for row in rows:  # the row whose runs spread the most surely at each point
+        if row.point not in shown or row.unsteady_p < shown[row.point].unsteady_p:
+            shown[row.point] = row
+    said = []
+    for row in shown.values():
+        point_noise = noise.get(row.point, row.metric)
+        usual = f"{point_noise.within_cv_pct:.1f}%" if point_noise else "less"
+        said.append(
+            f"{metric_label(row.metric)} at {point_label(row.point)} {row.sd_pct_candidate:.1f}% "
+            f"(the spec's runs: {usual} within a campaign; F test p {row.unsteady_p:.2g})"
         )
-    ]
+    return (
+        f"unsteady: {candidate}'s runs spread more than the spec's campaigns' do: "
+        f"{'; '.join(said)}. The machine or the candidate was unsteady while they ran, so "
+        f"the {len(rows)} row(s) at {'that point' if len(shown) == 1 else 'those points'} "
+        "are not judged; run it again: a steady rerun is judged, and one unsteady again "
+        "points at the candidate"
+    )
 
 
 def _with_level_note(note: str, levels: LevelCheck | None, *, groups: bool = False) -> str:

@@ -161,6 +161,15 @@ class PointNoise:
         within = self.within_var * (1.0 / max(runs, 1) + self.inv_runs / self.level_k)
         return between + within, self.satterthwaite(between, within)
 
+    def unsteady_p(self, logs: np.ndarray) -> float:
+        """p of an F test that one campaign's runs (log values) spread more than the runs
+        of the spec's campaigns do around their campaign's level (NaN: not testable)."""
+        df_within = self.runs - self.campaigns
+        if len(logs) < MIN_RUNS_PER_CAMPAIGN or df_within < 1 or self.within_var <= 0:
+            return math.nan
+        spread = float(np.var(logs, ddof=1))
+        return float(sps.f.sf(spread / self.within_var, len(logs) - 1, df_within))
+
     def runs_to_find(
         self, change: float, *, alpha: float = 0.05, power: float = 0.8, most: int = 64
     ) -> int | None:
@@ -335,6 +344,13 @@ def model_row(
     geometric mean, their runs, and the total spread of one run. None when a
     value is not positive (no logarithm: the caller falls back to the test
     on runs).
+
+    A candidate whose runs spread more than the baselines' runs do (F test,
+    analyze.compare.UNSTEADY_P) is marked unsteady and not judged: on a host
+    whose speed dips for tens of seconds with no steal to show it, the runs
+    caught in a dip spread out and pull the campaign's mean by a fifth, which
+    no between-campaign variance that leaves power for a 10% change covers
+    (docs/statistics.md, spaced8s).
     """
     b = np.asarray([v for v in cand_values if math.isfinite(v)], dtype=float)
     if len(b) == 0 or (b <= 0).any():
@@ -356,6 +372,7 @@ def model_row(
     )
     row.n_baseline = noise.runs
     row.sd_pct_baseline = 100.0 * math.sqrt(noise.between_var + noise.within_var)
+    row.unsteady_p = noise.unsteady_p(np.log(b))
     return row
 
 
