@@ -760,7 +760,7 @@ def _report_family(store: Store, family: str, rows: list[Any], source: str) -> t
         f"  A/A: {aa_model} of {n} comparison sets flagged ({aa_model / n:.1%}; goal <= 1 in "
         f"20 = 5%) with the noise model; {aa_plain} of {n} ({aa_plain / n:.1%}) judged on "
         f"the runs inside each campaign{_level_counts(aa_levels)}"
-        f"{_unsteady_count(sum(map(_unsteady, aa_levels)))}"
+        f"{_unsteady_count(sum(_unsteady([c]) for c in aa_levels))}"
     )
     print(
         f"  power, headline x{SPACED_SHIFT} on real base campaigns: found in {power_10} of "

@@ -14,7 +14,7 @@ import pytest
 
 from fslab import bisection
 from fslab.analyze.bisect import bisect_list
-from fslab.analyze.drift import host_drift, steal_drift
+from fslab.analyze.drift import host_drift, load_drift
 from fslab.analyze.noise import fit_point_noise, spec_fingerprint
 from fslab.hostfacts import HostFacts
 from fslab.report.model import build_report
@@ -75,15 +75,15 @@ def _runs_with_steal(*steal_pct: float) -> list[PointFacts]:
     ]
 
 
-def test_steal_drift_warns_only_when_the_sides_medians_are_far_apart() -> None:
+def test_load_drift_warns_only_when_the_sides_medians_are_far_apart() -> None:
     quiet, busy = _runs_with_steal(0.4, 0.6, 9.0), _runs_with_steal(6.0, 6.5, 0.5)
-    assert steal_drift(quiet, _runs_with_steal(1.0, 2.0, 2.5)) == []  # 0.6 vs 2.0: 1.4 points
-    (found,) = steal_drift(quiet, busy)  # medians 0.6 vs 6.0: one outlier run does not count
+    assert load_drift(quiet, _runs_with_steal(1.0, 2.0, 2.5)) == []  # 0.6 vs 2.0: 1.4 points
+    (found,) = load_drift(quiet, busy)  # medians 0.6 vs 6.0: one outlier run does not count
     assert (found.fact, found.baseline, found.candidate) == ("steal_pct", "0.6", "6.0")
     assert "0.6% of the CPUs in the baseline's runs vs 6.0% in the candidate's" in found.describe()
     # runs stored before fslab recorded steal: no difference claimed
     older = [PointFacts.model_validate(p.stored() | {"host_cpu": None}) for p in busy]
-    assert steal_drift(quiet, older) == []
+    assert load_drift(quiet, older) == []
 
 
 @pytest.mark.parametrize("first_bad", range(1, 8))

@@ -28,8 +28,9 @@ import fslab
 from fslab import faults
 from fslab.collect.base import Collector, CollectorResult, PendingResult, PointContext
 from fslab.collect.cpuspeed import SpeedProbe
+from fslab.collect.others import others_cpu_pct, snapshot
 from fslab.collect.registry import ALL_COLLECTORS
-from fslab.collect.sysstat import host_cpu_share
+from fslab.collect.sysstat import all_cpu_ticks, host_cpu_share
 from fslab.errors import FslabError, ToolError, UsageError
 from fslab.guest.leftovers import find_guest_leftovers
 from fslab.guest_runner import check_guests, run_in_guests
@@ -398,7 +399,7 @@ def _run_workload(
     with collecting(classes, spec, ctx, state.pending, seconds):
         state.timing.setup_s += state.lap()
         faults.checkpoint("workload")
-        cpu_before = _proc_stat()
+        cpu_before, processes_before = _proc_stat(), snapshot()
         try:
             with SpeedProbe() as probe:
                 if isinstance(workload, FioWorkload):
@@ -417,6 +418,9 @@ def _run_workload(
         host_cpu: dict[str, float] = {}
         if cpu_before and (cpu_after := _proc_stat()):
             host_cpu.update(host_cpu_share(cpu_before, cpu_after))
+            window = all_cpu_ticks(cpu_before, cpu_after)
+            if (others := others_cpu_pct(processes_before, snapshot(), window)) is not None:
+                host_cpu["others_cpu_pct"] = others
         host_cpu.update(probe.facts())
         if host_cpu:
             state.facts["host_cpu"] = host_cpu

@@ -122,6 +122,8 @@ def test_tiny_campaign_stores_trustworthy_results(tmp_path, no_leaks):
             assert cpu.speed_probe_us and cpu.speed_probe_us > 0
             assert (cpu.speed_probe_samples or 0) >= 5
             assert cpu.speed_probe_cpu_pct is not None and cpu.speed_probe_cpu_pct < 5
+            # and what other processes took (collect.others): fio is fslab's, not theirs
+            assert cpu.others_cpu_pct is not None and 0 <= cpu.others_cpu_pct <= 100
         assert json.loads(store.artifact(ext4.id, "fio.json"))["jobs"]
         xfs = next(p for p in points if p.config == "xfs")
         assert xfs.facts.filesystem and xfs.facts.filesystem.log_size_bytes

@@ -39,7 +39,7 @@ from typing import Any
 
 from fslab.analyze.compare import ComparisonRow, ComparisonTable, compare, judge
 from fslab.analyze.dataset import CampaignData
-from fslab.analyze.drift import Drift, host_drift, steal_drift
+from fslab.analyze.drift import Drift, host_drift, load_drift
 from fslab.analyze.falloff import campaign_falloffs
 from fslab.analyze.guests import guest_summary
 from fslab.analyze.levels import LevelCheck
@@ -365,7 +365,7 @@ def _across_campaigns(
     """Drift and level warnings, what judged the rows, and provisional when the model
     left rows (host facts from each side's first campaign, steal from all its runs)."""
     base, cand = sides
-    comparison.drift = host_drift(base[0].campaign.host, cand[0].campaign.host) + steal_drift(
+    comparison.drift = host_drift(base[0].campaign.host, cand[0].campaign.host) + load_drift(
         [p.facts for c in base for p in c.ok_points()],
         [p.facts for c in cand for p in c.ok_points()],
     )

@@ -8,7 +8,9 @@ each difference it finds as a warning; a fact one side did not record
 host's facts, its load: a hypervisor that gives the CPUs to other guests
 (steal) slows a CPU-bound workload, 2.4% of the write IOPS a point of
 steal on the machine fslab was built on (bench/steal_noise.py), so sides
-whose runs saw different steal are warned about too.
+whose runs saw different steal are warned about too; and so are sides whose
+runs shared the machine with different amounts of other processes' CPU
+(collect.others: a test suite or a build running beside a campaign).
 """
 
 from __future__ import annotations
@@ -30,7 +32,14 @@ CHECKED_FACTS: tuple[tuple[str, str], ...] = (
     ("fslab_version", "fslab version"),
 )
 STEAL_FACT = "steal_pct"
-STEAL_DRIFT_POINTS = 2.0  # medians of the sides' steal further apart than this are warned
+OTHERS_FACT = "others_cpu_pct"
+#: (host_cpu fact, what to call it, points of all CPUs): sides whose runs' medians lie
+#: further apart than that are warned about. Steal costs a CPU-bound workload about its
+#: own share; other processes' CPU is noisier (their bursts), so the bar is higher.
+LOAD_FACTS: tuple[tuple[str, str, float], ...] = (
+    (STEAL_FACT, "CPU time the host took (steal)", 2.0),
+    (OTHERS_FACT, "CPU time other processes took", 5.0),
+)
 VALUE_WIDTH = 60  # a long command line is cut in the warning (the JSON has it whole)
 
 
@@ -53,11 +62,12 @@ class Drift:
                 f"drift: {self.label} differs: baseline only {_cut(only_a)!r}, "
                 f"candidate only {_cut(only_b)!r}"
             )
-        if self.fact == STEAL_FACT:
+        if self.fact in (STEAL_FACT, OTHERS_FACT):
+            whose = "host" if self.fact == STEAL_FACT else "machine"
             return (
                 f"drift: {self.label} differs: {self.baseline}% of the CPUs in the baseline's "
-                f"runs vs {self.candidate}% in the candidate's (median): a busy host slows a "
-                "CPU-bound workload, so part of any difference may be the host's"
+                f"runs vs {self.candidate}% in the candidate's (median): a busy {whose} slows "
+                f"a CPU-bound workload, so part of any difference may be the {whose}'s"
             )
         return (
             f"drift: {self.label} differs: {_cut(self.baseline)!r} (baseline) vs "
@@ -84,20 +94,25 @@ def host_drift(baseline: HostFacts, candidate: HostFacts) -> list[Drift]:
     return found
 
 
-def steal_drift(baseline: Sequence[PointFacts], candidate: Sequence[PointFacts]) -> list[Drift]:
-    """The host's steal, median over each side's runs, when the medians are more than
-    STEAL_DRIFT_POINTS apart (runs stored before fslab recorded it are left out)."""
-    medians = []
-    for runs in (baseline, candidate):
-        cpu = [f.host_cpu for f in runs if f.host_cpu is not None]
-        steal = [c.steal_pct for c in cpu if c.steal_pct is not None]
-        if not steal:
-            return []
-        medians.append(statistics.median(steal))
-    if abs(medians[0] - medians[1]) <= STEAL_DRIFT_POINTS:
-        return []
-    label = "CPU time the host took (steal)"
-    return [Drift(STEAL_FACT, label, f"{medians[0]:.1f}", f"{medians[1]:.1f}")]
+def load_drift(baseline: Sequence[PointFacts], candidate: Sequence[PointFacts]) -> list[Drift]:
+    """Each LOAD_FACTS fact, median over each side's runs, when the medians lie further
+    apart than its bar (runs stored before fslab recorded it are left out)."""
+    found = []
+    for fact, label, bar in LOAD_FACTS:
+        medians = [_median(runs, fact) for runs in (baseline, candidate)]
+        a, b = medians
+        if a is not None and b is not None and abs(a - b) > bar:
+            found.append(Drift(fact, label, f"{a:.1f}", f"{b:.1f}"))
+    return found
+
+
+def _median(runs: Sequence[PointFacts], fact: str) -> float | None:
+    values = [
+        value
+        for f in runs
+        if f.host_cpu is not None and (value := getattr(f.host_cpu, fact)) is not None
+    ]
+    return statistics.median(values) if values else None
 
 
 def _cut(text: str) -> str:

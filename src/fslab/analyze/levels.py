@@ -21,6 +21,12 @@ spaced8 recording it flagged 6 of 91 A/A pairs (all one campaign at the
 edge of a quiet level of 2% drift), against 2 for the blocks
 (docs/statistics.md).
 
+Comparing a candidate across a move with the mean of its own level was tried
+too: on spaced8s it flagged 71 of 435 A/A pairs, against 47 with one mean,
+because a level found in a slow stretch of the host is not steady inside it
+(its campaigns spread 30-36K write IOPS). What the stretch leaves is caught
+as an unsteady candidate instead (analyze.noise).
+
 A level is the run of series campaigns between two moves. Its time span
 runs from its first campaign's start up to the next level's first start;
 the last level is open-ended, and the first also takes what started before

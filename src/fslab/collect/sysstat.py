@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import ClassVar
@@ -109,8 +110,7 @@ def parse_block_stat(text: str) -> dict[str, float]:
 def cpu_metrics(before: dict[str, float], after: dict[str, float], elapsed_s: float) -> dict:
     """CPU time split in percent of all CPUs, context switches and forks per second."""
     deltas = {f: after.get(f"cpu_{f}", 0.0) - before.get(f"cpu_{f}", 0.0) for f in CPU_FIELDS}
-    # guest time is already counted in user/nice
-    total = sum(v for k, v in deltas.items() if k not in ("guest", "guest_nice"))
+    total = _all_ticks(deltas)
     out: dict[str, float] = {}
     if total > 0:
         split = {
@@ -130,6 +130,20 @@ def cpu_metrics(before: dict[str, float], after: dict[str, float], elapsed_s: fl
         if "intr" in before and "intr" in after:
             out["sys.intr_per_s"] = (after["intr"] - before["intr"]) / elapsed_s
     return out
+
+
+def _all_ticks(deltas: Mapping[str, float]) -> float:
+    """The ticks of every CPU in a window (guest time is already counted in user/nice)."""
+    return sum(v for k, v in deltas.items() if k not in ("guest", "guest_nice"))
+
+
+def all_cpu_ticks(before_text: str, after_text: str) -> float:
+    """The ticks of every CPU between two reads of /proc/stat: a window's size, in the
+    unit /proc/PID/stat counts a process's CPU in (collect.others)."""
+    before, after = parse_proc_stat(before_text), parse_proc_stat(after_text)
+    return _all_ticks(
+        {f: after.get(f"cpu_{f}", 0.0) - before.get(f"cpu_{f}", 0.0) for f in CPU_FIELDS}
+    )
 
 
 def host_cpu_share(before_text: str, after_text: str) -> dict[str, float]:

@@ -67,13 +67,16 @@ class DeviceLimitFacts(_Facts):
 class HostCpuFacts(_Facts):
     """The machine's CPU while the workload ran: steal (/proc/stat) is time the
     hypervisor gave to other guests; the speed probe (collect.cpuspeed) sees a vCPU
-    that runs slower without steal. Either slows a CPU-bound workload."""
+    that runs slower without steal; other processes (collect.others) take CPUs in the
+    machine itself. Each slows a CPU-bound workload."""
 
     steal_pct: float | None = None  # of all CPUs
     idle_pct: float | None = None
     speed_probe_us: float | None = None  # median thread-CPU time of the fixed loop
     speed_probe_samples: int | None = None
     speed_probe_cpu_pct: float | None = None  # the probe's own cost, of all CPUs
+    # of all CPUs: user processes outside fslab's tree (collect.others), a busy neighbour
+    others_cpu_pct: float | None = None
 
 
 class DeviceFacts(_Facts):
