@@ -177,20 +177,17 @@ def compare_campaigns(
                 row.point, row.metric, cand[row.point][row.metric], point_noise
             ),
         )
-        if _spread_to_point(table, names):
-            judge(table.rows)
     return _ordered(table, names)
 
 
-def _spread_to_point(table: ComparisonTable, names: Sequence[str]) -> bool:
+def _spread_to_point(table: ComparisonTable) -> None:
     """Where the candidate's headline runs spread out at a point, the machine was unsteady
     for every metric measured in those runs: each row there takes the headline's F test
-    p when it is the smaller. Whether any row is unsteady now."""
-    headline = headline_metric([dict.fromkeys(names, 0.0)])
+    p when it is the smaller (rows the model did not test keep NaN: a no-op for groups)."""
+    headline = headline_metric([dict.fromkeys((row.metric for row in table.rows), 0.0)])
     at_point = {row.point: row.unsteady_p for row in table.rows if row.metric == headline}
     for row in table.rows:
         row.unsteady_p = min(row.unsteady_p, at_point.get(row.point, math.nan), key=_or_one)
-    return any(row.unsteady for row in table.rows)
 
 
 def _or_one(p: float) -> float:
@@ -213,6 +210,7 @@ def _judge_with_model(
         if replacement is not None:
             table.rows[i] = replacement
             modelled += 1
+    _spread_to_point(table)
     judge(table.rows)
     table.settings["noise_model"] = {
         "fingerprint": noise.fingerprint,

@@ -99,8 +99,7 @@ def load_drift(baseline: Sequence[PointFacts], candidate: Sequence[PointFacts]) 
     apart than its bar (runs stored before fslab recorded it are left out)."""
     found = []
     for fact, label, bar in LOAD_FACTS:
-        medians = [_median(runs, fact) for runs in (baseline, candidate)]
-        a, b = medians
+        a, b = (_median(runs, fact) for runs in (baseline, candidate))
         if a is not None and b is not None and abs(a - b) > bar:
             found.append(Drift(fact, label, f"{a:.1f}", f"{b:.1f}"))
     return found

@@ -83,9 +83,10 @@ def others_ticks(before: Mapping[int, PidStat], after: Mapping[int, PidStat], ow
     for stat in after.values():
         if stat.kernel_thread or _in_tree(stat, after, own_pid):
             continue
+        total += stat.cpu_ticks
         earlier = before.get(stat.pid)
-        same = earlier is not None and earlier.start_ticks == stat.start_ticks
-        total += stat.cpu_ticks - (earlier.cpu_ticks if same and earlier else 0)
+        if earlier is not None and earlier.start_ticks == stat.start_ticks:
+            total -= earlier.cpu_ticks  # the same process: only what it took since
     return total
 
 

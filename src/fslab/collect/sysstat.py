@@ -109,7 +109,7 @@ def parse_block_stat(text: str) -> dict[str, float]:
 
 def cpu_metrics(before: dict[str, float], after: dict[str, float], elapsed_s: float) -> dict:
     """CPU time split in percent of all CPUs, context switches and forks per second."""
-    deltas = {f: after.get(f"cpu_{f}", 0.0) - before.get(f"cpu_{f}", 0.0) for f in CPU_FIELDS}
+    deltas = _cpu_deltas(before, after)
     total = _all_ticks(deltas)
     out: dict[str, float] = {}
     if total > 0:
@@ -132,6 +132,11 @@ def cpu_metrics(before: dict[str, float], after: dict[str, float], elapsed_s: fl
     return out
 
 
+def _cpu_deltas(before: Mapping[str, float], after: Mapping[str, float]) -> dict[str, float]:
+    """Each CPU_FIELDS field's ticks between two parsed reads of /proc/stat."""
+    return {f: after.get(f"cpu_{f}", 0.0) - before.get(f"cpu_{f}", 0.0) for f in CPU_FIELDS}
+
+
 def _all_ticks(deltas: Mapping[str, float]) -> float:
     """The ticks of every CPU in a window (guest time is already counted in user/nice)."""
     return sum(v for k, v in deltas.items() if k not in ("guest", "guest_nice"))
@@ -140,10 +145,7 @@ def _all_ticks(deltas: Mapping[str, float]) -> float:
 def all_cpu_ticks(before_text: str, after_text: str) -> float:
     """The ticks of every CPU between two reads of /proc/stat: a window's size, in the
     unit /proc/PID/stat counts a process's CPU in (collect.others)."""
-    before, after = parse_proc_stat(before_text), parse_proc_stat(after_text)
-    return _all_ticks(
-        {f: after.get(f"cpu_{f}", 0.0) - before.get(f"cpu_{f}", 0.0) for f in CPU_FIELDS}
-    )
+    return _all_ticks(_cpu_deltas(parse_proc_stat(before_text), parse_proc_stat(after_text)))
 
 
 def host_cpu_share(before_text: str, after_text: str) -> dict[str, float]:
