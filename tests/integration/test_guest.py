@@ -157,7 +157,7 @@ def test_possible_cpus_1728_puts_near_full_ext4_below_the_watermark_and_slows_dd
 
 # target.limits in a guest: 16 KiB direct random writes (each write is one bio,
 # so fio's IOPS is the device's) on a loop device the guest's blkio throttle caps.
-LIMITED_IOPS = 50
+LIMITED_IOPS = 10  # far below a loaded CI host's unlimited TCG figure (102 there)
 LIMITS_SPEC = f"""
 name = "guest-limits"
 [target]
@@ -193,7 +193,7 @@ def test_write_iops_limit_caps_a_guest_point_and_the_next_point_runs_free(no_gue
     assert facts["blkio_root"] == str(GUEST_BLKIO_ROOT)  # the agent's mount: cgroup2 is beside it
     assert "device_limits" not in outcomes[1].facts
     assert 0.7 * LIMITED_IOPS < capped < 1.15 * LIMITED_IOPS
-    assert uncapped > 4 * LIMITED_IOPS  # 610 on a loaded CI host under TCG, 2270 here
+    assert uncapped > 4 * LIMITED_IOPS  # 102 to 610 on loaded CI hosts under TCG, 2270 here
 
 
 def test_a_guest_that_does_not_boot_in_time_is_a_clear_error(no_guest_left):
