@@ -16,8 +16,10 @@ import numpy as np
 import pytest
 
 from fslab.analyze import compare
-from fslab.analyze.baselines import compare_with_noise
+from fslab.analyze.baselines import bisect_model, compare_with_noise
+from fslab.analyze.dataset import CampaignData, load_campaign
 from fslab.analyze.noise import PointNoise
+from fslab.bisection import judge_candidate
 from fslab.store.db import CampaignRow, Store
 from tests.spaced_support import imported, spaced_exports
 
@@ -90,3 +92,65 @@ def test_aa_with_the_unsteady_candidate(store, monkeypatch) -> None:
     monkeypatch.setattr(compare, "UNSTEADY_P", 0.0)
     without = sum(_flagged(compare_with_noise(store, a.id, b.id)) for a, b in pairs)
     assert (with_rule, without) == (0, 10)
+
+
+# bisect-run: good a quiet base campaign, bad a 1 KiB-cost one of the same cycle. With one
+# campaign a reference this host's drift leaves every candidate undecided; the dip's
+# campaign is undecided for another reason, and bisect-run treats it apart.
+GOOD, BAD = 5, 4  # indexes into the base and the 1 KiB-cost campaigns, oldest first
+STEADY = 9  # a quiet base campaign
+
+
+def _refs(store: Store) -> tuple[CampaignData, CampaignData]:
+    cost = sorted(
+        (c for c in store.campaigns() if c.name == "spaced8s-cost-1k"), key=lambda c: c.started_at
+    )
+    return load_campaign(store, _base(store)[GOOD].id), load_campaign(store, cost[BAD].id)
+
+
+def test_bisect_does_not_judge_a_candidate_from_the_dip(store) -> None:
+    good, bad = _refs(store)
+    candidate = load_campaign(store, _base(store)[DIP[-1]].id)
+    verdict = bisect_model(store, good, bad, candidate, [HEADLINE]).verdict()
+    assert verdict.unsteady and verdict.unsteady_p < 0.005
+    assert verdict.decision == "undecided" and verdict.exit_code == 125
+    assert "; unsteady: the candidate's runs spread more" in verdict.describe()
+    steady = load_campaign(store, _base(store)[STEADY].id)
+    assert not bisect_model(store, good, bad, steady, [HEADLINE]).verdict().unsteady
+
+
+class _Replay:
+    """A CandidateRunner whose every start is the next stored campaign; it adds no runs."""
+
+    def __init__(self, campaign_ids: list[int]) -> None:
+        self.campaign_ids = campaign_ids
+        self.starts = 0
+        self.more_asked: list[int] = []
+
+    def start(self, candidate, spec, spec_toml, overrides) -> int:
+        self.starts += 1
+        return self.campaign_ids.pop(0)
+
+    def more(self, campaign_id: int, max_repeat: int) -> bool:
+        self.more_asked.append(campaign_id)
+        return False
+
+
+@pytest.mark.parametrize("rerun", [STEADY, DIP[-1]])
+def test_bisect_run_runs_an_unsteady_candidate_again_rather_than_adding_runs(store, rerun) -> None:
+    """The candidate's first campaign is the dip's: it is run again, not given more runs.
+    A steady rerun goes on as any candidate does (here: more runs asked, none added,
+    skipped as undecided); an unsteady one again is skipped at once."""
+    base, (good, bad), lines = _base(store), _refs(store), []
+    first, again = base[DIP[-1]].id, base[rerun].id
+    runner = _Replay([first, again])
+    campaign_id, verdict = judge_candidate(
+        store, runner, "c", None, "", {}, good=good, bad=bad, max_repeat=5, log=lines.append
+    )
+    assert runner.starts == 2 and campaign_id == again and verdict.decision == "undecided"
+    assert f"campaign {first}: unsteady: running c again" in lines
+    if rerun in DIP:
+        assert runner.more_asked == [] and lines[-1] == f"campaign {again}: unsteady again: skip"
+    else:
+        assert runner.more_asked == [again] and not verdict.unsteady
+        assert lines[-1] == f"campaign {again}: still undecided at 5 runs per point: skip"

@@ -12,7 +12,10 @@ adds repetitions to the campaign it made:
   --kernels` takes it through `kernel_runner`.
 
 judge_candidate() repeats until the decision is clear or the limit of runs
-per point is reached, and logs every decision with its numbers. Each round
+per point is reached, and logs every decision with its numbers. A candidate
+whose runs spread more than the spec's campaigns' do (unsteady: see
+analyze.bisect) is run again as a new campaign, UNSTEADY_RERUNS times, then
+skipped: more runs would not make its mean trustworthy. Each round
 judges the references and the candidate with the host's slowdowns (steal:
 see analyze.slowdown) taken out where they slow the headline
 (analyze.baselines.bisect_model, the rule `fslab compare` uses), refitted
@@ -35,6 +38,7 @@ from fslab.spec import Spec, validate_spec
 from fslab.store.db import Store
 
 DEFAULT_MAX_REPEAT = 16  # runs per point before an undecided candidate is skipped
+UNSTEADY_RERUNS = 1  # fresh campaigns of an unsteady candidate before it is skipped
 Log = Callable[[str], None]
 
 
@@ -120,9 +124,8 @@ def judge_candidate(
     Returns (candidate campaign id, verdict). Raises analyze.bisect's
     ReferencesTooClose when the references do not differ beyond the noise.
     """
-    campaign_id = runner.start(candidate, spec, spec_toml, overrides)
-    for drift in host_drift(good.campaign.host, load_campaign(store, campaign_id).campaign.host):
-        log(f"campaign {campaign_id}: {drift.describe()} (good reference vs candidate)")
+    reruns = UNSTEADY_RERUNS
+    campaign_id = _start(store, runner, candidate, spec, spec_toml, overrides, good, log)
     while True:
         data = load_campaign(store, campaign_id)
         if data.headline is None:
@@ -138,6 +141,31 @@ def judge_candidate(
             log(f"  {position.describe()}")
         if verdict.decision != "undecided":
             return campaign_id, verdict
+        if verdict.unsteady:
+            if not reruns:
+                log(f"campaign {campaign_id}: unsteady again: skip")
+                return campaign_id, verdict
+            reruns -= 1
+            log(f"campaign {campaign_id}: unsteady: running {candidate} again")
+            campaign_id = _start(store, runner, candidate, spec, spec_toml, overrides, good, log)
+            continue
         if not runner.more(campaign_id, max_repeat):
             log(f"campaign {campaign_id}: still undecided at {max_repeat} runs per point: skip")
             return campaign_id, verdict
+
+
+def _start(
+    store: Store,
+    runner: CandidateRunner,
+    candidate: str,
+    spec: Spec,
+    spec_toml: str,
+    overrides: dict[str, Any],
+    good: CampaignData,
+    log: Log,
+) -> int:
+    """A new campaign of the candidate, its host's drift from the good reference's logged."""
+    campaign_id = runner.start(candidate, spec, spec_toml, overrides)
+    for drift in host_drift(good.campaign.host, load_campaign(store, campaign_id).campaign.host):
+        log(f"campaign {campaign_id}: {drift.describe()} (good reference vs candidate)")
+    return campaign_id

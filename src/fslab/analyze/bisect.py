@@ -19,6 +19,12 @@ host) the between-campaign variance is taken as zero and the within-campaign
 variance is pooled from the three campaigns: the decision says it is
 provisional, as comparisons do.
 
+A candidate whose runs spread more than the spec's campaigns' runs do at a
+modelled point (the F test comparisons use, analyze.compare.UNSTEADY_P) is
+undecided whatever its position: the machine was unsteady while it ran, and
+more runs of it would not make its mean trustworthy; fslab.bisection runs it
+again instead.
+
 The three campaigns come in as judged: fslab.bisection takes the host's
 slowdowns out of them (analyze.baselines.bisect_model, the rule comparisons
 use) and passes the fit, which the verdict carries and describe() names.
@@ -37,6 +43,7 @@ from typing import Literal
 import numpy as np
 from scipy import stats as sps
 
+from fslab.analyze.compare import UNSTEADY_P, least_p
 from fslab.analyze.comparisons import samples
 from fslab.analyze.dataset import CampaignData
 from fslab.analyze.noise import NoiseModel, PointNoise
@@ -88,6 +95,12 @@ class Verdict:
     provisional: bool = False
     reason: str = ""
     slowdown: SlowdownFit | None = None  # the headlines were adjusted with this fit
+    unsteady_p: float = math.nan  # the candidate's spread against the model's (F test)
+
+    @property
+    def unsteady(self) -> bool:
+        """The candidate's runs spread more than the spec's campaigns' do: not judged."""
+        return self.unsteady_p < UNSTEADY_P
 
     @property
     def exit_code(self) -> int:
@@ -102,6 +115,11 @@ class Verdict:
             f"{len(self.points)} point(s)"
         )
         text += " (provisional: no noise model)" if self.provisional else ""
+        if self.unsteady:
+            text += (
+                "; unsteady: the candidate's runs spread more than the spec's campaigns' do "
+                f"(F test p {self.unsteady_p:.2g}), so it is not judged"
+            )
         return text + (f"; {self.slowdown.describe()}" if self.slowdown else "")
 
 
@@ -137,7 +155,7 @@ def decide(
     pooled = _pooled_within([s[p][name] for s in (g, b, c) for p in shared])
     # whether the references differ is a question about them alone
     pooled_refs = _pooled_within([s[p][name] for s in (g, b) for p in shared])
-    positions, dfs, separated = [], [], False
+    positions, dfs, separated, unsteady_p = [], [], False, math.nan
     for point in shared:
         runs = [np.log(np.asarray(s[point][name], dtype=float)) for s in (g, b, c)]
         modelled = noise.get(point, name) if noise else None
@@ -165,6 +183,8 @@ def decide(
             )
         )
         dfs.append(components.df(*(len(r) for r in runs)))
+        if modelled is not None:
+            unsteady_p = least_p(unsteady_p, modelled.unsteady_p(runs[2]))
     df = max(min(dfs, default=1.0), 1.0)
     critical = float(sps.t.ppf(0.5 + CONFIDENCE / 2.0, df))
     if not positions or not separated:
@@ -173,7 +193,11 @@ def decide(
             f"beyond the noise at any point: nothing to bisect"
         )
     provisional = not all(p.modelled for p in positions)
-    return _combine(positions, critical, provisional=provisional, slowdown=slowdown)
+    verdict = _combine(positions, critical, provisional=provisional, slowdown=slowdown)
+    verdict.unsteady_p = unsteady_p
+    if verdict.unsteady:
+        verdict.decision = "undecided"
+    return verdict
 
 
 def _differ(delta: float, refs: PointNoise, n_good: int, n_bad: int) -> bool:

@@ -72,6 +72,14 @@ RECOMMENDED_REPETITIONS = 16
 #: unsteady while it ran, and its mean is not judged.
 UNSTEADY_P = 0.01
 
+
+def least_p(*ps: float) -> float:
+    """The smallest of the p values, a NaN (not tested) counting as 1; NaN when none was
+    tested."""
+    tested = [p for p in ps if not math.isnan(p)]
+    return min(tested) if tested else math.nan
+
+
 FLAGGED: tuple[Verdict, ...] = ("better", "worse", "changed")
 
 

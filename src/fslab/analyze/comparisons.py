@@ -37,7 +37,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from fslab.analyze.compare import ComparisonRow, ComparisonTable, compare, judge
+from fslab.analyze.compare import ComparisonRow, ComparisonTable, compare, judge, least_p
 from fslab.analyze.dataset import CampaignData
 from fslab.analyze.drift import Drift, host_drift, load_drift
 from fslab.analyze.falloff import campaign_falloffs
@@ -187,12 +187,7 @@ def _spread_to_point(table: ComparisonTable) -> None:
     headline = headline_metric([dict.fromkeys((row.metric for row in table.rows), 0.0)])
     at_point = {row.point: row.unsteady_p for row in table.rows if row.metric == headline}
     for row in table.rows:
-        row.unsteady_p = min(row.unsteady_p, at_point.get(row.point, math.nan), key=_or_one)
-
-
-def _or_one(p: float) -> float:
-    """NaN (not tested) orders as p 1."""
-    return 1.0 if math.isnan(p) else p
+        row.unsteady_p = least_p(row.unsteady_p, at_point.get(row.point, math.nan))
 
 
 def _judge_with_model(
