@@ -124,8 +124,16 @@ def judge_candidate(
     Returns (candidate campaign id, verdict). Raises analyze.bisect's
     ReferencesTooClose when the references do not differ beyond the noise.
     """
+
+    def start() -> int:
+        """A new campaign of the candidate, its host's drift from the good reference's logged."""
+        started = runner.start(candidate, spec, spec_toml, overrides)
+        for drift in host_drift(good.campaign.host, load_campaign(store, started).campaign.host):
+            log(f"campaign {started}: {drift.describe()} (good reference vs candidate)")
+        return started
+
     reruns = UNSTEADY_RERUNS
-    campaign_id = _start(store, runner, candidate, spec, spec_toml, overrides, good, log)
+    campaign_id = start()
     while True:
         data = load_campaign(store, campaign_id)
         if data.headline is None:
@@ -147,25 +155,8 @@ def judge_candidate(
                 return campaign_id, verdict
             reruns -= 1
             log(f"campaign {campaign_id}: unsteady: running {candidate} again")
-            campaign_id = _start(store, runner, candidate, spec, spec_toml, overrides, good, log)
+            campaign_id = start()
             continue
         if not runner.more(campaign_id, max_repeat):
             log(f"campaign {campaign_id}: still undecided at {max_repeat} runs per point: skip")
             return campaign_id, verdict
-
-
-def _start(
-    store: Store,
-    runner: CandidateRunner,
-    candidate: str,
-    spec: Spec,
-    spec_toml: str,
-    overrides: dict[str, Any],
-    good: CampaignData,
-    log: Log,
-) -> int:
-    """A new campaign of the candidate, its host's drift from the good reference's logged."""
-    campaign_id = runner.start(candidate, spec, spec_toml, overrides)
-    for drift in host_drift(good.campaign.host, load_campaign(store, campaign_id).campaign.host):
-        log(f"campaign {campaign_id}: {drift.describe()} (good reference vs candidate)")
-    return campaign_id
