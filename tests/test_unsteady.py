@@ -18,7 +18,7 @@ import pytest
 from fslab.analyze import compare
 from fslab.analyze.baselines import bisect_model, compare_with_noise
 from fslab.analyze.dataset import CampaignData, load_campaign
-from fslab.analyze.noise import PointNoise
+from fslab.analyze.noise import PointNoise, median_spread
 from fslab.bisection import judge_candidate
 from fslab.store.db import CampaignRow, Store
 from tests.spaced_support import imported, spaced_exports
@@ -56,6 +56,35 @@ def test_the_f_test_holds_its_false_alarm_rate_and_finds_a_tripled_spread() -> N
     assert np.isnan(noise.unsteady_p(np.asarray([0.1])))  # one run: no spread to test
 
 
+def _noise(groups: list[np.ndarray]) -> PointNoise:
+    """The components of steady campaigns (no drift between them), with both references."""
+    pooled = float(np.mean([np.var(g, ddof=1) for g in groups]))
+    return PointNoise(
+        len(groups), 5 * len(groups), 0.0, pooled, steady_within_var=median_spread(groups)
+    )
+
+
+def test_the_median_spread_holds_the_rate_and_sees_past_a_few_wide_campaigns() -> None:
+    """Steady campaigns: the test against the median spread calls a steady candidate
+    unsteady about 1 time in 100, at 5 campaigns as at 30. When 6 of 30 campaigns spread
+    three times as far (a host with slow episodes), a candidate at 2.2 times the steady
+    spread (spaced8s's campaign 51: 7.2% against 3.4%) is found in about 45% of cases
+    against the median, 13% against the pooled spread the wide campaigns widened."""
+    rng = np.random.default_rng(11)
+    for campaigns in (5, 30):
+        noises = [_noise(list(rng.normal(0.0, 0.03, (campaigns, 5)))) for _ in range(3000)]
+        ps = [noise.unsteady_p(rng.normal(0.0, 0.03, 5)) for noise in noises]
+        assert 0.005 <= np.mean(np.asarray(ps) < compare.UNSTEADY_P) <= 0.016, campaigns
+    median = pooled = 0
+    for _ in range(2000):
+        noise = _noise([*rng.normal(0.0, 0.03, (24, 5)), *rng.normal(0.0, 0.09, (6, 5))])
+        candidate = rng.normal(0.0, 0.066, 5)
+        median += noise.unsteady_p(candidate) < compare.UNSTEADY_P
+        plain = PointNoise(30, 150, 0.0, noise.within_var)  # no median: the pooled spread
+        pooled += plain.unsteady_p(candidate) < compare.UNSTEADY_P
+    assert median / 2000 >= 0.35 and pooled / 2000 <= 0.2
+
+
 def test_a_candidate_from_the_dip_is_not_judged_and_says_why(store) -> None:
     base = _base(store)
     a, b = base[0], base[22]
@@ -67,7 +96,10 @@ def test_a_candidate_from_the_dip_is_not_judged_and_says_why(store) -> None:
     # the machine was unsteady for every metric of those runs: the fsync p99 row too
     assert all(r.verdict == "needs more runs" for r in comparison.table.rows)
     (note,) = [n for n in comparison.notes if n.startswith("unsteady:")]
-    assert f"unsteady: campaign {b.id}'s runs spread more than the spec's campaigns' do" in note
+    assert (
+        f"unsteady: campaign {b.id}'s runs spread more than the spec's campaigns' usually do"
+        in note
+    )
     assert "run it again" in note
 
 
@@ -81,17 +113,20 @@ def test_a_steady_candidate_is_judged_as_before(store, monkeypatch) -> None:
     assert [r.verdict for r in comparison.table.rows] == [r.verdict for r in before.table.rows]
 
 
-def test_aa_with_the_unsteady_candidate(store, monkeypatch) -> None:
-    """Every quiet campaign of the first ten cycles against the dip's most spread one
-    (runs 27.5-33.9K): with the rule none of the 10 sets is flagged; without it
-    (UNSTEADY_P 0) every one is. The dip's other two campaigns, whose runs spread less,
-    are judged (docs/statistics.md counts what that leaves)."""
+@pytest.mark.parametrize("dip", [DIP[0], DIP[-1]])
+def test_aa_with_the_unsteady_candidate(store, monkeypatch, dip) -> None:
+    """Every quiet campaign of the first ten cycles against the dip's first campaign (runs
+    spread 7.2%) or its most spread one (10.1%, runs 27.5-33.9K): with the rule none of
+    the 10 sets is flagged; without it (UNSTEADY_P 0) every one is. These two made every
+    A/A flag of the recording that the rule without the median spread left
+    (docs/statistics.md); the dip's middle campaign, 6.1%, is judged, and flags none."""
     base = _base(store)
-    pairs = [(a, base[DIP[-1]]) for a in base[:10]]
+    pairs = [(a, base[dip]) for a in base[:10]]
     with_rule = sum(_flagged(compare_with_noise(store, a.id, b.id)) for a, b in pairs)
+    middle = sum(_flagged(compare_with_noise(store, a.id, base[DIP[1]].id)) for a, _ in pairs)
     monkeypatch.setattr(compare, "UNSTEADY_P", 0.0)
     without = sum(_flagged(compare_with_noise(store, a.id, b.id)) for a, b in pairs)
-    assert (with_rule, without) == (0, 10)
+    assert (with_rule, without, middle) == (0, 10, 0)
 
 
 # bisect-run: good a quiet base campaign, bad a 1 KiB-cost one of the same cycle. With one

@@ -13,7 +13,7 @@ adds repetitions to the campaign it made:
 
 judge_candidate() repeats until the decision is clear or the limit of runs
 per point is reached, and logs every decision with its numbers. A candidate
-whose runs spread more than the spec's campaigns' do (unsteady: see
+whose runs spread more than the spec's campaigns' usually do (unsteady: see
 analyze.bisect) is run again as a new campaign, UNSTEADY_RERUNS times, then
 skipped: more runs would not make its mean trustworthy. Each round
 judges the references and the candidate with the host's slowdowns (steal:

@@ -99,7 +99,7 @@ class Verdict:
 
     @property
     def unsteady(self) -> bool:
-        """The candidate's runs spread more than the spec's campaigns' do: not judged."""
+        """The candidate's runs spread more than the spec's campaigns' usually do: not judged."""
         return self.unsteady_p < UNSTEADY_P
 
     @property
@@ -117,8 +117,8 @@ class Verdict:
         text += " (provisional: no noise model)" if self.provisional else ""
         if self.unsteady:
             text += (
-                "; unsteady: the candidate's runs spread more than the spec's campaigns' do "
-                f"(F test p {self.unsteady_p:.2g}), so it is not judged"
+                "; unsteady: the candidate's runs spread more than the spec's campaigns' "
+                f"usually do (F test p {self.unsteady_p:.2g}), so it is not judged"
             )
         return text + (f"; {self.slowdown.describe()}" if self.slowdown else "")
 

@@ -68,7 +68,7 @@ GATE_CV_FACTOR = 1.0  # gate grows with the baseline's run-to-run CV
 RECOMMENDED_REPETITIONS = 16
 
 #: Below this p the candidate campaign's runs spread more than the spec's campaigns'
-#: runs do (analyze.noise.PointNoise.unsteady_p): the machine, or the candidate, was
+#: runs usually do (analyze.noise.PointNoise.unsteady_p): the machine, or the candidate, was
 #: unsteady while it ran, and its mean is not judged.
 UNSTEADY_P = 0.01
 
@@ -126,7 +126,7 @@ class ComparisonRow:
     sd_pct_baseline: float = math.nan
     sd_pct_candidate: float = math.nan
     # F test that the candidate campaign's runs spread more than the spec's campaigns'
-    # runs do (analyze.noise); NaN: not tested
+    # runs usually do (analyze.noise); NaN: not tested
     unsteady_p: float = math.nan
 
     @property

@@ -328,13 +328,13 @@ def _unsteady_note(table: ComparisonTable, noise: NoiseModel, candidate: str) ->
     said = []
     for row in shown.values():
         point_noise = noise.get(row.point, row.metric)
-        usual = f"{point_noise.within_cv_pct:.1f}%" if point_noise else "less"
+        usual = f"{point_noise.steady_cv_pct:.1f}%" if point_noise else "less"
         said.append(
             f"{metric_label(row.metric)} at {point_label(row.point)} {row.sd_pct_candidate:.1f}% "
-            f"(the spec's runs: {usual} within a campaign; F test p {row.unsteady_p:.2g})"
+            f"(a typical campaign of the spec: {usual}; F test p {row.unsteady_p:.2g})"
         )
     return (
-        f"unsteady: {candidate}'s runs spread more than the spec's campaigns' do: "
+        f"unsteady: {candidate}'s runs spread more than the spec's campaigns' usually do: "
         f"{'; '.join(said)}. The machine or the candidate was unsteady while they ran, so "
         f"the {len(rows)} row(s) at {'that point' if len(shown) == 1 else 'those points'} "
         "are not judged; run it again: a steady rerun is judged, and one unsteady again "

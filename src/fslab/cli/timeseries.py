@@ -248,7 +248,7 @@ def bisect_run(
     when the runs' steal slows the headline (as `fslab compare` does; the log
     says so); repetitions are added until the 99% interval of its position is
     clearly on one side, or --max-repeat runs per point (then skip). A
-    candidate whose runs spread more than the spec's campaigns' do (the
+    candidate whose runs spread more than the spec's campaigns' usually do (the
     machine was unsteady) is run again once, then skipped. A spec
     that does not load at this commit, or a run with no successful point, is
     a skip. Anything that makes bisection meaningless (unknown references,
