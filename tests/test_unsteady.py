@@ -34,9 +34,13 @@ def store(tmp_path_factory):
         yield s
 
 
+def _campaigns(store: Store, name: str) -> list[CampaignRow]:
+    """The recording's campaigns of one spec name, oldest first."""
+    return sorted((c for c in store.campaigns() if c.name == name), key=lambda c: c.started_at)
+
+
 def _base(store: Store) -> list[CampaignRow]:
-    base = [c for c in store.campaigns() if c.name == "spaced8s-base"]
-    return sorted(base, key=lambda c: c.started_at)
+    return _campaigns(store, "spaced8s-base")
 
 
 def _flagged(comparisons) -> bool:
@@ -137,9 +141,7 @@ STEADY = 9  # a quiet base campaign
 
 
 def _refs(store: Store) -> tuple[CampaignData, CampaignData]:
-    cost = sorted(
-        (c for c in store.campaigns() if c.name == "spaced8s-cost-1k"), key=lambda c: c.started_at
-    )
+    cost = _campaigns(store, "spaced8s-cost-1k")
     return load_campaign(store, _base(store)[GOOD].id), load_campaign(store, cost[BAD].id)
 
 
