@@ -477,7 +477,9 @@ def start_campaign(
     overrides: dict[str, Any],
     options: RunOptions,
 ) -> int:
-    """Check the target (and the guests), record the campaign and plan its points."""
+    """Check the workload, the target (and the guests), record the campaign and plan
+    its points."""
+    plan.check_workload(spec)
     device = _device_identity(spec, options)
     if spec.vm is not None:
         check_guests(spec)
@@ -580,6 +582,11 @@ def _run_locked(store: Store, campaign_id: int, *, options: RunOptions, sink: Pr
     campaign = store.campaign(campaign_id)
     spec = campaign.spec
     rows = store.points(campaign_id)
+    if campaign.overrides.imported_from is not None and any(r.status == "pending" for r in rows):
+        raise UsageError(
+            f"campaign {campaign_id} was imported (fslab import): its pending points are not "
+            "run here; an imported file is results to compare, never a workload to run"
+        )
     done = sum(1 for r in rows if r.status != "pending")
     sink.campaign_started(campaign_id, len(rows), done)
     store.set_campaign_status(campaign_id, "running")

@@ -127,6 +127,7 @@ class FioWorkload(_Strict):
     options: dict[str, ScalarValue | None] = {}
     command_line: str | None = None
     job_file: str | None = None
+    allow_commands: bool = False  # opt-in: options that run programs or act outside the scratch
 
     @model_validator(mode="after")
     def _one_source(self) -> FioWorkload:

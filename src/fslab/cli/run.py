@@ -6,6 +6,7 @@ import sys
 from typing import Annotated
 
 import typer
+from rich.markup import escape
 
 from fslab.adaptive import check_options, run_until_ci
 from fslab.cli.common import DbOption, JsonOption, app, err, guarded, open_store, out, print_json
@@ -31,6 +32,7 @@ from fslab.spec import (
     spec_data,
     target_overrides,
 )
+from fslab.workload import plan
 
 presets_app = typer.Typer(help="Built-in experiments (the seed reports among them).")
 app.add_typer(presets_app, name="presets")
@@ -182,6 +184,7 @@ def run(
                     data, _ = spec_data(spec, overrides=overrides, quick=quick)
                     overrides += guest_overrides(guest_flags, data.get("sweep") or {})
                 loaded, text = load_spec(spec, overrides=overrides, quick=quick)
+                _say_opted_in(loaded)
                 if not no_preflight:
                     _preflight(loaded)
                 warning = leftover_warning()
@@ -227,6 +230,16 @@ def run(
             print_results(store, campaign_id, as_json)
 
     guarded(body)
+
+
+def _say_opted_in(spec: Spec) -> None:
+    """A spec that opted in to commands says, before anything runs, what they are."""
+    plan.check_workload(spec)
+    for found in plan.opted_in_commands(spec):
+        err.print(
+            f"[yellow]allow_commands:[/] the workload runs {escape(found.shown)} ({found.reason})",
+            markup=True,
+        )
 
 
 def _collect_mode(collect: str | None, no_collect: bool) -> CollectMode | None:

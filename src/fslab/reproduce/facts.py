@@ -33,6 +33,7 @@ class FioFact:
     source: Line
     notes: tuple[str, ...] = ()  # what the import changed, said to the user
     sweeps: tuple[tuple[str, tuple[str, ...]], ...] = ()  # values the report ran one by one
+    host_cpus: tuple[str, ...] = ()  # options the report set to its machine's CPU count
 
 
 @dataclass(frozen=True)

@@ -313,15 +313,24 @@ class _Builder:
     def _fio(self, target_bytes: int) -> tuple[Table, Table, Table, dict]:
         chosen, swept = self._one_fio_job()
         options = dict(chosen.options)
+        self._host_cpus(chosen, options)
         sweep = tomlkit.table()
         quick: dict[str, Any] = {}
         for axis, values in [*chosen.sweeps, *swept.items()]:
+            if axis == "numjobs" and not all(str(v).isdigit() for v in values):
+                self._not_a_count(chosen, "numjobs", ", ".join(map(str, values)))
+                options.pop(axis, None)
+                continue
             sweep.add(
                 tomlkit.comment(f"the reporter ran these one by one (line {chosen.source.number})")
             )
             sweep[axis] = [_toml_value(v) for v in values]
             options.pop(axis, None)
         jobs_text = options.get("numjobs") or "1"
+        if not jobs_text.isdigit():
+            self._not_a_count(chosen, "numjobs", jobs_text)
+            options.pop("numjobs")
+            jobs_text = "1"
         jobs_max = max([int(v) for v in sweep.get("numjobs", [])] or [int(jobs_text)])
         if "numjobs" not in sweep and int(jobs_text) > 1:
             ladder = numjobs_ladder(int(jobs_text))
@@ -365,6 +374,29 @@ class _Builder:
         quick["run.ramp"] = f"{QUICK_RAMP_S}s"
         quick["run.repeat"] = QUICK_REPEAT
         return workload, sweep, run, quick
+
+    def _host_cpus(self, job: FioFact, options: dict[str, Any]) -> None:
+        """Options the report set to its machine's CPU count take this host's."""
+        for name in job.host_cpus:
+            self.questions.append(
+                QuestionFact(
+                    f"fio --{name}",
+                    f"the report's --{name}={options[name]} counts the reporter's CPUs",
+                    f"this host's {self.host.online_cpus}",
+                    job.source,
+                )
+            )
+            options[name] = str(self.host.online_cpus)
+
+    def _not_a_count(self, job: FioFact, name: str, value: str) -> None:
+        self.questions.append(
+            QuestionFact(
+                f"fio --{name}",
+                f"the report's --{name}={value} is not a count of jobs",
+                "left out: fslab's ladder of job counts",
+                job.source,
+            )
+        )
 
     def _one_fio_job(self) -> tuple[FioFact, dict[str, list[str]]]:
         """The report's fio job; several that differ in one option become a sweep of it."""

@@ -11,8 +11,10 @@ from __future__ import annotations
 import re
 import shlex
 from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
 
 from fslab.errors import FslabError, UsageError
+from fslab.reproduce import shell
 from fslab.reproduce.facts import (
     DdFact,
     FioFact,
@@ -26,6 +28,7 @@ from fslab.reproduce.text import ReportText, without_prompt
 from fslab.units import parse_size_bytes
 from fslab.workload import dd as dd_mod
 from fslab.workload import fio as fio_mod
+from fslab.workload import fio_trust
 
 _FIO_START_RE = re.compile(
     r"(?:^|(?<=[\s`'\"(:>{]))(?:sudo\s+)?(?:[\w./-]*/)?fio\s+(?=--|\S+\.fio\b)"
@@ -56,6 +59,23 @@ _DROPPED = {
 _LKP_KEYS = ("runtime", "rw", "bs", "ioengine", "nr_task", "test_size", "fs", "disk", "direct")
 
 
+@dataclass
+class _Options:
+    """What one fio job's options became on the way in: notes, questions, the sweeps a
+    shell loop made, the options that counted the reporter's CPUs."""
+
+    source: Line
+    questions: list[QuestionFact]
+    loops: list[shell.Loop]
+    assigned: dict[str, str]
+    notes: list[str] = field(default_factory=list)
+    sweeps: dict[str, list[str]] = field(default_factory=dict)
+    host_cpus: list[str] = field(default_factory=list)
+
+    def ask(self, item: str, question: str, assumed: str) -> None:
+        self.questions.append(QuestionFact(item, question, assumed, self.source))
+
+
 def find_workloads(
     report: ReportText,
 ) -> tuple[list[FioFact], list[DdFact], list[OtherToolFact], list[QuestionFact]]:
@@ -63,8 +83,14 @@ def find_workloads(
     questions: list[QuestionFact] = []
     fio: list[FioFact] = []
     other: list[OtherToolFact] = []
+    loops = shell.find_loops(report)
     for form, text, source, sweeps in _fio_candidates(report):
-        fact = _import_fio(form, text, source, sweeps, questions, other)
+        context = _Options(
+            source, questions, shell.enclosing(loops, source.number), {}, sweeps=dict(sweeps)
+        )
+        if "$" in text:
+            context.assigned = shell.assignments(report, source.number)
+        fact = _import_fio(form, text, context, other)
         if fact is not None:
             fio.append(fact)
     fio.extend(_lkp_parameters(report, questions))
@@ -178,42 +204,32 @@ def _comment_sweeps(block: Sequence[str]) -> dict[str, list[str]]:
 
 
 def _import_fio(
-    form: FioForm,
-    text: str,
-    source: Line,
-    sweeps: dict[str, list[str]],
-    questions: list[QuestionFact],
-    other: list[OtherToolFact],
+    form: FioForm, text: str, context: _Options, other: list[OtherToolFact]
 ) -> FioFact | None:
-    notes: list[str] = []
     try:
         if form == "job file":
-            cleaned = "\n".join(
-                _rewrite_job_line(x, source, questions, notes) for x in text.split("\n")
-            )
+            cleaned = "\n".join(_rewrite_job_line(x, context) for x in text.split("\n"))
             imported = fio_mod.parse_fio_job_file(cleaned)
         else:
-            words = _rewrite_words(_command_words(text), source, questions, notes, other)
+            words = _rewrite_words(_command_words(text), context, other)
             if words is None:
                 return None
             imported = fio_mod.parse_fio_command_line(shlex.join(words))
     except UsageError as exc:
-        questions.append(
-            QuestionFact(
-                item="fio workload",
-                question=f"the fio {form} at this line cannot be used: {exc}",
-                assumed="it is left out of the experiment",
-                source=source,
-            )
+        context.ask(
+            "fio workload",
+            f"the fio {form} at this line cannot be used: {exc}",
+            "it is left out of the experiment",
         )
         return None
     return FioFact(
         options=imported.options,
         form=form,
         text=text,
-        source=source,
-        notes=tuple(notes + imported.notes),
-        sweeps=tuple((k, tuple(v)) for k, v in sweeps.items()),
+        source=context.source,
+        notes=tuple(context.notes + imported.notes),
+        sweeps=tuple((k, tuple(v)) for k, v in context.sweeps.items()),
+        host_cpus=tuple(context.host_cpus),
     )
 
 
@@ -233,11 +249,7 @@ def _command_words(text: str) -> list[str]:
 
 
 def _rewrite_words(
-    words: list[str],
-    source: Line,
-    questions: list[QuestionFact],
-    notes: list[str],
-    other: list[OtherToolFact],
+    words: list[str], context: _Options, other: list[OtherToolFact]
 ) -> list[str] | None:
     """Options as fslab can run them; None when the command names a job file not shown."""
     program = next((i for i, w in enumerate(words) if w.rsplit("/", 1)[-1] == "fio"), None)
@@ -248,65 +260,151 @@ def _rewrite_words(
             OtherToolFact(
                 tool=f"fio {named[0]}",
                 why=f"the job file {named[0]} is named but its contents are not in the report",
-                source=source,
+                source=context.source,
             )
         )
         return None
     kept: list[str] = ["fio"]
     for word in options:
         name, sep, value = word.removeprefix("--").partition("=")
-        rewritten = _rewrite_option(name, value if sep else None, source, questions, notes)
+        rewritten = _rewrite_option(name, value if sep else None, context)
         if rewritten is not None:
             kept.append(rewritten)
     return kept
 
 
-def _rewrite_job_line(
-    text: str, source: Line, questions: list[QuestionFact], notes: list[str]
-) -> str:
+def _rewrite_job_line(text: str, context: _Options) -> str:
     match = _JOB_LINE_RE.match(fio_mod.strip_job_file_comment(text))
     if _SECTION_RE.match(text) or match is None:
         return text
     value = match.group(2).strip() if match.group(2) is not None else None
-    rewritten = _rewrite_option(match.group(1), value, source, questions, notes)
+    rewritten = _rewrite_option(match.group(1), value, context)
     return "" if rewritten is None else rewritten.removeprefix("--")
 
 
-def _rewrite_option(
-    name: str, value: str | None, source: Line, questions: list[QuestionFact], notes: list[str]
-) -> str | None:
+def _rewrite_option(name: str, value: str | None, context: _Options) -> str | None:
     """One option as fslab runs it (None: dropped), saying why when it changes."""
     key = fio_mod.canonical_name(name)
     if key in _DROPPED:
-        notes.append(f"dropped {_show(name, value)}: {_DROPPED[key]}")
+        context.notes.append(f"dropped {_show(name, value)}: {_DROPPED[key]}")
         return None
-    if (
-        key in ("filename", "filename_format")
-        and value
-        and not fio_mod.is_relative_file_name(value)
-    ):
-        base = value.rstrip("/").rsplit("/", 1)[-1]
-        if fio_mod.is_relative_file_name(base) and not base.startswith("/dev"):
-            questions.append(
-                QuestionFact(
-                    item=f"fio --{name}",
-                    question=f"the report writes to {value}, a path on the reporter's machine",
-                    assumed=f"--{name}={base} on the scratch filesystem (fio creates it there; "
-                    f"jobs share it as they shared {value})",
-                    source=source,
-                )
-            )
-            return f"--{name}={base}"
-        questions.append(
-            QuestionFact(
-                item=f"fio --{name}",
-                question=f"the report writes to {value}, a device or path fslab will not write to",
-                assumed="fio names its own files on the scratch filesystem",
-                source=source,
-            )
+    if value == "":
+        context.ask(
+            f"fio --{name}",
+            f"the report's fio option --{name}= has no value",
+            "left out: fio's default",
         )
         return None
-    return _show(name, value)
+    if value is not None and ("$" in value or "`" in value):
+        value = _shell_value(name, value, context)
+        if value is None:
+            return None
+    if not _trusted(name, value, context):
+        return None
+    return _path_option(name, value, context)
+
+
+_LEFT_OUT = {
+    "runs": "left out: fslab never runs a program a report names",
+    "paths": "left out: fslab never reads or writes paths of the reporter's machine",
+    "host": "left out: fio's default on this host",
+    "unknown": "left out: fslab carries only fio options it knows to act inside the job's "
+    "files on the scratch filesystem",
+}
+
+
+def _trusted(name: str, value: str | None, context: _Options) -> bool:
+    """Whether an option may pass from report text into a spec (fio_trust's allowlist).
+
+    What fslab itself sets (directory, output) passes on, to be taken over with a note.
+    """
+    found = fio_trust.judge(name, value)
+    if found is None or fio_mod.is_owned(name):
+        return True
+    if found.concern == "output":
+        context.notes.append(f"dropped {found.shown}: {found.reason}")
+        return False
+    context.ask(
+        f"fio --{name}",
+        f"the report's fio option {found.shown}: {found.reason}",
+        _LEFT_OUT[found.concern],
+    )
+    return False
+
+
+def _shell_value(name: str, value: str, context: _Options) -> str | None:
+    """A value with shell expansions as fslab can know it, or None (dropped, asked).
+
+    A loop's variable makes the option a sweep of the loop's values; a variable
+    the report assigns takes its value; a CPU count is this host's (the spec
+    writer fills it in); fio's own $-keywords stay for fio.
+    """
+    resolved = value
+    for part in shell.expansions(value):
+        if part.kind == "fio keyword":
+            continue
+        if part.kind == "cpu count" and part.text == value:
+            context.host_cpus.append(name)
+            return value
+        loop = next((x for x in reversed(context.loops) if x.variable == part.name), None)
+        if part.kind == "variable" and loop is not None:
+            values = [resolved.replace(part.text, v) for v in loop.values]
+            if fio_mod.canonical_name(name) not in ("name", "description"):
+                context.sweeps[name] = values
+                context.notes.append(
+                    f"--{name}={value}: the report's loop over ${part.name} "
+                    f"(line {loop.first}) is swept: {', '.join(loop.values)}"
+                )
+            resolved = values[0]
+            continue
+        if part.kind == "variable" and part.name in context.assigned:
+            resolved = resolved.replace(part.text, context.assigned[part.name])
+            continue
+        what = (
+            f"takes the shell variable ${part.name}, which the report does not set"
+            if part.kind == "variable"
+            else f"takes the output of a command ({part.text}); fslab never runs it"
+        )
+        context.ask(
+            f"fio --{name}",
+            f"the report's fio option --{name}={value} {what}",
+            "left out: fio's default",
+        )
+        return None
+    if shell.leftover_expansion(resolved):
+        context.ask(
+            f"fio --{name}",
+            f"the report's fio option --{name}={value} needs the shell to compute; "
+            "fslab never runs it",
+            "left out: fio's default",
+        )
+        return None
+    return resolved
+
+
+def _path_option(name: str, value: str | None, context: _Options) -> str | None:
+    """A file name option kept on the scratch filesystem; a path of the reporter's
+    machine becomes its last component, a device is left out."""
+    key = fio_mod.canonical_name(name)
+    if key not in ("filename", "filename_format") or not value:
+        return _show(name, value)
+    if fio_mod.is_relative_file_name(value):
+        return _show(name, value)
+    base = value.rstrip("/").rsplit("/", 1)[-1]
+    if fio_mod.is_relative_file_name(base) and not value.startswith("/dev/"):
+        context.ask(
+            f"fio --{name}",
+            f"the report writes to {value}, a path on the reporter's machine",
+            f"--{name}={base} on the scratch filesystem (fio creates it there; "
+            f"jobs share it as they shared {value})",
+        )
+        return f"--{name}={base}"
+    context.ask(
+        f"fio --{name}",
+        f"the report writes to {value}, a device or path fslab will not write to",
+        "fio names its own files on the scratch filesystem",
+    )
+    return None
 
 
 def _show(name: str, value: str | None) -> str:

@@ -79,7 +79,12 @@ def import_campaign(store: Store, data: Mapping[str, Any]) -> int:
     try:
         campaign = data["campaign"]
         points = data["points"]
-        overrides = {**campaign.get("overrides", {}), "imported_from": campaign.get("id")}
+        exported_id = campaign.get("id")
+        overrides = {
+            **campaign.get("overrides", {}),
+            # set whatever the file says: an imported campaign is never run here
+            "imported_from": exported_id if isinstance(exported_id, int) else 0,
+        }
         new_id = store.create_campaign(
             name=campaign["name"],
             spec=campaign["spec"],

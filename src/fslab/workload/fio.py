@@ -109,7 +109,8 @@ def canonical_name(option: str) -> str:
     return option.lower().replace("-", "_")
 
 
-def _is_owned(option: str) -> bool:
+def is_owned(option: str) -> bool:
+    """An option fslab sets itself (FSLAB_OWNED)."""
     return canonical_name(option) in {canonical_name(o) for o in FSLAB_OWNED}
 
 
@@ -322,7 +323,7 @@ def _finish_import(
         )
     options: FioOptions = {}
     for name, value in pairs:
-        _refuse_conflicts(name, value)
+        refuse_conflicts(name, value)
         taken_over = _takeover_note(name, value)
         if taken_over:
             notes.append(taken_over)
@@ -350,7 +351,8 @@ def is_relative_file_name(value: str | None) -> bool:
     return value is not None and value not in (".", "..") and bool(_RELATIVE_FILE_RE.match(value))
 
 
-def _refuse_conflicts(name: str, value: str | None = None) -> None:
+def refuse_conflicts(name: str, value: str | None = None) -> None:
+    """UsageError for an option that defeats the experiment or would run no job."""
     key = canonical_name(name)
     if key in _RELATIVE_FILE_OPTIONS and is_relative_file_name(value):
         return
@@ -362,7 +364,7 @@ def _refuse_conflicts(name: str, value: str | None = None) -> None:
 
 def _takeover_note(name: str, value: str | None) -> str | None:
     """The note for an option fslab takes over, or None if the option is kept."""
-    if _is_owned(name):
+    if is_owned(name):
         ours = {
             "directory": "the scratch filesystem's mount point",
             "output_format": OUTPUT_FORMAT,
@@ -399,8 +401,8 @@ def apply_overrides(
     merged: FioOptions = dict(options)
     for name, value in overrides.items():
         _check_option_name(name)
-        _refuse_conflicts(name, None if value is None else str(value))
-        if _is_owned(name):
+        refuse_conflicts(name, None if value is None else str(value))
+        if is_owned(name):
             raise UsageError(f"cannot override fio option {name!r}: fslab sets it itself")
         merged[name] = None if value is None else str(value)
     return merged
@@ -415,8 +417,8 @@ def build_fio_argv(
     """The fio argv for one point: fslab's own options first, then the job's, in order."""
     merged = apply_overrides(options, overrides)
     for name, value in merged.items():
-        _refuse_conflicts(name, value)
-        if _is_owned(name):
+        refuse_conflicts(name, value)
+        if is_owned(name):
             raise UsageError(f"fio option {name!r} is set by fslab; remove it from the options")
     name = merged.pop("name", None) or DEFAULT_JOB_NAME
     argv = ["fio", f"--output-format={OUTPUT_FORMAT}", f"--directory={directory}", f"--name={name}"]

@@ -16,10 +16,18 @@ from pathlib import Path
 
 from fslab.errors import FslabError, UsageError
 from fslab.proc import CommandLog, run_interruptible
-from fslab.spec import DdWorkload, FioWorkload, ScalarValue, Spec, workload_axes
+from fslab.spec import (
+    DdWorkload,
+    FioWorkload,
+    ScalarValue,
+    Spec,
+    expand_points,
+    workload_axes,
+)
 from fslab.units import format_bytes, parse_duration_s, parse_size_bytes
 from fslab.workload import dd as dd_mod
 from fslab.workload import fio as fio_mod
+from fslab.workload import fio_trust
 from fslab.workload.fio_json import parse_fio_json
 
 SEPARATE_LAYOUT_BYTES = 64 * 1024**2
@@ -57,17 +65,87 @@ def base_fio_options(workload: FioWorkload) -> tuple[fio_mod.FioOptions, list[st
 
 
 def fio_options_for_point(spec: Spec, sweep: Mapping[str, ScalarValue]) -> fio_mod.FioOptions:
-    """Base options + sweep values + the run's runtime/ramp."""
+    """Base options + sweep values + the run's runtime/ramp.
+
+    Refuses (UsageError) an option that runs a program or acts outside the
+    scratch filesystem unless the spec opted in: every fio fslab starts, and
+    preflight's, is built here.
+    """
     assert isinstance(spec.workload, FioWorkload)
     options, _ = base_fio_options(spec.workload)
-    for key, value in workload_axes(sweep).items():
+    swept = workload_axes(sweep)
+    for key, value in swept.items():
         options[key] = None if value is True else str(value)
+    if not spec.workload.allow_commands:
+        _refuse_untrusted(spec.workload, options, swept)
     if spec.run.runtime is not None or "runtime" not in options:
         options["runtime"] = f"{spec.runtime_s:g}"
     if spec.ramp_s > 0:
         options["ramp_time"] = f"{spec.ramp_s:g}"
     options.setdefault("time_based", None)
     return options
+
+
+def _refuse_untrusted(
+    workload: FioWorkload, options: fio_mod.FioOptions, swept: Mapping[str, ScalarValue]
+) -> None:
+    for name, value in options.items():
+        try:
+            fio_mod.refuse_conflicts(name, value)
+        except UsageError as exc:
+            raise UsageError(f"{_option_field(workload, name, swept)}: {exc}") from None
+    untrusted = fio_trust.needs_opt_in(fio_trust.findings(options))
+    if not untrusted:
+        return
+    first = untrusted[0]
+    field = _option_field(workload, first.option, swept)
+    more = (
+        f" (and {len(untrusted) - 1} more: " + ", ".join(f.shown for f in untrusted[1:]) + ")"
+        if len(untrusted) > 1
+        else ""
+    )
+    raise UsageError(
+        f"{field}: {first.shown}: {first.reason}{more}. fslab runs a workload that runs "
+        "programs or acts outside the scratch filesystem only when the spec opts in with "
+        "workload.allow_commands = true"
+    )
+
+
+def _option_field(workload: FioWorkload, option: str, swept: Mapping[str, ScalarValue]) -> str:
+    """The spec field an option came from, for an error that names it."""
+    if option in swept:
+        return f"sweep.{option}"
+    if workload.command_line is not None:
+        return "workload.command_line"
+    if workload.job_file is not None:
+        return f"workload.job_file ({workload.job_file})"
+    return f"workload.options.{option}"
+
+
+def opted_in_commands(spec: Spec) -> list[fio_trust.Finding]:
+    """What a spec that opted in (allow_commands) will run or touch outside the scratch,
+    over all its points, for `fslab run` to print before it starts."""
+    workload = spec.workload
+    if not isinstance(workload, FioWorkload) or not workload.allow_commands:
+        return []
+    seen: dict[str, fio_trust.Finding] = {}
+    for sweep in _distinct_sweeps(spec):
+        for found in fio_trust.needs_opt_in(fio_trust.findings(fio_options_for_point(spec, sweep))):
+            seen.setdefault(found.shown, found)
+    return list(seen.values())
+
+
+def check_workload(spec: Spec) -> None:
+    """Build every point's workload options once, so a refusal comes before anything
+    is created (also with --no-preflight)."""
+    if isinstance(spec.workload, FioWorkload):
+        for sweep in _distinct_sweeps(spec):
+            fio_options_for_point(spec, sweep)
+
+
+def _distinct_sweeps(spec: Spec) -> list[dict[str, ScalarValue]]:
+    sweeps = {tuple(sorted(p.sweep_dict.items())): p.sweep_dict for p in expand_points(spec)}
+    return list(sweeps.values())
 
 
 _FIO_TIME_RE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(us|ms|s|m|h|d)?\s*$", re.IGNORECASE)

@@ -1,0 +1,197 @@
+"""Shell text around a report's commands: loops, variables and substitutions.
+
+Reporters paste commands as they ran them: `for jobs in 1 16 64; do fio
+--numjobs=${jobs} ...; done`, `--numjobs=$(nproc)`, `SIZE=4G`. fslab never
+runs that shell. A loop's variable becomes a sweep of the values the loop
+names, a variable assigned in the report takes its value, a substitution that
+counts CPUs takes this host's count, and anything else is left out with a
+question. Only literal values are read: a value that needs a command to
+compute is never computed.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from fslab.reproduce.text import ReportText, without_prompt
+
+MAX_LOOP_VALUES = 64
+"""A loop of more values is not a sweep fslab writes (1..1000 repeats a run)."""
+
+FIO_KEYWORDS = ("jobnum", "jobname", "filenum", "clientuid", "ncpus", "pagesize", "mb_memory")
+"""fio's own $-keywords: fio expands them in its options; they are not the shell's."""
+
+_VAR_RE = re.compile(r"\$(?:\{([A-Za-z_][A-Za-z0-9_]*)\}|([A-Za-z_][A-Za-z0-9_]*))")
+_SUBST_RE = re.compile(r"\$\(\(.*?\)\)|\$\([^()]*(?:\([^()]*\)[^()]*)*\)|`[^`]*`")
+_CPU_COUNT_RE = re.compile(
+    r"^(?:\$\(|`)\s*(?:nproc(?:\s+--all)?|getconf\s+_NPROCESSORS_ONLN|"
+    r"grep\s+-c\s+['\"]?\^?processor['\"]?\s+/proc/cpuinfo)\s*(?:\)|`)$"
+)
+_FOR_IN_RE = re.compile(
+    r"\bfor\s+([A-Za-z_][A-Za-z0-9_]*)\s+in\s+([^;]*?)\s*(?:;|\n|$)\s*(?:do\b)?"
+)
+_FOR_ARITH_RE = re.compile(
+    r"\bfor\s*\(\(\s*([A-Za-z_]\w*)\s*=\s*(\d+)\s*;\s*\1\s*(<=|<)\s*(\d+)\s*;\s*"
+    r"(?:\1\s*(\+\+|\+=\s*(\d+)|\*=\s*(\d+))|\+\+\s*\1)\s*\)\)"
+)
+_SEQ_RE = re.compile(r"^(?:\$\(|`)\s*seq\s+(-?\d+)(?:\s+(-?\d+))?(?:\s+(-?\d+))?\s*(?:\)|`)$")
+_BRACE_RANGE_RE = re.compile(r"^\{(-?\d+)\.\.(-?\d+)(?:\.\.(-?\d+))?\}$")
+_BRACE_LIST_RE = re.compile(r"^\{([^{},]+(?:,[^{},]+)+)\}$")
+_LOOP_WORD_RE = re.compile(r"\$\([^)]*\)|`[^`]*`|\S+")
+_ASSIGN_RE = re.compile(r"^\s*(?:export\s+)?([A-Za-z_][A-Za-z0-9_]*)=([^\s;$`'\"()]+)\s*$")
+
+
+@dataclass(frozen=True)
+class Loop:
+    """A shell loop of the report: its variable, its values, the lines it spans."""
+
+    variable: str
+    values: tuple[str, ...]
+    first: int  # line numbers, 1-based, inclusive
+    last: int
+
+
+@dataclass(frozen=True)
+class Expansion:
+    """A `$...` or backtick part of a value, and what it is."""
+
+    text: str
+    kind: str  # "variable" | "fio keyword" | "cpu count" | "command"
+    name: str = ""  # the variable's name
+
+
+def find_loops(report: ReportText) -> list[Loop]:
+    """The report's `for` loops with literal values, each up to its `done`."""
+    loops: list[Loop] = []
+    for number, raw in report.numbered():
+        line = without_prompt(raw)
+        found = _loop_head(line)
+        if found is None:
+            continue
+        variable, values = found
+        if not values or len(values) > MAX_LOOP_VALUES:
+            continue
+        loops.append(Loop(variable, tuple(values), number, _loop_end(report, number)))
+    return loops
+
+
+def _loop_head(line: str) -> tuple[str, list[str]] | None:
+    arith = _FOR_ARITH_RE.search(line)
+    if arith:
+        return arith.group(1), _arith_values(arith)
+    head = _FOR_IN_RE.search(line)
+    if head is None:
+        return None
+    values: list[str] = []
+    for word in _LOOP_WORD_RE.findall(head.group(2)):
+        expanded = _word_values(word)
+        if expanded is None:
+            return None
+        values.extend(expanded)
+    return head.group(1), values
+
+
+def _arith_values(match: re.Match[str]) -> list[str]:
+    start, op, end = int(match.group(2)), match.group(3), int(match.group(4))
+    step, factor = int(match.group(6) or 1), int(match.group(7) or 1)
+    values: list[str] = []
+    value = start
+    while (value <= end if op == "<=" else value < end) and len(values) <= MAX_LOOP_VALUES:
+        values.append(str(value))
+        if factor > 1:
+            value *= factor
+        elif step > 0:
+            value += step
+        else:
+            break
+    return values
+
+
+def _word_values(word: str) -> list[str] | None:
+    """A loop word's literal values; None if it needs the shell to compute."""
+    seq = _SEQ_RE.match(word)
+    if seq:
+        numbers = [int(g) for g in seq.groups() if g is not None]
+        first, step, last = (
+            (1, 1, numbers[0])
+            if len(numbers) == 1
+            else (numbers[0], 1, numbers[1])
+            if len(numbers) == 2
+            else (numbers[0], numbers[1], numbers[2])
+        )
+        return _range(first, last, step)
+    brace = _BRACE_RANGE_RE.match(word)
+    if brace:
+        step = int(brace.group(3) or 1)
+        return _range(int(brace.group(1)), int(brace.group(2)), step)
+    listed = _BRACE_LIST_RE.match(word)
+    if listed:
+        return listed.group(1).split(",")
+    if "$" in word or "`" in word or "*" in word or "?" in word:
+        return None
+    return [word.strip("'\"")]
+
+
+def _range(first: int, last: int, step: int) -> list[str] | None:
+    if step == 0 or (last - first) * step < 0:
+        return []
+    count = (last - first) // step + 1
+    if count > MAX_LOOP_VALUES:
+        return None
+    return [str(first + i * step) for i in range(count)]
+
+
+def _loop_end(report: ReportText, start: int) -> int:
+    """The line of the loop's `done` (its own line for a one-line loop)."""
+    depth = 0
+    for number in range(start, len(report.lines) + 1):
+        line = without_prompt(report.lines[number - 1])
+        depth += len(re.findall(r"(?:^|[;\s])do\b", line))
+        depth -= len(re.findall(r"\bdone\b", line))
+        if depth <= 0 and number > start:
+            return number
+        if depth <= 0 and re.search(r"\bdone\b", line):
+            return number
+    return start
+
+
+def assignments(report: ReportText, before: int) -> dict[str, str]:
+    """`NAME=value` lines before a command: literal values only."""
+    found: dict[str, str] = {}
+    for number, raw in report.numbered():
+        if number >= before:
+            break
+        match = _ASSIGN_RE.match(without_prompt(raw))
+        if match:
+            found[match.group(1)] = match.group(2)
+    return found
+
+
+def expansions(value: str) -> list[Expansion]:
+    """Every shell expansion in a value, in order."""
+    found: list[Expansion] = []
+    rest = value
+    for match in _SUBST_RE.finditer(value):
+        text = match.group(0)
+        kind = "cpu count" if _CPU_COUNT_RE.match(text) else "command"
+        found.append(Expansion(text, kind))
+        rest = rest.replace(text, " ")
+    for match in _VAR_RE.finditer(rest):
+        name = match.group(1) or match.group(2)
+        kind = "fio keyword" if name.lower() in FIO_KEYWORDS else "variable"
+        found.append(Expansion(match.group(0), kind, name))
+    return found
+
+
+def leftover_expansion(value: str) -> bool:
+    """Whether a value still holds shell syntax once fio's own keywords are set aside."""
+    for keyword in FIO_KEYWORDS:
+        value = re.sub(rf"\$\{{?{keyword}\}}?", "", value, flags=re.IGNORECASE)
+    return "$" in value or "`" in value
+
+
+def enclosing(loops: Sequence[Loop], number: int) -> list[Loop]:
+    """The loops a line is inside, innermost last."""
+    return [loop for loop in loops if loop.first <= number <= loop.last]

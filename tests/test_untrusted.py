@@ -1,0 +1,370 @@
+"""A report is untrusted input: nothing in it runs a command or writes outside the scratch.
+
+Each dangerous fio option is tried from a report (`fslab reproduce` drops it and
+asks, naming the line) and from a spec (`fslab run` refuses it without
+`workload.allow_commands = true`). Canary files say whether anything ran.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import tomllib
+from pathlib import Path
+
+import pytest
+
+from fslab.errors import UsageError
+from fslab.reproduce.extract import extract_facts
+from fslab.reproduce.scale import GIB, HostShape
+from fslab.reproduce.specwrite import build_spec
+from fslab.spec import load_spec
+from fslab.store.db import Store
+from fslab.store.exchange import export_campaign, import_campaign
+from fslab.workload import fio_trust, plan
+from tests.conftest import DATA_DIR, requires_root
+
+FIO_LISTS = DATA_DIR / "fio_options"
+HOST = HostShape(kernel_release="6.18.0-test", online_cpus=2, nr_cpu_ids=2, memory_bytes=24 * GIB)
+
+# option -> value, each pointing at the canary where it names a path or a command
+DANGEROUS = {
+    "exec_prerun": "touch {canary}",
+    "exec_postrun": "touch {canary}",
+    "ioengine": "exec",
+    "program": "/usr/bin/touch",
+    "arguments": "{canary}",
+    "trigger": "touch {canary}",
+    "trigger-remote": "touch {canary}",
+    "trigger-file": "{canary}",
+    "write_iolog": "{canary}",
+    "read_iolog": "{canary}",
+    "replay_redirect": "/dev/sda",
+    "write_bw_log": "{canary}",
+    "write_lat_log": "{canary}",
+    "write_iops_log": "{canary}",
+    "write_hist_log": "{canary}",
+    "verify_state_save": "1",
+    "aux_path": "{canary}",
+    "cgroup": "fslab-canary",
+    "opendir": "/etc",
+    "mem": "mmaphuge:{canary}",
+    "profile": "act",
+    "cpus_allowed": "0-127",
+    "numa_mem_policy": "bind:1",
+    "prio": "0",
+}
+
+
+def report_with(option: str, value: str, canary: Path) -> str:
+    shown = value.format(canary=canary)
+    return (
+        "ext4 writes fall off with more jobs.\n"
+        "\n"
+        f"fio --name=t --rw=randwrite --bs=4k --size=16m --numjobs=4 --{option}='{shown}'\n"
+    )
+
+
+# --- the allowlist covers fio's own lists -------------------------------------------------
+
+
+def _listed_options() -> set[str]:
+    names = set()
+    for line in (FIO_LISTS / "cmdhelp_all.txt").read_text().splitlines():
+        name = line.split(":", 1)[0].strip()
+        if name:
+            names.add(name)
+    for line in (FIO_LISTS / "aliases.txt").read_text().splitlines():
+        names.update(line.split())
+    for line in (FIO_LISTS / "help.txt").read_text().splitlines():
+        stripped = line.strip()
+        if stripped.startswith("--"):
+            names.add(stripped[2:].split("=", 1)[0].split()[0])
+    return names
+
+
+def _engine_options() -> dict[str, set[str]]:
+    engines: dict[str, set[str]] = {}
+    current = ""
+    for line in (FIO_LISTS / "engine_options.txt").read_text().splitlines():
+        if line.startswith("[") and line.endswith("]"):
+            current = line[1:-1]
+            engines[current] = set()
+        elif ":" in line and not line.startswith(" "):
+            engines[current].add(line.split(":", 1)[0].strip())
+    return engines
+
+
+def test_every_option_fio_lists_is_classified():
+    unknown = sorted(
+        name
+        for name in _listed_options() - {"ioengine"}  # judged by its value
+        if (found := fio_trust.judge(name, None)) is not None and found.concern == "unknown"
+    )
+    assert unknown == []
+
+
+def test_every_option_of_the_trusted_engines_is_classified():
+    engines = _engine_options()
+    assert fio_trust.SAFE_ENGINES & engines.keys() >= {"libaio", "io_uring", "psync"}
+    unknown = sorted(
+        f"{engine}:{name}"
+        for engine in fio_trust.SAFE_ENGINES & engines.keys()
+        for name in engines[engine]
+        if (found := fio_trust.judge(name, None)) is not None and found.concern == "unknown"
+    )
+    assert unknown == []
+
+
+@pytest.mark.parametrize(
+    ("option", "value", "concern"),
+    [
+        ("exec_prerun", "x", "runs"),
+        ("ioengine", "exec", "runs"),
+        ("ioengine", "external:/tmp/e.so", "runs"),
+        ("ioengine", "/tmp/e.so", "runs"),
+        ("ioengine", "sg", "unknown"),
+        ("ioengine", "net", "unknown"),
+        ("write_iolog", "/x", "paths"),
+        ("write-lat-log", "x", "paths"),
+        ("iomem", "mmap:/x", "paths"),
+        ("buffer_pattern", "'/etc/passwd'", "paths"),
+        ("cpumask", "1", "host"),
+        ("ss_dur", "10", None),
+        ("ioengine", "libaio", None),
+        ("iomem", "mmaphuge", None),
+        ("buffer_pattern", "0xdeadbeef", None),
+        ("readwrite", "randwrite", None),
+    ],
+)
+def test_judge(option, value, concern):
+    found = fio_trust.judge(option, value)
+    assert (found.concern if found else None) == concern
+
+
+# --- from a report: dropped, asked, with its line -----------------------------------------
+
+
+@pytest.mark.parametrize("option", sorted(DANGEROUS))
+def test_report_option_never_reaches_the_spec(option, tmp_path):
+    canary = tmp_path / "CANARY"
+    text = report_with(option, DANGEROUS[option], canary)
+    facts = extract_facts(text)
+    reproduction = build_spec(facts, source_name="r.txt", host=HOST)
+    (job,) = facts.fio
+    key = fio_trust.rule_name(option)
+    assert key not in {fio_trust.rule_name(k) for k in job.options}
+    options = tomllib.loads(reproduction.toml)["workload"]["options"]
+    assert key not in {fio_trust.rule_name(k) for k in options}
+    asked = [q for q in reproduction.questions if q.item == f"fio --{option}"]
+    assert asked and asked[0].source is not None and asked[0].source.number == 3
+    assert option in asked[0].question
+    assert not canary.exists()
+
+
+def test_report_shell_loop_becomes_a_sweep():
+    text = (
+        "for jobs in 1 16 64; do\n"
+        "  fio --name=x${jobs} --rw=randwrite --bs=4k --size=1g --numjobs=${jobs}\n"
+        "done\n"
+    )
+    reproduction = build_spec(extract_facts(text), source_name="r.txt", host=HOST)
+    spec = tomllib.loads(reproduction.toml)
+    assert spec["sweep"]["numjobs"] == [1, 16, 64]
+    assert spec["workload"]["options"]["name"] == "x1"
+
+
+@pytest.mark.parametrize(
+    "head",
+    [
+        "for jobs in {1..3}; do",
+        "for jobs in $(seq 1 3); do",
+        "for ((jobs=1; jobs<=3; jobs++)); do",
+        "for jobs in 1 2 3",
+    ],
+)
+def test_loop_forms(head):
+    text = f"{head}\nfio --name=x --rw=write --bs=4k --size=1m --numjobs=$jobs\ndone\n"
+    spec = tomllib.loads(build_spec(extract_facts(text), source_name="r", host=HOST).toml)
+    assert spec["sweep"]["numjobs"] == [1, 2, 3]
+
+
+def test_report_cpu_count_takes_this_hosts_with_a_question():
+    text = "fio --name=x --rw=randwrite --bs=4k --size=1g --numjobs=$(nproc)\n"
+    reproduction = build_spec(extract_facts(text), source_name="r.txt", host=HOST)
+    asked = [q for q in reproduction.questions if q.item == "fio --numjobs"]
+    assert asked and "this host's 2" in asked[0].assumed
+    assert tomllib.loads(reproduction.toml)["sweep"]["numjobs"] == [1, 2]
+
+
+@pytest.mark.parametrize(
+    "value",
+    ["${SIZE}", "$(cat /etc/passwd)", "`id`", "$((4*1024))m", "$(nproc)x", "${jobs"],
+)
+def test_report_expansions_fslab_cannot_know_are_left_out(value):
+    text = f"fio --name=x --rw=randwrite --bs=4k --numjobs=2 --size={value}\n"
+    reproduction = build_spec(extract_facts(text), source_name="r.txt", host=HOST)
+    size = tomllib.loads(reproduction.toml)["workload"]["options"].get("size", "")
+    assert "$" not in size and "`" not in size
+    assert any(q.item == "fio --size" for q in reproduction.questions)
+
+
+def test_report_assignment_gives_the_variable_its_value():
+    text = "SIZE=2g\nfio --name=x --rw=randwrite --bs=4k --numjobs=2 --size=${SIZE}\n"
+    facts = extract_facts(text)
+    assert facts.fio[0].options["size"] == "2g"
+
+
+def test_fio_keywords_stay_for_fio():
+    text = "fio --name=x --rw=write --bs=4k --size=1m --filename_format=f.\\$jobnum\n"
+    assert extract_facts(text).fio[0].options["filename_format"] == "f.$jobnum"
+
+
+# --- from a spec: refused without the opt-in ---------------------------------------------
+
+
+def spec_text(options: dict[str, str], *, allow: bool = False, form: str = "options") -> str:
+    lines = [
+        'name = "canary"',
+        "[target]",
+        'size = "1GiB"',
+        "[[filesystems]]",
+        'label = "ext4"',
+        'type = "ext4"',
+        "[workload]",
+        'kind = "fio"',
+    ]
+    if allow:
+        lines.append("allow_commands = true")
+    base = {"name": "t", "rw": "write", "bs": "4k", "size": "4m", **options}
+    if form == "options":
+        lines.append("[workload.options]")
+        lines += [f"{json.dumps(k)} = {json.dumps(v)}" for k, v in base.items()]
+    else:
+        command = " ".join(f"--{k}={v}" for k, v in base.items())
+        lines.append(f"command_line = {json.dumps(command)}")
+    lines += ["[run]", 'runtime = "1s"', 'ramp = "0s"', "repeat = 1"]
+    return "\n".join(lines) + "\n"
+
+
+@pytest.mark.parametrize("option", sorted(DANGEROUS))
+def test_spec_option_is_refused_without_the_opt_in(option, tmp_path):
+    canary = tmp_path / "CANARY"
+    value = DANGEROUS[option].format(canary=canary)
+    path = tmp_path / "s.toml"
+    path.write_text(spec_text({option: value}))
+    spec, _ = load_spec(str(path))
+    found = fio_trust.judge(option, value)
+    assert found is not None
+    if option == "opendir":  # never, opt-in or not: fio would leave the scratch filesystem
+        with pytest.raises(UsageError, match=r"workload\.options\.opendir: .*cannot be used"):
+            plan.check_workload(spec)
+    elif found.concern in fio_trust.NEEDS_OPT_IN:
+        with pytest.raises(UsageError, match=rf"workload\.options\.{option}: .*allow_commands"):
+            plan.check_workload(spec)
+    else:  # the host's own settings: the user's spec may set them
+        plan.check_workload(spec)
+    assert not canary.exists()
+
+
+def test_spec_command_line_and_sweep_are_refused_too(tmp_path):
+    path = tmp_path / "s.toml"
+    path.write_text(spec_text({"exec_prerun": "true"}, form="command_line"))
+    with pytest.raises(UsageError, match=r"workload\.command_line: --exec_prerun=true"):
+        plan.check_workload(load_spec(str(path))[0])
+    path.write_text(spec_text({}) + '[sweep]\nwrite_iolog = ["/tmp/a", "/tmp/b"]\n')
+    with pytest.raises(UsageError, match=r"sweep\.write_iolog"):
+        plan.check_workload(load_spec(str(path))[0])
+
+
+def test_spec_opt_in_lists_what_runs(tmp_path):
+    path = tmp_path / "s.toml"
+    path.write_text(spec_text({"exec_prerun": "true", "rw": "write"}, allow=True))
+    spec, _ = load_spec(str(path))
+    plan.check_workload(spec)
+    assert [f.shown for f in plan.opted_in_commands(spec)] == ["--exec_prerun=true"]
+
+
+def fslab(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "fslab", *args],
+        capture_output=True,
+        text=True,
+        check=False,
+        cwd=cwd,
+        timeout=300,
+    )
+
+
+@requires_root
+@pytest.mark.root
+def test_run_refuses_before_anything_is_created_and_runs_with_the_opt_in(tmp_path):
+    canary = tmp_path / "CANARY"
+    path = tmp_path / "s.toml"
+    path.write_text(spec_text({"exec_prerun": f"touch {canary}"}))
+    db = str(tmp_path / "db.sqlite")
+    for extra in ([], ["--no-preflight"]):
+        refused = fslab("run", str(path), "--db", db, "--no-collect", *extra, cwd=tmp_path)
+        assert refused.returncode == 2, refused.stderr
+        assert "workload.options.exec_prerun" in refused.stderr
+        assert "Traceback" not in refused.stderr
+        assert not canary.exists()
+    assert Store(db).campaigns() == []
+    path.write_text(spec_text({"exec_prerun": f"touch {canary}"}, allow=True))
+    ran = fslab("run", str(path), "--db", db, "--no-collect", cwd=tmp_path)
+    assert ran.returncode == 0, ran.stderr
+    assert "allow_commands: the workload runs --exec_prerun=" in ran.stderr
+    assert canary.exists()  # the opt-in is real: the same spec ran the command
+
+
+@requires_root
+@pytest.mark.root
+def test_reproduce_run_of_a_hostile_report_runs_nothing(tmp_path):
+    canary = tmp_path / "CANARY"
+    report = tmp_path / "r.txt"
+    report.write_text(
+        "ext4 writes.\n\n"
+        f"fio --name=t --rw=write --bs=4k --size=4m --numjobs=2 --exec_prerun='touch {canary}' "
+        f"--ioengine=exec --program=/usr/bin/touch --arguments={canary} "
+        f"--write_iolog={canary}\n"
+    )
+    result = fslab(
+        "reproduce",
+        str(report),
+        "--host",
+        "--run",
+        "--quick",
+        "--no-collect",
+        "--set",
+        'run.runtime="1s"',
+        "--set",
+        'run.ramp="0s"',
+        "--set",
+        "run.repeat=1",
+        "--db",
+        str(tmp_path / "db.sqlite"),
+        cwd=tmp_path,
+    )
+    assert result.returncode == 0, result.stderr
+    for option in ("exec_prerun", "ioengine", "program", "arguments", "write_iolog"):
+        assert f"question: line 3: the report's fio option --{option}" in result.stderr
+    assert not canary.exists()
+
+
+def test_imported_campaign_is_never_run(tmp_path):
+    path = tmp_path / "s.toml"
+    path.write_text(spec_text({"exec_prerun": "true"}, allow=True))
+    spec, text = load_spec(str(path))
+    source = Store(str(tmp_path / "a.sqlite"))
+    from fslab.runner import RunOptions, run_campaign, start_campaign
+
+    campaign_id = start_campaign(
+        source, spec, text, overrides={}, options=RunOptions(collect="off")
+    )
+    exported = export_campaign(source, campaign_id)
+    exported["campaign"].pop("id")
+    target = Store(str(tmp_path / "b.sqlite"))
+    imported = import_campaign(target, exported)
+    with pytest.raises(UsageError, match="imported"):
+        run_campaign(target, imported, options=RunOptions(collect="off"))
