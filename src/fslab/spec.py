@@ -40,6 +40,10 @@ from fslab.vm_config import GUEST_AXES, GuestConfig
 PRESET_DIR = Path(__file__).parent / "presets"
 FS_TYPES = ("ext4", "xfs", "btrfs")
 MAX_NUMJOBS = 4096  # fio's compiled-in REAL_MAX_JOBS
+MAX_POINTS = 10_000
+"""Runs in one campaign (configurations x sweep points x repetitions): weeks of machine
+time at the shortest runtimes; a larger spec is a mistake, refused before expansion."""
+MAX_SPEC_BYTES = 1024**2
 SPECIAL_AXES = ("fill_percent", "fill_leave_free")
 DD_AXES = ("bs", "count", "conv", "oflag")
 # Axes that are not workload options: fslab's fill axes and the guest's (kernel, CPUs)
@@ -319,6 +323,18 @@ class Spec(_Strict):
         return self
 
     @model_validator(mode="after")
+    def _points_bounded(self) -> Spec:
+        count = len(self.filesystems) * self.run.repeat
+        for values in self.sweep.values():
+            count *= len(values)
+        if count > MAX_POINTS:
+            raise ValueError(
+                f"sweep: the spec has {count} runs (configurations x sweep values x "
+                f"run.repeat); a campaign runs at most {MAX_POINTS}"
+            )
+        return self
+
+    @model_validator(mode="after")
     def _sweep_axes_ok(self) -> Spec:
         for axis, values in self.sweep.items():
             _check_axis(axis, values, self.workload)
@@ -464,6 +480,11 @@ def read_spec_source(source: str) -> tuple[str, Path | None]:
         if not candidate.is_file():
             raise SpecError(f"spec file not found: {source}")
         try:
+            if candidate.stat().st_size > MAX_SPEC_BYTES:
+                raise SpecError(
+                    f"{source}: the spec is larger than {MAX_SPEC_BYTES // 1024**2} MiB, "
+                    "the most fslab reads"
+                )
             return candidate.read_text(), candidate
         except UnicodeDecodeError as exc:
             raise SpecError(f"{source}: not valid TOML: not UTF-8 text ({exc.reason})") from None

@@ -13,14 +13,21 @@ from fslab.cli.common import DbOption, JsonOption, app, guarded, print_json
 from fslab.cli.run import run
 from fslab.errors import UsageError
 from fslab.reproduce.describe import describe_facts
-from fslab.reproduce.extract import extract_facts
+from fslab.reproduce.extract import MAX_REPORT_BYTES, check_report_size, extract_facts
 from fslab.reproduce.scale import HostShape
 from fslab.reproduce.specwrite import build_spec
 
 
 def _read_report(source: str) -> str:
+    """The report's text, read no further than one byte past the size fslab accepts."""
     try:
-        return sys.stdin.read() if source == "-" else Path(source).read_text()
+        if source == "-":
+            data = sys.stdin.buffer.read(MAX_REPORT_BYTES + 1)
+        else:
+            with Path(source).open("rb") as handle:
+                data = handle.read(MAX_REPORT_BYTES + 1)
+        check_report_size(len(data), source)
+        return data.decode("utf-8")
     except FileNotFoundError:
         raise UsageError(f"report file not found: {source}") from None
     except UnicodeDecodeError as exc:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import re
 from dataclasses import replace
 
+from fslab.errors import UsageError
 from fslab.reproduce import figures as figures_mod
 from fslab.reproduce import filesystems as filesystems_mod
 from fslab.reproduce import hypothesis as hypothesis_mod
@@ -25,9 +26,25 @@ from fslab.reproduce.facts import (
 )
 from fslab.reproduce.text import ReportText
 
+MAX_REPORT_BYTES = 1024**2
+"""A mail, a robot report or a bug with its logs fits; a larger text is refused, so a
+hostile or mistaken input cannot hold fslab for minutes."""
+MAX_FIGURES = 200
+"""Figures kept from one report (the first ones): a reply quotes a few."""
+
+
+def check_report_size(size_bytes: int, source: str) -> None:
+    """UsageError (exit 2) for a report over MAX_REPORT_BYTES."""
+    if size_bytes > MAX_REPORT_BYTES:
+        raise UsageError(
+            f"{source}: the report is larger than {MAX_REPORT_BYTES // 1024**2} MiB, the most "
+            "fslab reads; paste the part with the commands, the machine and the figures"
+        )
+
 
 def extract_facts(text: str) -> ReportFacts:
     """All facts of a report, each with the line it came from."""
+    check_report_size(len(text.encode("utf-8", "surrogatepass")), "report")
     report = ReportText.parse(text)
     facts = ReportFacts()
     title = next(((n, line) for n, line in report.numbered() if line.strip()), None)
@@ -48,7 +65,7 @@ def extract_facts(text: str) -> ReportFacts:
     dd_output_lines = {run.output_line.number for run in facts.dd if run.output_line}
     found = [f for f in figures_mod.find_figures(report) if f.source.number not in dd_output_lines]
     found += [_dd_figure(run) for run in facts.dd if run.seconds]
-    facts.figures = _resolved(found, facts, report)
+    facts.figures = _resolved(found[:MAX_FIGURES], facts, report)
     facts.questions += _device_path_questions(facts.filesystems)
     facts.questions = list({(q.item, q.question): q for q in reversed(facts.questions)}.values())[
         ::-1

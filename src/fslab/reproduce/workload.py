@@ -56,6 +56,10 @@ _DROPPED = {
     "latency_log": "fslab reads fio's json+ report, not its log files",
     "bandwidth_log": "fslab reads fio's json+ report, not its log files",
 }
+MAX_FIO_JOBS = 64
+"""fio jobs read from one report; a reply compares a few."""
+MAX_FIO_OPTIONS = 512
+"""Options of one fio job (fio itself knows about 400)."""
 _LKP_KEYS = ("runtime", "rw", "bs", "ioengine", "nr_task", "test_size", "fs", "disk", "direct")
 
 
@@ -85,6 +89,26 @@ def find_workloads(
     other: list[OtherToolFact] = []
     loops = shell.find_loops(report)
     for form, text, source, sweeps in _fio_candidates(report):
+        if len(fio) >= MAX_FIO_JOBS:
+            questions.append(
+                QuestionFact(
+                    "fio workload",
+                    f"the report shows more than {MAX_FIO_JOBS} fio jobs",
+                    f"the first {MAX_FIO_JOBS} are read, the rest left out",
+                    source,
+                )
+            )
+            break
+        if len(text.split()) > MAX_FIO_OPTIONS:
+            questions.append(
+                QuestionFact(
+                    "fio workload",
+                    f"the fio {form} at this line has more than {MAX_FIO_OPTIONS} options",
+                    "it is left out of the experiment",
+                    source,
+                )
+            )
+            continue
         context = _Options(
             source, questions, shell.enclosing(loops, source.number), {}, sweeps=dict(sweeps)
         )
