@@ -58,9 +58,33 @@ def _spec(order: str, repeat: int):
     return spec
 
 
+def test_warm_ups_come_first_one_per_configuration_at_the_heaviest_point():
+    spec = _spec("interleaved", 2)
+    points = expand_points(spec, "separate")
+    warm = [p for p in points if p.role == "warmup"]
+    assert points[: len(warm)] == warm
+    assert [(p.filesystem.label, p.sweep_dict) for p in warm] == [
+        ("ext4-default", {"numjobs": 1024}),
+        ("ext4-journal1g", {"numjobs": 1024}),
+    ]
+    sequential = expand_points(_spec("sequential", 2), "separate")
+    blocks = [p.role for p in sequential if p.filesystem.label == "ext4-journal1g"]
+    assert blocks[0] == "warmup" and blocks.count("warmup") == 1
+    none = expand_points(_spec("interleaved", 2).model_copy(update={"run": _run(0)}))
+    assert "warmup" not in {p.role for p in none}
+
+
+def _run(warmup: int):
+    return _spec("interleaved", 2).run.model_copy(update={"warmup": warmup})
+
+
+def _measured(points):
+    return [p for p in points if p.role != "warmup"]
+
+
 def test_interleaved_runs_the_evidence_pass_between_clean_passes():
     spec = _spec("interleaved", 3)
-    points = expand_points(spec, "separate")
+    points = _measured(expand_points(spec, "separate"))
     per_pass = len(spec.filesystems) * 3  # 2 configurations x 3 numjobs values
     assert len(points) == 4 * per_pass
     passes = [points[i : i + per_pass] for i in range(0, len(points), per_pass)]
@@ -71,11 +95,11 @@ def test_interleaved_runs_the_evidence_pass_between_clean_passes():
         {"clean"},
     ]
     assert [p.repeat for p in passes[3]] == [2] * per_pass
-    assert [p.seq for p in points] == list(range(len(points)))
+    assert [p.seq for p in points] == list(range(2, len(points) + 2))
 
 
 def test_sequential_puts_the_evidence_run_among_each_points_repetitions():
-    points = expand_points(_spec("sequential", 2), "separate")
+    points = _measured(expand_points(_spec("sequential", 2), "separate"))
     first = [(p.role, p.repeat) for p in points[:3]]
     assert first == [("clean", 0), ("evidence", 0), ("clean", 1)]
     assert len({p.key() for p in points[:3]}) == 1
@@ -84,10 +108,10 @@ def test_sequential_puts_the_evidence_run_among_each_points_repetitions():
 def test_random_shuffles_the_same_runs():
     spec = _spec("random", 2)
     shuffled = expand_points(spec, "separate")
-    assert Counter(p.role for p in shuffled) == {"clean": 12, "evidence": 6}
+    assert Counter(p.role for p in shuffled) == {"clean": 12, "evidence": 6, "warmup": 2}
     assert expand_points(spec, "separate") == shuffled  # run.seed fixes the order
 
 
 def test_without_a_mode_every_point_is_clean():
-    points = expand_points(_spec("interleaved", 2))
+    points = _measured(expand_points(_spec("interleaved", 2)))
     assert {p.role for p in points} == {"clean"} and len(points) == 12

@@ -56,7 +56,7 @@ def test_fsync_storm_quick_form_matches_the_issue():
 
 
 def test_interleaved_order_alternates_configurations():
-    spec = _with(run={"repeat": 2})
+    spec = _with(run={"repeat": 2, "warmup": 0})
     points = expand_points(spec)
     assert len(points) == 2 * 2 * 2
     assert [p.filesystem.label for p in points[:4]] == ["a", "b", "a", "b"]

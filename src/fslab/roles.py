@@ -14,6 +14,10 @@ Every stored point has a role:
   statistics.
 - ``inline``: the collectors ran and the run counts as a headline
   repetition (``--collect=inline``, and all data from before roles existed).
+- ``warmup``: the first run of each configuration, at its heaviest sweep
+  point, before any measured run; stored, counted and shown, never read for
+  a figure. On a fresh machine the first runs touch memory the hypervisor
+  has not backed yet (docs/statistics.md, bench/warmup_cost.py).
 
 Where the evidence run goes: among the repetitions of its sweep point, after
 ceil(R/2) of the R clean ones, so it sits in the middle of them in time and
@@ -29,7 +33,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Literal, get_args
 
-PointRole = Literal["clean", "evidence", "inline"]
+PointRole = Literal["clean", "evidence", "inline", "warmup"]
 CollectMode = Literal["separate", "inline", "off"]
 
 POINT_ROLES: tuple[PointRole, ...] = get_args(PointRole)
@@ -41,6 +45,16 @@ INSTRUMENTED_ROLES: frozenset[str] = frozenset({"evidence", "inline"})
 def counts_for_headline(role: str) -> bool:
     """True for the rows headline statistics (values, curves, CIs) are computed from."""
     return role in HEADLINE_ROLES
+
+
+def is_evidence(role: str) -> bool:
+    """True for the rows the diagnosis reads collectors' evidence from."""
+    return role == "evidence"
+
+
+def is_warmup(role: str) -> bool:
+    """True for the discarded warm-up runs."""
+    return role == "warmup"
 
 
 def instrumented(role: str) -> bool:

@@ -40,6 +40,8 @@ from fslab.vm_config import GUEST_AXES, GuestConfig
 PRESET_DIR = Path(__file__).parent / "presets"
 FS_TYPES = ("ext4", "xfs", "btrfs")
 MAX_NUMJOBS = 4096  # fio's compiled-in REAL_MAX_JOBS
+CONCURRENCY_AXES = ("numjobs", "iodepth", "cpus")
+"""Sweep axes along which load grows, in the order one is chosen as the curve's axis."""
 MAX_POINTS = 10_000
 """Runs in one campaign (configurations x sweep points x repetitions): weeks of machine
 time at the shortest runtimes; a larger spec is a mistake, refused before expansion."""
@@ -216,6 +218,7 @@ class RunSpec(_Strict):
     """Repetitions, order and timing."""
 
     repeat: Annotated[int, Field(ge=1, le=1000)] = 1
+    warmup: Annotated[int, Field(ge=0, le=10)] = 1  # discarded runs per configuration, first
     order: Literal["interleaved", "sequential", "random"] = "interleaved"
     runtime: str | None = None  # default: the workload's own runtime, else 30s
     ramp: str = "0s"
@@ -324,7 +327,7 @@ class Spec(_Strict):
 
     @model_validator(mode="after")
     def _points_bounded(self) -> Spec:
-        count = len(self.filesystems) * self.run.repeat
+        count = len(self.filesystems) * (self.run.repeat + self.run.warmup)
         for values in self.sweep.values():
             count *= len(values)
         if count > MAX_POINTS:
@@ -689,9 +692,10 @@ class Point:
         return (self.filesystem.label, self.sweep)
 
 
-def sweep_combinations(
-    sweep: Mapping[str, SweepValues],
-) -> list[tuple[tuple[str, ScalarValue], ...]]:
+Combo = tuple[tuple[str, ScalarValue], ...]
+
+
+def sweep_combinations(sweep: Mapping[str, SweepValues]) -> list[Combo]:
     """Cartesian product of sweep axes, in declaration order (no axes: one empty combo)."""
     axes = list(sweep)
     return [tuple(zip(axes, values, strict=True)) for values in itertools.product(*sweep.values())]
@@ -710,12 +714,18 @@ def expand_points(spec: Spec, collect: CollectMode = "off") -> list[Point]:
     """
     combos = sweep_combinations(spec.sweep)
     runs = repetition_roles(spec.run.repeat, collect)
+    heaviest = heaviest_combination(spec.sweep)
+    warmups: list[tuple[FilesystemSpec, Combo, int, PointRole]] = [
+        (fs, heaviest, rep, "warmup") for fs in spec.filesystems for rep in range(spec.run.warmup)
+    ]
     if spec.run.order == "sequential":
         quads = [
-            (fs, combo, rep, role)
+            quad
             for fs in spec.filesystems
-            for combo in combos
-            for role, rep in runs
+            for quad in [
+                *(w for w in warmups if w[0] is fs),
+                *((fs, combo, rep, role) for combo in combos for role, rep in runs),
+            ]
         ]
     else:
         quads = [
@@ -726,4 +736,21 @@ def expand_points(spec: Spec, collect: CollectMode = "off") -> list[Point]:
         ]
         if spec.run.order == "random":
             random.Random(spec.run.seed).shuffle(quads)
+        quads = warmups + quads
     return [Point(seq, fs, combo, rep, role) for seq, (fs, combo, rep, role) in enumerate(quads)]
+
+
+def heaviest_combination(sweep: Mapping[str, SweepValues]) -> Combo:
+    """The sweep point a warm-up runs at: the largest value of the concurrency axis (the
+    most threads, files and memory), the other axes at their last value; without one,
+    the last combination."""
+    combos = sweep_combinations(sweep)
+    axis = next((a for a in CONCURRENCY_AXES if a in sweep), None)
+    if axis is None:
+        return combos[-1]
+
+    def load(combo: Combo) -> float:
+        value = dict(combo)[axis]
+        return float(value) if isinstance(value, int | float) and not isinstance(value, bool) else 0
+
+    return max(reversed(combos), key=load)

@@ -18,13 +18,12 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from fslab.analyze.summary import Perturbation, perturbation_of
-from fslab.roles import counts_for_headline
+from fslab.roles import counts_for_headline, is_evidence
+from fslab.spec import CONCURRENCY_AXES
 from fslab.store.db import CampaignRow, PointRow, Store
 from fslab.vocab import PointKey, headline_metric, latency_metric, point_key
 
-__all__ = ["CampaignData", "Perturbation", "load_campaign"]
-
-CONCURRENCY_AXES = ("numjobs", "iodepth", "cpus")
+__all__ = ["CONCURRENCY_AXES", "CampaignData", "Perturbation", "load_campaign"]
 
 
 @dataclass
@@ -71,7 +70,7 @@ class CampaignData:
         return [
             p
             for p in self.points
-            if p.status == "ok" and p.role == "evidence" and (config is None or p.config == config)
+            if p.status == "ok" and is_evidence(p.role) and (config is None or p.config == config)
         ]
 
     def evidence_row(self, config: str, key: PointKey) -> PointRow | None:

@@ -48,7 +48,7 @@ class RichProgress:
 
     def point_started(self, point: PointRow) -> None:
         sweep = point_label(point.sweep, empty="")
-        run = "evidence" if point.role == "evidence" else f"#{point.repeat}"
+        run = point.role if point.role in ("evidence", "warmup") else f"#{point.repeat}"
         if self.task_id is not None:
             self.progress.update(self.task_id, description=f"{point.config} {sweep} {run}")
 
@@ -56,6 +56,8 @@ class RichProgress:
         sweep = point_label(point.sweep, empty="")
         if point.role == "evidence":
             sweep += " (evidence run)"
+        elif point.role == "warmup":
+            sweep += " (warm-up, discarded)"
         if outcome.status == "ok":
             headline = headline_metric([outcome.metrics])
             figure = format_value(headline, outcome.metrics[headline]) if headline else ""

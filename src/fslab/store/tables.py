@@ -24,8 +24,8 @@ from sqlalchemy import (
 from sqlalchemy.schema import SchemaItem
 
 # the alembic revision of the schema below; meta.schema_version holds its number
-HEAD = "v3"
-SCHEMA_VERSION = 3
+HEAD = "v4"
+SCHEMA_VERSION = 4
 
 metadata = MetaData()
 
@@ -74,11 +74,12 @@ points = Table(
     Column("started_at", Text),
     Column("ended_at", Text),
     # v2: clean (no collector, headline), evidence (collectors, diagnosis only),
-    # inline (collectors and headline; everything stored before roles existed)
+    # inline (collectors and headline; everything stored before roles existed);
+    # v4: warmup (discarded first runs)
     Column("role", Text, nullable=False, server_default="inline"),
     UniqueConstraint("campaign_id", "seq"),
     CheckConstraint("status IN ('pending', 'ok', 'failed')", name="point_status"),
-    CheckConstraint("role IN ('clean', 'evidence', 'inline')", name="point_role"),
+    CheckConstraint("role IN ('clean', 'evidence', 'inline', 'warmup')", name="point_role"),
 )
 Index("points_by_campaign", points.c.campaign_id, points.c.status)
 Index("campaigns_by_host", campaigns.c.host)
