@@ -118,10 +118,27 @@ def test_a_small_drop_or_overlapping_runs_is_no_falloff():
         return SweepPoint((("numjobs", label),), tuple(values), sorted(values)[1])
 
     best = point(1, [100.0, 101.0, 102.0])
-    assert _judge(best, point(2, [90.0, 91.0, 92.0]), "fio.write.iops")[0] == "none"  # -10%
+    assert _judge(best, point(2, [90.0, 91.0, 92.0]), "fio.write.iops").kind == "none"  # -10%
     overlap = _judge(best, point(2, [60.0, 80.0, 101.5]), "fio.write.iops")
-    assert overlap[0] == "none" and "runs overlap" in overlap[1]
-    assert _judge(best, point(2, [60.0, 80.0, 99.0]), "fio.write.iops")[0] == "falloff"
+    assert overlap.kind == "open" and "runs overlap: p 0." in overlap.reason
+    assert _judge(best, point(2, [60.0, 70.0, 75.0]), "fio.write.iops").kind == "falloff"
+
+
+def test_one_slow_first_run_does_not_hide_a_falloff():
+    """The cold start: a best point's first run at a third of the others, as a fresh
+    machine's first round ran. Strict separation read "no falloff"; the test shows it,
+    with and without the outlier."""
+    best = SweepPoint((("numjobs", 256),), (6263.0, 19100.0, 14600.0, 14300.0), 14450.0)
+    worst = SweepPoint((("numjobs", 1024),), (3287.0, 3700.0, 7106.0, 2864.0), 3493.5)
+    judged = _judge(best, worst, "fio.write.iops")
+    assert judged.kind == "falloff" and judged.test is not None and judged.test.outliers >= 1
+
+
+def test_an_outlier_never_decides_the_falloff_alone():
+    best = SweepPoint((("numjobs", 256),), (7480.0, 19000.0, 16800.0, 16600.0), 16700.0)
+    worst = SweepPoint((("numjobs", 1024),), (6621.0, 9019.0, 10500.0, 11200.0), 9772.0)
+    judged = _judge(best, worst, "fio.write.iops")
+    assert judged.kind == "open" and "an outlier run decides it" in judged.reason
 
 
 def test_a_single_run_falloff_says_it_is_untested(tmp_path):
@@ -129,7 +146,7 @@ def test_a_single_run_falloff_says_it_is_untested(tmp_path):
     store = Store(tmp_path / "q.db")
     falloffs = campaign_falloffs(load_campaign(store, import_campaign(store, data)))
     default = falloffs["ext4-default"]  # 8553 -> 6695, one run each
-    assert default.has_falloff and "not tested against noise" in default.notes[0]
+    assert default.kind == "open" and "not tested against noise" in default.reason
 
 
 def test_scale_prints_no_peak_outside_the_data_on_4_points(journal):

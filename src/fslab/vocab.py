@@ -196,6 +196,13 @@ def format_value(metric: str | None, value: float | None) -> str:
     return f"{value:.3g}"
 
 
+def format_p(value: float) -> str:
+    """A p value as every table and sentence prints it: "0.022", "<0.001", "-" (untested)."""
+    if not math.isfinite(value):
+        return "-"
+    return "<0.001" if value < 0.001 else f"{value:.3f}"
+
+
 def metric_safe(name: str) -> str:
     """A name (a workqueue, a kernel function) usable between the dots of a metric name."""
     return re.sub(r"[^A-Za-z0-9_+-]", "_", name) or "_"

@@ -42,8 +42,8 @@ import fnmatch
 import math
 import zlib
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import asdict, dataclass, field
-from typing import Any, Literal
+from dataclasses import asdict, dataclass, field, replace
+from typing import Any, Literal, TypedDict
 
 import numpy as np
 
@@ -55,7 +55,7 @@ from fslab.vocab import PointKey, point_label
 Samples = Mapping[PointKey, Mapping[str, Sequence[float]]]
 Verdict = Literal["better", "worse", "changed", "no change shown", "needs more runs"]
 
-ALPHA = 0.05  # BH-adjusted significance level
+ALPHA = stats.ALPHA  # BH-adjusted significance level
 CONFIDENCE = 0.95  # of the ratio interval
 GATE_FLOOR = 0.02  # smallest change ever reported: 2%
 GATE_CV_FACTOR = 1.0  # gate grows with the baseline's run-to-run CV
@@ -128,6 +128,10 @@ class ComparisonRow:
     # F test that the candidate campaign's runs spread more than the spec's campaigns'
     # runs usually do (analyze.noise); NaN: not tested
     unsteady_p: float = math.nan
+    # runs far outside their side's others (stats.outlier_mask), and whether leaving
+    # them out changes the verdict (it then reads "needs more runs")
+    outliers: int = 0
+    outlier_decides: bool = False
 
     @property
     def unsteady(self) -> bool:
@@ -224,17 +228,20 @@ def compare(
     the metric, so a row's interval does not depend on which other rows exist.
     """
     patterns = list(metrics) if metrics is not None else None
-    rows: list[ComparisonRow] = []
+    pairs: list[tuple[PointKey, str, Sequence[float], Sequence[float]]] = []
     for point in baseline:
         if point not in candidate:
             continue
         base, cand = baseline[point], candidate[point]
         for metric in sorted(set(base) & set(cand)):
             if patterns is None or any(fnmatch.fnmatchcase(metric, p) for p in patterns):
-                rows.append(_measure(point, metric, base[metric], cand[metric], n_resamples, seed))
+                pairs.append((point, metric, base[metric], cand[metric]))
+    rows = [_measure(*pair, n_resamples, seed) for pair in pairs]
+    settings = _Settings(alpha=alpha, gate_floor=gate_floor, gate_cv_factor=gate_cv_factor)
     judge(
         rows, alpha=alpha, gate_floor=gate_floor, gate_cv_factor=gate_cv_factor, min_reps=min_reps
     )
+    _outliers_never_decide(rows, pairs, settings, min_reps, n_resamples, seed)
     return ComparisonTable(
         rows=rows,
         only_in_baseline=[p for p in baseline if p not in candidate],
@@ -249,6 +256,44 @@ def compare(
             "seed": seed,
         },
     )
+
+
+class _Settings(TypedDict):
+    alpha: float
+    gate_floor: float
+    gate_cv_factor: float
+
+
+def _outliers_never_decide(
+    rows: list[ComparisonRow],
+    pairs: Sequence[tuple[PointKey, str, Sequence[float], Sequence[float]]],
+    settings: _Settings,
+    min_reps: int,
+    n_resamples: int,
+    seed: int,
+) -> None:
+    """A row whose verdict changes when its outlier runs are left out reads "needs more
+    runs": one run far from the others never decides a verdict alone."""
+    counts = [
+        int(stats.outlier_mask(base).sum() + stats.outlier_mask(cand).sum())
+        for _, _, base, cand in pairs
+    ]
+    if not any(counts):
+        return
+    reduced = [
+        _measure(point, metric, _kept(b), _kept(c), n_resamples, seed) if count else replace(row)
+        for (point, metric, b, c), row, count in zip(pairs, rows, counts, strict=True)
+    ]
+    judge(reduced, **settings, min_reps=min_reps)
+    for row, other, count in zip(rows, reduced, counts, strict=True):
+        row.outliers = count
+        if count and other.verdict != row.verdict:
+            row.outlier_decides = True
+            row.verdict = "needs more runs"
+
+
+def _kept(values: Sequence[float]) -> list[float]:
+    return [float(v) for v in stats.without_outliers(values)]
 
 
 def judge(

@@ -13,14 +13,19 @@ identified (see `campaign_scaling`).
   throughput falls off, while a point below the peak is merely not loaded
   yet. Without one, the lowest median of the configuration.
 - falloff: the worst point is at least FALLOFF_MIN_DROP (15%) below the
-  best, and, with two or more runs at each, every run at the worst point is
-  below every run at the best. 15% sits above this kind of machine's ~10%
-  run-to-run CV. Otherwise there is no falloff, and nothing to explain.
+  best, and the runs at the two points differ by the test `compare` uses
+  (stats.two_sample_test, p < stats.ALPHA), whether or not an outlier run
+  (stats.outlier_mask) is left out. 15% sits above this kind of machine's
+  ~10% run-to-run CV. A drop under 15% is settled: no falloff, nothing to
+  explain. A larger drop the test does not (yet) show, or one that depends on
+  an outlier, is open: the diagnosis explains the change measured, and more
+  runs at the two points settle it (the campaign's questions ask for them).
 - knee: the last N before the first step whose gain, scaled to a doubling
   of N, is below KNEE_GAIN (10%): gain = (X_i / X_{i-1}) ** (1 / log2(N_i /
   N_{i-1})) - 1. Beyond the knee, doubling concurrency buys less than 10%.
 - cliff: a step between adjacent points where the median falls by more than
-  CLIFF_DROP (40%), every run after it is below every run before it, and the
+  CLIFF_DROP (40%), every run after it is below every run before it (or, with
+  stats.MIN_REPS runs a side, the falloff's test shows the fall), and the
   fall per doubling of N is more than CLIFF_EXCESS (2x) as steep as that of
   any other step of the curve: a threshold effect, not a steady decline.
 """
@@ -33,16 +38,19 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from fslab.analyze import stats
 from fslab.analyze.dataset import CampaignData
 from fslab.analyze.stats import Values
-from fslab.vocab import PointKey, format_value, point_label
+from fslab.vocab import PointKey, format_p, format_value, point_label
 
 FALLOFF_MIN_DROP = 0.15
 KNEE_GAIN = 0.10  # per doubling of N
 CLIFF_DROP = 0.40
 CLIFF_EXCESS = 2.0
 
-FalloffKind = Literal["falloff", "none", "single"]
+FalloffKind = Literal["falloff", "open", "none", "single"]
+"""falloff: shown by the test; open: a drop of 15% or more the test does not (yet) show;
+none: under 15%, or nothing past the best point; single: one sweep point."""
 
 
 def _num(value: float) -> str:
@@ -78,6 +86,55 @@ class Cliff:
         return [f"cliff {self.bracket(axis)}: -{self.drop_pct:.0f}% in one step ({other})"]
 
 
+@dataclass(frozen=True)
+class FallTest:
+    """Whether the runs of one point are lower than another's: the test `compare`
+    uses, with and without outlier runs."""
+
+    p: float  # two-sided p on all the runs; NaN with fewer than 2 runs on a side
+    test: str
+    p_without_outliers: float  # the same test with the outlier runs left out
+    outliers: int  # outlier runs on the two sides
+
+    @property
+    def tested(self) -> bool:
+        return math.isfinite(self.p)
+
+    @property
+    def shows(self) -> bool:
+        """Significant with the outliers and without them."""
+        return self.tested and self.p < stats.ALPHA and self.p_without_outliers < stats.ALPHA
+
+    @property
+    def outlier_decides(self) -> bool:
+        """One side of the verdict holds only with the outliers, the other only without."""
+        return self.tested and (self.p < stats.ALPHA) != (self.p_without_outliers < stats.ALPHA)
+
+    def describe(self, n_high: int, n_low: int) -> str:
+        if not self.tested:
+            return f"not tested ({n_high} and {n_low} runs)"
+        text = f"p {format_p(self.p)} ({n_high} and {n_low} runs)"
+        if self.outliers:
+            reduced = format_p(self.p_without_outliers)
+            text += f"; without the {self.outliers} outlier run(s): p {reduced}"
+        return text
+
+    def to_dict(self) -> dict[str, Any]:
+        return {**vars(self), "shows": self.shows, "outlier_decides": self.outlier_decides}
+
+
+def fall_test(high: Values, low: Values) -> FallTest:
+    """Test the runs of the higher point against the lower point's (see FallTest)."""
+    full = stats.two_sample_test(high, low)
+    outliers = int(stats.outlier_mask(high).sum() + stats.outlier_mask(low).sum())
+    reduced = (
+        stats.two_sample_test(stats.without_outliers(high), stats.without_outliers(low))
+        if outliers
+        else full
+    )
+    return FallTest(full.p, full.test, reduced.p, outliers)
+
+
 def knee(ns: Sequence[float], medians: Sequence[float]) -> float | None:
     """The last N before the first step gaining < KNEE_GAIN per doubling (None: none)."""
     for i in range(1, len(ns)):
@@ -109,6 +166,8 @@ def find_cliff(
     for i in range(1, len(ns)):
         observed = medians[i] / medians[i - 1]
         separated = max(reps[i]) < min(reps[i - 1])
+        if min(len(reps[i - 1]), len(reps[i])) >= stats.MIN_REPS:
+            separated = separated or fall_test(reps[i - 1], reps[i]).shows
         others = [f for j, f in enumerate(falls) if j != i - 1]
         steepest_other = max(others, default=0.0)
         if (
@@ -249,6 +308,7 @@ class Falloff:
     reason: str  # in words: the falloff, or why there is none
     curve: Curve | None = None  # the curve through the best point
     notes: list[str] = field(default_factory=list)
+    test: FallTest | None = None  # best against worst; None when the drop is under 15%
 
     @property
     def ratio(self) -> float:
@@ -261,7 +321,18 @@ class Falloff:
 
     @property
     def has_falloff(self) -> bool:
+        """A drop to explain: shown by the test, or open (15% or more, not yet shown)."""
+        return self.kind in ("falloff", "open")
+
+    @property
+    def shown(self) -> bool:
+        """The test shows the falloff, with and without outlier runs."""
         return self.kind == "falloff"
+
+    @property
+    def settled(self) -> bool:
+        """More runs at the best and worst points would not change the answer's kind."""
+        return self.kind != "open"
 
     @property
     def cliff(self) -> Cliff | None:
@@ -296,17 +367,20 @@ class Falloff:
             "knee_n": self.knee_n,
             "cliff": self.cliff.to_dict() if self.cliff else None,
             "notes": list(self.notes),
+            "test": self.test.to_dict() if self.test else None,
+            "settled": self.settled,
         }
 
 
-def _separated(best: SweepPoint, worst: SweepPoint) -> bool | None:
-    """Every run at worst below every run at best; None with a single run on a side."""
-    if len(best.values) < 2 or len(worst.values) < 2:
-        return None
-    return max(worst.values) < min(best.values)
+@dataclass(frozen=True)
+class _Judgement:
+    kind: FalloffKind
+    reason: str
+    notes: list[str]
+    test: FallTest | None = None
 
 
-def _judge(best: SweepPoint, worst: SweepPoint, metric: str) -> tuple[FalloffKind, str, list[str]]:
+def _judge(best: SweepPoint, worst: SweepPoint, metric: str) -> _Judgement:
     fmt = format_value
     drop = 1.0 - worst.median / best.median if best.median else 0.0
     span = (
@@ -315,23 +389,20 @@ def _judge(best: SweepPoint, worst: SweepPoint, metric: str) -> tuple[FalloffKin
         f"x{1.0 - drop:.2f} ({-100.0 * drop:+.0f}%)"
     )
     if drop < FALLOFF_MIN_DROP:
-        return (
-            "none",
-            f"no falloff: {span}, under the {FALLOFF_MIN_DROP:.0%} a falloff needs",
-            [],
-        )
-    separated = _separated(best, worst)
-    if separated is False:
-        return (
-            "none",
-            f"no falloff shown: {span}, but the runs overlap "
-            f"({len(best.values)} and {len(worst.values)} runs)",
-            [],
-        )
-    notes = []
-    if separated is None:
-        notes.append("one run at the best or worst point: the drop is not tested against noise")
-    return "falloff", f"falloff: {span}", notes
+        why = f"under the {FALLOFF_MIN_DROP:.0%} a falloff needs"
+        return _Judgement("none", f"no falloff: {span}, {why}", [])
+    test = fall_test(best.values, worst.values)
+    tested = test.describe(len(best.values), len(worst.values))
+    if test.shows:
+        return _Judgement("falloff", f"falloff: {span}; {tested}", [], test)
+    if not test.tested:
+        why = "one run at the best or worst point: the drop is not tested against noise"
+    elif test.outlier_decides:
+        why = f"an outlier run decides it: {tested}"
+    else:
+        why = f"the runs overlap: {tested}"
+    more = f"more runs at {best.label} and {worst.label} would settle it"
+    return _Judgement("open", f"falloff not yet shown: {span}; {why}", [more], test)
 
 
 def config_falloff(data: CampaignData, config: str, metric: str | None = None) -> Falloff | None:
@@ -361,8 +432,20 @@ def config_falloff(data: CampaignData, config: str, metric: str | None = None) -
             f"largest {axis} ({best.label}); nothing falls off in the range measured"
         )
         return Falloff(config, metric, axis, points, best, worst, "none", reason, curve)
-    kind, reason, notes = _judge(best, worst, metric)
-    return Falloff(config, metric, axis, points, best, worst, kind, reason, curve, notes)
+    judged = _judge(best, worst, metric)
+    return Falloff(
+        config,
+        metric,
+        axis,
+        points,
+        best,
+        worst,
+        judged.kind,
+        judged.reason,
+        curve,
+        judged.notes,
+        judged.test,
+    )
 
 
 def campaign_falloffs(data: CampaignData) -> dict[str, Falloff]:

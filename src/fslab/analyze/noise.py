@@ -59,6 +59,7 @@ from dataclasses import dataclass, field
 import numpy as np
 from scipy import stats as sps
 
+from fslab.analyze import stats
 from fslab.analyze.compare import CONFIDENCE, ComparisonRow, unjudged_row
 from fslab.spec import Spec
 from fslab.store.db import CampaignRow
@@ -191,7 +192,7 @@ class PointNoise:
         return 100.0 * math.sqrt(self.steady_var)
 
     def runs_to_find(
-        self, change: float, *, alpha: float = 0.05, power: float = 0.8, most: int = 64
+        self, change: float, *, alpha: float = stats.ALPHA, power: float = 0.8, most: int = 64
     ) -> int | None:
         """Runs per candidate campaign for a t test against the level to find a change
         of `change` (0.10: 10%) with the given power; None when the drift between
@@ -205,7 +206,13 @@ class PointNoise:
         return None
 
     def campaigns_to_find(
-        self, change: float, runs: int, *, alpha: float = 0.05, power: float = 0.8, most: int = 64
+        self,
+        change: float,
+        runs: int,
+        *,
+        alpha: float = stats.ALPHA,
+        power: float = 0.8,
+        most: int = 64,
     ) -> int | None:
         """Campaigns a side (of `runs` runs each) for a comparison of groups to find a
         change of `change` with the given power: the variance of the difference is

@@ -34,6 +34,20 @@ MIN_REPS = 3
 #: Both sides need at least this many repetitions before Mann-Whitney is used.
 MANN_WHITNEY_MIN_REPS = 5
 
+#: The significance level of every test fslab decides by (BH-adjusted where a table
+#: has a family of rows): comparisons, the falloff, the noise model's sizes.
+ALPHA = 0.05
+
+#: A run is an outlier when its modified z-score (0.6745 x deviation / MAD, on log
+#: values) exceeds this: the usual robust rule, which a normal sample of 4-20 runs
+#: trips for well under 1% of its runs.
+OUTLIER_Z = 3.5
+#: The median absolute deviation is taken as at least this (log units, about 2%), so
+#: a point whose runs agree to 0.5% does not call a run 5% away an outlier.
+OUTLIER_MAD_FLOOR = 0.02
+#: Runs a point needs before one of them can be called far from the others.
+OUTLIER_MIN_RUNS = 4
+
 
 class MedianSpread(NamedTuple):
     """The median and the range (minimum and maximum) of the repetitions.
@@ -260,3 +274,25 @@ def interval_verdict(low: float, high: float, goal: float, *, at_least: bool = T
     if high < goal:
         return "fails"
     return "inconclusive"
+
+
+def outlier_mask(values: Values) -> np.ndarray:
+    """Which runs sit far outside the point's other runs (robust rule: module constants).
+
+    On log values, since run-to-run noise is multiplicative; all False below
+    OUTLIER_MIN_RUNS runs or with a non-positive value.
+    """
+    x = as_array(values)
+    mask = np.zeros(len(x), dtype=bool)
+    if len(x) < OUTLIER_MIN_RUNS or not np.all(x > 0):
+        return mask
+    logs = np.log(x)
+    centre = np.median(logs)
+    mad = max(float(np.median(np.abs(logs - centre))), OUTLIER_MAD_FLOOR)
+    return 0.6745 * np.abs(logs - centre) / mad > OUTLIER_Z
+
+
+def without_outliers(values: Values) -> np.ndarray:
+    """The runs that are not outliers (all of them when none is)."""
+    x = as_array(values)
+    return x[~outlier_mask(x)]

@@ -14,7 +14,8 @@ import statistics
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 
-from fslab.roles import counts_for_headline
+from fslab.analyze.stats import outlier_mask
+from fslab.roles import counts_for_headline, is_warmup
 from fslab.store.db import PointRow
 from fslab.vocab import (
     PointKey,
@@ -23,6 +24,7 @@ from fslab.vocab import (
     headline_metric,
     latency_metric,
     point_key,
+    point_label,
 )
 
 
@@ -199,3 +201,89 @@ def watermark_relevant(rows: Sequence[SummaryRow]) -> bool:
     has_ext4 = any(r.facts.ext4_watermark_bytes is not None for r in rows)
     relevant = any(r.facts.filled or r.headline == "dd.bw_bytes_s" for r in rows)
     return has_ext4 and relevant
+
+
+@dataclass(frozen=True)
+class SetAsideRun:
+    """A run to name beside the figures: a warm-up (discarded) or an outlier (kept in
+    the medians, never deciding a verdict alone)."""
+
+    config: str
+    sweep: dict[str, ScalarValue]
+    seq: int
+    status: str
+    value: float | None  # its headline
+    median: float | None = None  # its point's median (outliers)
+
+    def label(self, headline: str | None) -> str:
+        where = f"{self.config} {point_label(self.sweep, empty='')}".strip()
+        if self.value is None:
+            return f"{where} #{self.seq}: {self.status}"
+        figure = format_value(headline, self.value)
+        if self.median is None:
+            return f"{where}: {figure}"
+        median = format_value(headline, self.median)
+        return f"{where} #{self.seq}: {figure} (its point's median {median})"
+
+    def to_dict(self) -> dict[str, object]:
+        return asdict(self)
+
+
+def warmup_runs(
+    points: Sequence[PointRow], metrics: Mapping[int, Mapping[str, float]], headline: str | None
+) -> list[SetAsideRun]:
+    """The campaign's warm-up runs, in run order."""
+    return [
+        SetAsideRun(
+            p.config,
+            dict(p.sweep),
+            p.seq,
+            p.status,
+            metrics.get(p.id, {}).get(headline) if headline else None,
+        )
+        for p in sorted(points, key=lambda p: p.seq)
+        if is_warmup(p.role) and p.status != "pending"
+    ]
+
+
+def outlier_runs(
+    points: Sequence[PointRow], metrics: Mapping[int, Mapping[str, float]], headline: str | None
+) -> list[SetAsideRun]:
+    """Headline runs far outside their point's other runs (stats.outlier_mask)."""
+    if headline is None:
+        return []
+    groups: dict[tuple[str, PointKey], list[tuple[PointRow, float]]] = {}
+    for p in sorted(points, key=lambda p: p.seq):
+        value = metrics.get(p.id, {}).get(headline)
+        if p.status == "ok" and counts_for_headline(p.role) and value is not None:
+            groups.setdefault((p.config, point_key(p.sweep)), []).append((p, value))
+    found = []
+    for runs in groups.values():
+        values = [v for _, v in runs]
+        middle = statistics.median(values)
+        for (p, value), far in zip(runs, outlier_mask(values), strict=True):
+            if far:
+                found.append(SetAsideRun(p.config, dict(p.sweep), p.seq, p.status, value, middle))
+    return found
+
+
+def describe_warmups(runs: Sequence[SetAsideRun], headline: str | None) -> str | None:
+    """The sentence every report prints about the warm-up runs (None: there were none)."""
+    if not runs:
+        return None
+    listed = "; ".join(r.label(headline) for r in runs)
+    return (
+        f"warm-up: {len(runs)} run(s) discarded, one per configuration at its heaviest point "
+        f"before any measured run: {listed}"
+    )
+
+
+def describe_outliers(runs: Sequence[SetAsideRun], headline: str | None) -> str | None:
+    """The sentence every report prints about outlier runs (None: there were none)."""
+    if not runs:
+        return None
+    listed = "; ".join(r.label(headline) for r in runs)
+    return (
+        f"outliers: {len(runs)} run(s) far from their point's other runs, kept in the "
+        f"medians and never deciding a verdict alone: {listed}"
+    )

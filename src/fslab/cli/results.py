@@ -3,7 +3,13 @@
 from __future__ import annotations
 
 from fslab.analyze.guests import guest_summary
-from fslab.analyze.summary import summarize
+from fslab.analyze.summary import (
+    describe_outliers,
+    describe_warmups,
+    outlier_runs,
+    summarize,
+    warmup_runs,
+)
 from fslab.cli.common import out, print_json
 from fslab.report import terminal
 from fslab.store.db import Store
@@ -12,7 +18,11 @@ from fslab.store.db import Store
 def print_results(store: Store, campaign_id: int, as_json: bool) -> None:
     campaign = store.campaign(campaign_id)
     points = store.points(campaign_id)
-    rows = summarize(points, store.metrics(campaign_id))
+    metrics = store.metrics(campaign_id)
+    rows = summarize(points, metrics)
+    headline = rows[0].headline if rows else None
+    warmups = warmup_runs(points, metrics, headline)
+    outliers = outlier_runs(points, metrics, headline)
     if as_json:
         print_json(
             {
@@ -26,6 +36,8 @@ def print_results(store: Store, campaign_id: int, as_json: bool) -> None:
                     "device": campaign.device.stored() if campaign.device else None,
                 },
                 "results": [r.to_dict() for r in rows],
+                "warmups": [r.to_dict() for r in warmups],
+                "outliers": [r.to_dict() for r in outliers],
                 "failures": [
                     {"seq": p.seq, "config": p.config, "sweep": p.sweep, "error": p.error}
                     for p in points
@@ -43,6 +55,9 @@ def print_results(store: Store, campaign_id: int, as_json: bool) -> None:
         f"(nr_cpu_ids {host.fact('nr_cpu_ids')})"
     )
     out.print(terminal.results_table(rows, title))
+    for line in (describe_warmups(warmups, headline), describe_outliers(outliers, headline)):
+        if line:
+            out.print(line, markup=False)
     if any(p.status == "failed" for p in points):
         out.print(terminal.failures_table(points))
     pending = sum(1 for p in points if p.status == "pending")

@@ -19,7 +19,7 @@ import math
 from dataclasses import dataclass
 
 from fslab.analyze.compare import ComparisonRow, Verdict
-from fslab.vocab import format_value, metric_label, point_label
+from fslab.vocab import format_p, format_value, metric_label, point_label
 
 CALL_CHAIN_SHARE = "profile.inclusive."
 MARKS: dict[Verdict, str] = {
@@ -82,7 +82,7 @@ def comparison_cells(row: ComparisonRow) -> ComparisonCells:
         ratio=_ratio(row.ratio),
         ci_low=_ratio(row.ci_low) if interval else "-",
         ci_high=_ratio(row.ci_high) if interval else "-",
-        p=_p(row.p_adjusted),
+        p=format_p(row.p_adjusted),
         verdict=row.verdict,
         mark=MARKS[row.verdict],
         mean_baseline=_value(row.metric, row.mean_baseline, share),
@@ -122,9 +122,3 @@ def _change(row: ComparisonRow, share: bool) -> str:
 
 def _ratio(value: float) -> str:
     return f"{value:.2f}" if math.isfinite(value) else "-"
-
-
-def _p(value: float) -> str:
-    if not math.isfinite(value):
-        return "-"
-    return "<0.001" if value < 0.001 else f"{value:.3f}"

@@ -236,6 +236,7 @@ def _results(report: Report) -> str:
         if lat is not None:
             parts += [f"<h3>{escape(metric_label(res.latency_family))} percentiles</h3>"]
             parts.append(_table(lat))
+    parts += _p_lines(res.set_aside)
     parts += _notes(res.notes)
     if res.failures:
         parts.append("<h3>Failed points</h3>")

@@ -48,7 +48,16 @@ from fslab.analyze.guests import TCG_CAVEAT, guest_label, runs_under_tcg
 from fslab.analyze.point_profile import NoProfile, ProfileKind, load_profile
 from fslab.analyze.series import Series, build_series, select_campaigns
 from fslab.analyze.stats import MIN_REPS
-from fslab.analyze.summary import SummaryRow, summarize, watermark_relevant
+from fslab.analyze.summary import (
+    SetAsideRun,
+    SummaryRow,
+    describe_outliers,
+    describe_warmups,
+    outlier_runs,
+    summarize,
+    warmup_runs,
+    watermark_relevant,
+)
 from fslab.collect.registry import ALL_COLLECTORS
 from fslab.errors import FslabError
 from fslab.hostfacts import HostFacts
@@ -211,6 +220,10 @@ class Results:
     pending: int
     watermark_relevant: bool
     notes: list[str] = field(default_factory=list)
+    warmups: list[SetAsideRun] = field(default_factory=list)  # discarded first runs
+    outliers: list[SetAsideRun] = field(default_factory=list)  # runs far from their point's
+    # the sentences about them, as every report prints them
+    set_aside: list[str] = field(default_factory=list)
 
 
 @dataclass
@@ -718,6 +731,16 @@ def _results(data: CampaignData) -> Results:
     pending = sum(1 for p in data.points if p.status == "pending")
     if pending:
         notes.append(f"{pending} point(s) not run yet: fslab run --resume {data.id}")
+    warmups = warmup_runs(data.points, data.metrics, data.headline)
+    outliers = outlier_runs(data.points, data.metrics, data.headline)
+    set_aside = [
+        line
+        for line in (
+            describe_warmups(warmups, data.headline),
+            describe_outliers(outliers, data.headline),
+        )
+        if line
+    ]
     return Results(
         headline=data.headline,
         headline_label=metric_label(data.headline),
@@ -730,6 +753,9 @@ def _results(data: CampaignData) -> Results:
         pending=pending,
         watermark_relevant=watermark_relevant(rows),
         notes=notes,
+        warmups=warmups,
+        outliers=outliers,
+        set_aside=set_aside,
     )
 
 

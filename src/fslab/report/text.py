@@ -512,6 +512,8 @@ def _results(report: Report) -> list[str]:
         if lat is not None:
             lines += ["", f"{metric_label(res.latency_family)} percentiles (median over runs):"]
             lines += lat.lines()
+    for sentence in res.set_aside:
+        lines += ["", *wrap(sentence)]
     lines += _notes(res.notes)
     if res.failures:
         lines += ["", "failed points:"]
