@@ -53,7 +53,8 @@ def test_compare_by_filesystem(db):
     assert "write IOPS" in out and "fsync p99" in out
     # numjobs=1024: fsync p99 2.20 s vs 227.54 ms, ratio 0.10 [0.06-0.13], BH p 0.070
     assert "2.20s 227.54ms  0.10  0.06-0.13 0.070 needs more runs" in out
-    assert "12 compared: 10 needs more runs, 2 no change shown" in out
+    # 256 jobs: 0.97 [0.78-1.13]: a change of the gate's size is still possible
+    assert "12 compared: 12 needs more runs" in out
     assert _narrow(out)
 
 

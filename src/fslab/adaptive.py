@@ -1,4 +1,11 @@
-"""Adaptive repetition (`fslab run --until-ci PCT`): repeat noisy points until they settle.
+"""Adaptive repetition: runs added where a campaign's answer is still open.
+
+`run_until_answered` (the default of `fslab run`) asks the campaign's questions
+(analyze.questions: is there a falloff, does each other configuration differ at
+the bad point, is the first mechanism's lead stable) and runs what the open ones
+want, round by round, until none is open or the machine-time budget is spent.
+
+`run_until_ci` (`fslab run --until-ci PCT`) repeats noisy points until they settle:
 
 After the campaign's planned points, each (config, sweep) point whose
 headline median still has a 95% interval wider than +-PCT gets one more
@@ -18,18 +25,23 @@ not narrow its interval).
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+import statistics
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import Any
 
 from fslab.analyze import compare
 from fslab.analyze.dataset import CampaignData, load_campaign
+from fslab.analyze.questions import Question, Want, campaign_questions
 from fslab.analyze.stats import MIN_REPS
 from fslab.errors import UsageError
-from fslab.roles import PointRole, counts_for_headline
+from fslab.roles import PointRole, counts_for_headline, instrumented
 from fslab.runner import ProgressSink, RunOptions, SilentProgress, headline_role, run_campaign
 from fslab.store.db import PlannedPoint, PointRow, Store
+from fslab.units import parse_duration_s
 from fslab.vocab import PointKey, point_key, point_label
+from fslab.workload import plan
 
 Key = tuple[str, PointKey]  # (config, sweep point)
 RunFn = Callable[..., str]
@@ -167,3 +179,130 @@ def run_until_ci(
             f"+-{state.half_width_pct:.1f}% (cap {cap}; raise it with --max-repeat)"
         )
     return result
+
+
+QUICK_BUDGET_S = 255.0
+"""The quick form's runs, planned and added: the main job tells its story in 5 minutes."""
+BUDGET_FACTOR = 1.5
+"""A full campaign may add half its planned runs' machine time."""
+SETUP_S = 8.0
+"""A run's own set-up and tear-down (image, mkfs, mount, layout), for estimates."""
+
+
+def check_budget(text: str | None, until_ci: float | None) -> float | None:
+    """--budget in seconds (None: the default), refusing what cannot be meant."""
+    if text is None:
+        return None
+    if until_ci is not None:
+        raise UsageError("--budget and --until-ci each add runs their own way; give one")
+    try:
+        seconds = parse_duration_s(text)
+    except ValueError as exc:
+        raise UsageError(f"--budget: {exc}") from None
+    if seconds < 0:
+        raise UsageError("--budget: must be 0 or more")
+    return seconds
+
+
+def default_budget_s(store: Store, campaign_id: int) -> float:
+    """QUICK_BUDGET_S for the quick form, else BUDGET_FACTOR x the planned runs' time."""
+    campaign = store.campaign(campaign_id)
+    if campaign.overrides.quick:
+        return QUICK_BUDGET_S
+    spec = campaign.spec
+    planned = 0.0
+    for row in store.points(campaign_id):
+        runtime_s, ramp_s = plan.runtime_and_ramp_s(spec, row.sweep)
+        planned += runtime_s + ramp_s + SETUP_S
+    return BUDGET_FACTOR * planned
+
+
+@dataclass
+class AnswerResult:
+    """What the question rounds did, and the questions as they stand at the end."""
+
+    rounds: int = 0
+    added: int = 0
+    questions: list[Question] = field(default_factory=list)
+    budget_spent: bool = False
+
+
+def machine_seconds(points: Sequence[PointRow]) -> float:
+    """Wall time the campaign's finished runs took, one after another."""
+    return sum(_seconds(p) or 0.0 for p in points)
+
+
+def _seconds(point: PointRow) -> float | None:
+    if not point.started_at or not point.ended_at:
+        return None
+    started = datetime.fromisoformat(point.started_at)
+    ended = datetime.fromisoformat(point.ended_at)
+    return max(0.0, (ended - started).total_seconds())
+
+
+def run_until_answered(
+    store: Store,
+    campaign_id: int,
+    *,
+    budget_s: float,
+    options: RunOptions | None = None,
+    progress: ProgressSink | None = None,
+    run: RunFn = run_campaign,
+) -> AnswerResult:
+    """Run what the open questions want, round by round, while the campaign's machine
+    time (planned runs included) stays within budget_s."""
+    sink = progress or SilentProgress()
+    options = options or RunOptions()
+    result = AnswerResult()
+    clean_role = headline_role(store, campaign_id)
+    while True:
+        data = load_campaign(store, campaign_id)
+        result.questions = campaign_questions(store, data)
+        planned = _round(
+            data, [w for q in result.questions if q.is_open for w in q.wants], clean_role
+        )
+        if not planned:
+            break
+        spent = machine_seconds(data.points)
+        each = [s for p in data.points if (s := _seconds(p)) is not None]
+        estimate = statistics.median(each) * len(planned) if each else 0.0
+        if spent + estimate > budget_s:
+            result.budget_spent = True
+            sink.message(
+                f"questions: the budget ({budget_s:.0f} s of runs) is spent; "
+                f"{len(planned)} more run(s) would take about {estimate:.0f} s"
+            )
+            break
+        result.rounds += 1
+        result.added += len(planned)
+        wanted = ", ".join(dict.fromkeys(f"{p.config} {point_label(p.sweep)}" for p in planned))
+        sink.message(f"questions round {result.rounds}: {len(planned)} more run(s) at {wanted}")
+        store.add_points(campaign_id, planned)
+        run(store, campaign_id, options=options, progress=progress)
+    return result
+
+
+def _round(data: CampaignData, wants: Sequence[Want], clean_role: PointRole) -> list[PlannedPoint]:
+    """One run per distinct want, in the questions' order; evidence wants need
+    collectors (none in a campaign run without them)."""
+    mode_roles = {p.role for p in data.points}
+    next_repeat: dict[tuple[str, PointKey, PointRole], int] = {}
+    fs_type: dict[str, str] = {}
+    for p in data.points:
+        key = (p.config, point_key(p.sweep), p.role)
+        next_repeat[key] = max(next_repeat.get(key, 0), p.repeat + 1)
+        fs_type.setdefault(p.config, p.fs_type)
+    planned: list[PlannedPoint] = []
+    for want in dict.fromkeys(wants):
+        role: PointRole = clean_role if want.role == "clean" else "evidence"
+        if role == "evidence" and "evidence" not in mode_roles:
+            if not instrumented(clean_role):
+                continue  # no collectors in this campaign: no evidence to add
+            role = clean_role  # inline: every repetition is instrumented
+        key = (want.config, want.sweep, role)
+        repeat = next_repeat.get(key, 0)
+        next_repeat[key] = repeat + 1
+        planned.append(
+            PlannedPoint(-1, want.config, fs_type[want.config], dict(want.sweep), repeat, role)
+        )
+    return planned

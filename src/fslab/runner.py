@@ -43,6 +43,7 @@ from fslab.roles import (
     CollectMode,
     PointRole,
     instrumented,
+    is_warmup,
     mode_of_roles,
     repetition_role,
 )
@@ -246,6 +247,8 @@ def measure_point(
     measured window (the campaign loop waits there for the previous point's
     post-processing). Only KeyboardInterrupt escapes.
     """
+    if is_warmup(point.role):
+        spec = spec.warmup_form()
     state = _PointState()
     started = utc_now()
     fs = point.filesystem

@@ -40,6 +40,8 @@ from fslab.vm_config import GUEST_AXES, GuestConfig
 PRESET_DIR = Path(__file__).parent / "presets"
 FS_TYPES = ("ext4", "xfs", "btrfs")
 MAX_NUMJOBS = 4096  # fio's compiled-in REAL_MAX_JOBS
+WARMUP_RUNTIME_S = 5.0
+"""The workload's runtime in a warm-up run (spec.warmup_form)."""
 CONCURRENCY_AXES = ("numjobs", "iodepth", "cpus")
 """Sweep axes along which load grows, in the order one is chosen as the curve's axis."""
 MAX_POINTS = 10_000
@@ -388,6 +390,16 @@ class Spec(_Strict):
         assert self.vm is not None, "guest_of on a host spec"
         update = {axis: sweep[axis] for axis in GUEST_AXES if axis in sweep}
         return GuestConfig.model_validate({**self.vm.model_dump(), **update})
+
+    def warmup_form(self) -> Spec:
+        """The spec a warm-up run runs: the workload for at most WARMUP_RUNTIME_S, no ramp.
+
+        Enough to lay the files out and drive the workload through the memory,
+        caches and threads a measured run uses; not a measurement.
+        """
+        runtime = min(self.runtime_s, WARMUP_RUNTIME_S)
+        run = self.run.model_copy(update={"runtime": f"{runtime:g}s", "ramp": "0s"})
+        return self.model_copy(update={"run": run})
 
     @property
     def runtime_s(self) -> float:

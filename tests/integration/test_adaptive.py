@@ -61,4 +61,36 @@ def test_until_ci_appends_and_runs_repetitions_up_to_the_cap(tmp_path: Path, no_
         (campaign,) = store.campaigns()
         points = store.points(campaign.id)
         assert campaign.status == "complete"
-    assert [(p.seq, p.repeat, p.status) for p in points] == [(i, i, "ok") for i in range(4)]
+    (warmup, *measured) = points
+    assert warmup.role == "warmup" and warmup.status == "ok"
+    assert [(p.seq, p.repeat, p.status) for p in measured] == [
+        (i + 1, i, "ok") for i in range(4)
+    ]
+
+
+@requires_root
+def test_run_asks_its_questions_within_the_budget(tmp_path: Path, no_leaks) -> None:
+    spec = tmp_path / "tiny.toml"
+    spec.write_text(
+        TINY_SPEC.replace("numjobs = [2]", "numjobs = [1, 8]").replace(
+            'runtime = "1s"', 'runtime = "1s"\nrepeat = 2'
+        )
+    )
+    db = tmp_path / "r.db"
+    proc = subprocess.run(
+        [
+            sys.executable, "-m", "fslab", "run", str(spec), "--db", str(db),
+            "--no-collect", "--no-preflight", "--budget", "45s",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=180,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    assert "questions: " in proc.stderr and "Does ext4 fall off?" in proc.stderr
+    with Store(db) as store:
+        (campaign,) = store.campaigns()
+        points = store.points(campaign.id)
+    assert campaign.status == "complete" and all(p.status == "ok" for p in points)
+    spent = sum(1 for p in points if p.role != "warmup")
+    assert spent >= 4  # the planned runs always run; the questions add within 45 s

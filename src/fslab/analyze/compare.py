@@ -18,9 +18,9 @@ Verdict rules, in order (g is the magnitude gate, max(2%, 1 x baseline CV)):
    (metrics whose declared direction is "none": "changed")
 3. interval excludes 1 and the change is at least g, but the test is not
    significant after BH: the signals disagree           -> "needs more runs"
-4. interval reaches below 1 - g and above 1 + g: a change of the gate's size
-   either way is still possible                         -> "needs more runs"
-5. otherwise                                             -> "no change shown"
+4. interval reaches below 1 - g or above 1 + g: a change of the gate's size
+   is still possible                                    -> "needs more runs"
+5. otherwise (the interval lies within 1 +- g)          -> "no change shown"
 
 A zero baseline median leaves no ratio interval (e.g. a queueing delay that
 was 0 and is now 1 ms): the test alone decides, by the sign of the change.
@@ -414,7 +414,7 @@ def _verdict(row: ComparisonRow, alpha: float, gate: float, min_reps: int) -> Ve
     big_enough = abs(row.ratio - 1.0) >= gate
     if excludes_one and big_enough:
         return _flag(row.direction, up) if significant else "needs more runs"
-    if low < 1.0 - gate and high > 1.0 + gate:
+    if low < 1.0 - gate or high > 1.0 + gate:
         return "needs more runs"
     return "no change shown"
 

@@ -101,6 +101,16 @@ class CampaignData:
         middle = statistics.median(v for v, _ in scored)
         return min(scored, key=lambda item: (abs(item[0] - middle), item[1].seq))[1]
 
+    def evidence_rows(self, config: str, key: PointKey) -> list[PointRow]:
+        """Every successful evidence run at a sweep point, in run order (the diagnosis pools
+        them and says how stable its ranking is across them); without one, the row
+        `evidence_row` falls back to, if any."""
+        at_key = [p for p in self.evidence_points(config) if point_key(p.sweep) == key]
+        if at_key:
+            return at_key
+        row = self.evidence_row(config, key)
+        return [row] if row is not None else []
+
     def typical_row(self, config: str, key: PointKey) -> PointRow | None:
         """The headline repetition that stands for a sweep point: the one whose headline
         is closest to the point's median (earliest on a tie), so one outlier does not

@@ -28,7 +28,10 @@ shown. A mechanism with a `ceiling` may also cap every point at once (a
 device at its configured limit), which no change between points can show:
 that is checked at every point and reported even when the falloff is small.
 
-Evidence for a sweep point is read only from `CampaignData.evidence_row`.
+Evidence for a sweep point is read only from `CampaignData.evidence_rows`: with
+several evidence runs at a point their profiles are pooled (samples added) and
+their metrics averaged, and the ranking is also made from each evidence run at
+the bad point alone, to say how stable the first mechanism and its margin are.
 """
 
 from __future__ import annotations
@@ -78,11 +81,16 @@ class PointEvidence:
     """What one point's evidence run measured, in the form the scoring reads."""
 
     key: PointKey
-    row: PointRow | None
+    row: PointRow | None  # the last of `rows`: its facts are the point's
     headline: float | None
     metrics: Mapping[str, float]
     facts: Mapping[str, Any]  # by stored name, as the rules' fact conditions name them
     profiles: dict[ProfileKind, Profile | None]
+    rows: tuple[PointRow, ...] = ()  # the evidence runs pooled here
+
+    @property
+    def ident(self) -> tuple[int, ...]:
+        return tuple(r.id for r in self.rows)
 
     @property
     def label(self) -> str:
@@ -99,20 +107,42 @@ class PointEvidence:
 
 
 def load_evidence(
-    store: Store, data: CampaignData, config: str, key: PointKey, headline: float | None
+    store: Store,
+    data: CampaignData,
+    config: str,
+    key: PointKey,
+    headline: float | None,
+    rows: list[PointRow] | None = None,
 ) -> PointEvidence:
-    row = data.evidence_row(config, key)
-    if row is None:
+    """A sweep point's evidence: its evidence runs (or the `rows` given) pooled."""
+    rows = data.evidence_rows(config, key) if rows is None else rows
+    if not rows:
         return PointEvidence(key, None, headline, {}, {}, {"oncpu": None, "offcpu": None})
     profiles: dict[ProfileKind, Profile | None] = {}
     for kind, name in PROFILE_ARTIFACTS.items():
-        text = store.artifact(row.id, name)
-        profile = Profile.from_folded(text) if text else None
+        counts: dict[str, int] = {}
+        for row in rows:
+            text = store.artifact(row.id, name)
+            for stack, n in (Profile.from_folded(text).to_counts() if text else {}).items():
+                counts[stack] = counts.get(stack, 0) + n
+        profile = Profile.from_counts(counts) if counts else None
         if profile is not None and kind == "oncpu":
             profile = profile.busy()
         profiles[kind] = profile if profile is not None and profile.total else None
-    facts = {**row.facts.stored(), "fs_type": row.fs_type}  # rules name facts as stored
-    return PointEvidence(key, row, headline, data.metrics.get(row.id, {}), facts, profiles)
+    last = rows[-1]
+    facts = {**last.facts.stored(), "fs_type": last.fs_type}  # rules name facts as stored
+    metrics = _mean_metrics([data.metrics.get(row.id, {}) for row in rows])
+    return PointEvidence(key, last, headline, metrics, facts, profiles, tuple(rows))
+
+
+def _mean_metrics(sets: list[Mapping[str, float]]) -> dict[str, float]:
+    """Each metric's mean over the evidence runs that measured it."""
+    names = dict.fromkeys(name for m in sets for name in m)
+    return {
+        name: sum(values) / len(values)
+        for name in names
+        if (values := [m[name] for m in sets if name in m])
+    }
 
 
 def _all_frames(rules: list[Rule], kind: ProfileKind) -> list[Frame]:
@@ -123,7 +153,9 @@ def _all_frames(rules: list[Rule], kind: ProfileKind) -> list[Frame]:
 class Compositions:
     """Each point's profiles cut into the rule base's classes (analyze.attribution)."""
 
-    by_row: dict[int, dict[ProfileKind, dict[str, float] | None]] = field(default_factory=dict)
+    by_row: dict[tuple[int, ...], dict[ProfileKind, dict[str, float] | None]] = field(
+        default_factory=dict
+    )
 
     def add(self, evidence: PointEvidence, rules: list[Rule]) -> None:
         found: dict[ProfileKind, dict[str, float] | None] = {}
@@ -135,13 +167,13 @@ class Compositions:
             # shares of all the workload's threads: a thread that went from running to
             # waiting in a mechanism's frames is part of the change too
             found["offcpu"] = {**{k: v * blocked for k, v in off.items()}, RUNNING: 1 - blocked}
-        if evidence.row is not None:
-            self.by_row[evidence.row.id] = found
+        if evidence.rows:
+            self.by_row[evidence.ident] = found
 
     def of(self, evidence: PointEvidence, kind: ProfileKind) -> dict[str, float] | None:
-        if evidence.row is None:
+        if not evidence.rows:
             return None
-        return self.by_row.get(evidence.row.id, {}).get(kind)
+        return self.by_row.get(evidence.ident, {}).get(kind)
 
 
 def signal(evidence: PointEvidence, rule: Rule, comps: Compositions) -> tuple[float, str] | None:
@@ -528,6 +560,48 @@ def _rate(value: float, unit: str) -> str:
 # ------------------------------------------------------------------ one configuration
 
 
+@dataclass(frozen=True)
+class Stability:
+    """The ranking made from each evidence run at the bad point on its own: how often the
+    pooled ranking's first mechanism is first, and its margin over the next in each."""
+
+    mechanism: str
+    runs: int  # evidence runs at the bad point
+    first: int  # runs in which it ranks first
+    margins: tuple[float, ...]  # its score minus the best other score, per run
+
+    @property
+    def low(self) -> float:
+        return min(self.margins)
+
+    @property
+    def high(self) -> float:
+        return max(self.margins)
+
+    @property
+    def stable(self) -> bool:
+        """First in every run, ahead in every run."""
+        return self.first == self.runs and self.low > 0
+
+    def describe(self, bad_label: str) -> str:
+        word = "stable" if self.stable else "not stable"
+        return (
+            f"{word}: {self.mechanism} first in {self.first} of {self.runs} evidence runs at "
+            f"{bad_label}; its margin over the next {self.low:.2f}..{self.high:.2f}"
+        )
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "mechanism": self.mechanism,
+            "runs": self.runs,
+            "first": self.first,
+            "margins": [round(m, 3) for m in self.margins],
+            "margin_low": round(self.low, 3),
+            "margin_high": round(self.high, 3),
+            "stable": self.stable,
+        }
+
+
 @dataclass
 class ConfigDiagnosis:
     config: str
@@ -541,6 +615,8 @@ class ConfigDiagnosis:
     note: str = ""
     good_label: str = ""
     bad_label: str = ""
+    stability: Stability | None = None  # with 2 or more evidence runs at the bad point
+    bad_evidence_runs: int = 0
 
     @property
     def margin(self) -> float | None:
@@ -575,6 +651,8 @@ class ConfigDiagnosis:
             "ceiling": self.ceiling.to_dict() if self.ceiling else None,
             "fallback": self.fallback,
             "note": self.note,
+            "bad_evidence_runs": self.bad_evidence_runs,
+            "stability": self.stability.to_dict() if self.stability else None,
         }
 
     def describe(self, width: int = 80) -> list[str]:
@@ -606,15 +684,41 @@ def diagnose_config(
             _rank_ceiling(diagnosis, applicable, good, bad, data, store)
         return diagnosis
     ctx = _context(store, data, falloffs, found, good, bad, applicable)
-    judged = [evaluate(rule, ctx) for rule in applicable]
-    judged.sort(key=lambda c: (-c.score, -c.explained, c.mechanism))
-    diagnosis.judged = judged
-    _apply_ceiling(diagnosis, applicable)
+    diagnosis.judged = _ranked(ctx, applicable, diagnosis.ceiling)
     diagnosis.candidates = [c for c in diagnosis.judged if c.score >= MIN_SCORE][:SHOWN]
     diagnosis.ruled_out = _ruled_out(diagnosis, applicable)
+    diagnosis.bad_evidence_runs = len(bad.rows)
     if not diagnosis.candidates:
         diagnosis.fallback = fallback_changes(ctx)
+    elif len(bad.rows) >= 2:
+        top = diagnosis.candidates[0].mechanism
+        margins, first = [], 0
+        for row in bad.rows:
+            alone = load_evidence(store, data, config, found.worst.key, found.worst.median, [row])
+            ranked = _ranked(
+                _context(store, data, falloffs, found, good, alone, applicable),
+                applicable,
+                diagnosis.ceiling,
+            )
+            mine = next(c.score for c in ranked if c.mechanism == top)
+            others = max((c.score for c in ranked if c.mechanism != top), default=0.0)
+            margins.append(mine - others)
+            first += ranked[0].mechanism == top
+        diagnosis.stability = Stability(top, len(bad.rows), first, tuple(margins))
     return diagnosis
+
+
+def _ranked(ctx: Context, rules: list[Rule], ceiling: Ceiling | None) -> list[Candidate]:
+    """Every rule judged and ranked; a device at its limit at every point lifts the
+    device-bound mechanism to its utilisation."""
+    judged = [evaluate(rule, ctx) for rule in rules]
+    if ceiling is not None:
+        ids = {r.id for r in rules if r.ceiling == "device_limits"}
+        for c in judged:
+            if c.mechanism in ids:
+                c.score = max(c.score, min(1.0, ceiling.utilisation))
+    judged.sort(key=lambda c: (-c.score, -c.explained, c.mechanism))
+    return judged
 
 
 def _context(
@@ -652,17 +756,6 @@ def _ceiling(store: Store, data: CampaignData, found: Falloff, rules: list[Rule]
         return None
     points = [load_evidence(store, data, found.config, p.key, p.median) for p in found.points]
     return device_ceiling([p for p in points if p.row is not None])
-
-
-def _apply_ceiling(diagnosis: ConfigDiagnosis, rules: list[Rule]) -> None:
-    """A device at its limit at every point: the device-bound mechanism ranks by that, too."""
-    if diagnosis.ceiling is None:
-        return
-    ids = {r.id for r in rules if r.ceiling == "device_limits"}
-    for c in diagnosis.judged:
-        if c.mechanism in ids:
-            c.score = max(c.score, min(1.0, diagnosis.ceiling.utilisation))
-    diagnosis.judged.sort(key=lambda c: (-c.score, -c.explained, c.mechanism))
 
 
 def _rank_ceiling(
@@ -798,6 +891,8 @@ def describe(d: ConfigDiagnosis, width: int = 80) -> list[str]:
             lines += _wrap(
                 f"{c.title} [{c.mechanism}]: {ruled_out_text(c, d)}", width, "   - ", "     "
             )
+    if d.stability is not None:
+        lines += _wrap(d.stability.describe(d.bad_label), width, "  ", "    ")
     if d.falloff is not None and d.falloff.has_falloff and not d.candidates:
         lines.append("  no mechanism in the rule base explains the change; what grew most:")
         lines += [line for item in d.fallback for line in _wrap(item, width, "   - ", "     ")]

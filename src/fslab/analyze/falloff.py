@@ -14,7 +14,8 @@ identified (see `campaign_scaling`).
   yet. Without one, the lowest median of the configuration.
 - falloff: the worst point is at least FALLOFF_MIN_DROP (15%) below the
   best, and the runs at the two points differ by the test `compare` uses
-  (stats.two_sample_test, p < stats.ALPHA), whether or not an outlier run
+  (stats.two_sample_test, one-sided: the worst is lower; p < stats.ALPHA),
+  whether or not an outlier run
   (stats.outlier_mask) is left out. 15% sits above this kind of machine's
   ~10% run-to-run CV. A drop under 15% is settled: no falloff, nothing to
   explain. A larger drop the test does not (yet) show, or one that depends on
@@ -91,7 +92,7 @@ class FallTest:
     """Whether the runs of one point are lower than another's: the test `compare`
     uses, with and without outlier runs."""
 
-    p: float  # two-sided p on all the runs; NaN with fewer than 2 runs on a side
+    p: float  # one-sided p on all the runs; NaN with fewer than 2 runs on a side
     test: str
     p_without_outliers: float  # the same test with the outlier runs left out
     outliers: int  # outlier runs on the two sides
@@ -124,11 +125,15 @@ class FallTest:
 
 
 def fall_test(high: Values, low: Values) -> FallTest:
-    """Test the runs of the higher point against the lower point's (see FallTest)."""
-    full = stats.two_sample_test(high, low)
+    """Test that the higher point's runs are higher than the lower point's (see FallTest).
+
+    One-sided: the question has a direction (did throughput fall from the best
+    point to the worst?), which two-sided comparisons of configurations lack.
+    """
+    full = stats.two_sample_test(high, low, "greater")
     outliers = int(stats.outlier_mask(high).sum() + stats.outlier_mask(low).sum())
     reduced = (
-        stats.two_sample_test(stats.without_outliers(high), stats.without_outliers(low))
+        stats.two_sample_test(stats.without_outliers(high), stats.without_outliers(low), "greater")
         if outliers
         else full
     )

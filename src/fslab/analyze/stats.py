@@ -14,12 +14,13 @@ from __future__ import annotations
 
 import warnings
 from collections.abc import Sequence
-from typing import NamedTuple
+from typing import Literal, NamedTuple
 
 import numpy as np
 from scipy import stats as sps
 
 RngLike = np.random.Generator | int | None
+Alternative = Literal["two-sided", "greater"]
 
 Values = Sequence[float] | np.ndarray  # repetitions: a list, or an array of them
 
@@ -42,9 +43,10 @@ ALPHA = 0.05
 #: values) exceeds this: the usual robust rule, which a normal sample of 4-20 runs
 #: trips for well under 1% of its runs.
 OUTLIER_Z = 3.5
-#: The median absolute deviation is taken as at least this (log units, about 2%), so
-#: a point whose runs agree to 0.5% does not call a run 5% away an outlier.
-OUTLIER_MAD_FLOOR = 0.02
+#: The median absolute deviation is taken as at least this (log units, about 5%: half
+#: this machine's run-to-run CV), so an outlier is always at least 26% from its point's
+#: median: a point whose other runs agree to 1% does not call a run 12% away one.
+OUTLIER_MAD_FLOOR = 0.05
 #: Runs a point needs before one of them can be called far from the others.
 OUTLIER_MIN_RUNS = 4
 
@@ -167,27 +169,28 @@ def bootstrap_median_ci(
     return (float(res.confidence_interval.low), float(res.confidence_interval.high))
 
 
-def _degenerate_p(x: np.ndarray, y: np.ndarray) -> float | None:
+def _degenerate_p(x: np.ndarray, y: np.ndarray, alternative: Alternative) -> float | None:
     """p for cases scipy answers with NaN or a warning; None when the test applies."""
     if len(x) < 2 or len(y) < 2:
         return float("nan")
     if np.ptp(x) == 0 and np.ptp(y) == 0:
         # no noise at all: identical constants are the same, different ones differ
-        return 1.0 if x[0] == y[0] else 0.0
+        differ = x[0] > y[0] if alternative == "greater" else x[0] != y[0]
+        return 0.0 if differ else 1.0
     return None
 
 
-def welch_t(a: Values, b: Values) -> float:
-    """Two-sided p of Welch's unequal-variance t-test on the raw values."""
+def welch_t(a: Values, b: Values, alternative: Alternative = "two-sided") -> float:
+    """p of Welch's unequal-variance t-test on the raw values."""
     x, y = as_array(a), as_array(b)
-    degenerate = _degenerate_p(x, y)
+    degenerate = _degenerate_p(x, y, alternative)
     if degenerate is not None:
         return degenerate
-    return float(sps.ttest_ind(x, y, equal_var=False).pvalue)
+    return float(sps.ttest_ind(x, y, equal_var=False, alternative=alternative).pvalue)
 
 
-def welch_log_t(a: Values, b: Values) -> float:
-    """Two-sided p of Welch's t-test on log values: a test of the ratio of geometric means.
+def welch_log_t(a: Values, b: Values, alternative: Alternative = "two-sided") -> float:
+    """p of Welch's t-test on log values: a test of the ratio of geometric means.
 
     Logs make multiplicative run-to-run noise additive and symmetric. All
     values must be positive (ValueError otherwise; use welch_t). NaN with
@@ -196,11 +199,11 @@ def welch_log_t(a: Values, b: Values) -> float:
     x, y = as_array(a), as_array(b)
     if np.any(x <= 0) or np.any(y <= 0):
         raise ValueError("welch_log_t needs positive values; use welch_t")
-    return welch_t(np.log(x), np.log(y))
+    return welch_t(np.log(x), np.log(y), alternative)
 
 
-def mann_whitney(a: Values, b: Values) -> float:
-    """Two-sided p of the Mann-Whitney U test (scipy's exact/asymptotic choice).
+def mann_whitney(a: Values, b: Values, alternative: Alternative = "two-sided") -> float:
+    """p of the Mann-Whitney U test (scipy's exact/asymptotic choice).
 
     Rank-based, so one straggler run cannot dominate it; but with n values a
     side its smallest possible p is 2/C(2n, n) (0.0079 at n=5), which is why
@@ -209,23 +212,24 @@ def mann_whitney(a: Values, b: Values) -> float:
     x, y = as_array(a), as_array(b)
     if len(x) < 1 or len(y) < 1:
         return float("nan")
-    return float(sps.mannwhitneyu(x, y, alternative="two-sided").pvalue)
+    return float(sps.mannwhitneyu(x, y, alternative=alternative).pvalue)
 
 
-def two_sample_test(a: Values, b: Values) -> TestResult:
+def two_sample_test(a: Values, b: Values, alternative: Alternative = "two-sided") -> TestResult:
     """The test fslab uses for a point: Mann-Whitney from 5 reps a side, else Welch on logs.
 
     Welch on raw values replaces Welch on logs when a value is zero or
-    negative (e.g. a queueing delay that was zero in some runs).
+    negative (e.g. a queueing delay that was zero in some runs). Two-sided,
+    or "greater": that a is higher than b, for a question with a direction.
     """
     x, y = as_array(a), as_array(b)
     if len(x) < 2 or len(y) < 2:
         return TestResult("none", float("nan"))
     if len(x) >= MANN_WHITNEY_MIN_REPS and len(y) >= MANN_WHITNEY_MIN_REPS:
-        return TestResult("mann-whitney", mann_whitney(x, y))
+        return TestResult("mann-whitney", mann_whitney(x, y, alternative))
     if np.all(x > 0) and np.all(y > 0):
-        return TestResult("welch-log-t", welch_log_t(x, y))
-    return TestResult("welch-t", welch_t(x, y))
+        return TestResult("welch-log-t", welch_log_t(x, y, alternative))
+    return TestResult("welch-t", welch_t(x, y, alternative))
 
 
 def benjamini_hochberg(pvalues: Values) -> np.ndarray:

@@ -8,7 +8,14 @@ from typing import Annotated
 import typer
 from rich.markup import escape
 
-from fslab.adaptive import check_options, run_until_ci
+from fslab.adaptive import (
+    AnswerResult,
+    check_budget,
+    check_options,
+    default_budget_s,
+    run_until_answered,
+    run_until_ci,
+)
 from fslab.cli.common import DbOption, JsonOption, app, err, guarded, open_store, out, print_json
 from fslab.cli.progress import RichProgress
 from fslab.cli.results import print_results
@@ -138,6 +145,18 @@ def run(
         int | None,
         typer.Option("--max-repeat", help="With --until-ci: most runs per point (default 16)."),
     ] = None,
+    budget: Annotated[
+        str | None,
+        typer.Option(
+            "--budget",
+            metavar="DURATION",
+            help="Machine time the campaign's runs may take in all (10m, 1h). After the "
+            "planned runs fslab adds runs where its questions are still open: does each "
+            "configuration fall off, does each other one differ at the bad point, is the "
+            "first mechanism's lead stable. Default: 255s with --quick, else 1.5 x the planned "
+            "runs; 0: the planned runs only. Not with --until-ci.",
+        ),
+    ] = None,
     fleet_key: Annotated[
         str | None,
         typer.Option(
@@ -153,6 +172,7 @@ def run(
 
     def body() -> None:
         cap = check_options(until_ci, max_repeat)  # before anything runs
+        budget_s = check_budget(budget, until_ci)
         mode = _collect_mode(collect, no_collect)
         options = RunOptions(
             allow_devices=tuple(allow_device or ()), force=force, collect=mode or "separate"
@@ -203,6 +223,7 @@ def run(
                     options=options,
                 )
             err.print(f"campaign {campaign_id} -> {store.location}")
+            answered: AnswerResult | None = None
             try:
                 with RichProgress(err) as progress:
                     run_campaign(store, campaign_id, options=options, progress=progress)
@@ -212,6 +233,16 @@ def run(
                             campaign_id,
                             pct=until_ci,
                             max_repeat=cap,
+                            options=options,
+                            progress=progress,
+                        )
+                    else:
+                        answered = run_until_answered(
+                            store,
+                            campaign_id,
+                            budget_s=budget_s
+                            if budget_s is not None
+                            else default_budget_s(store, campaign_id),
                             options=options,
                             progress=progress,
                         )
@@ -228,8 +259,26 @@ def run(
                     "back (`fslab store flush`, or any fslab opening it)"
                 )
             print_results(store, campaign_id, as_json)
+            if answered is not None:
+                _say_questions(answered)
 
     guarded(body)
+
+
+def _say_questions(answered: AnswerResult) -> None:
+    """What the campaign settled and what it left open, after its results."""
+    if not answered.questions:
+        return
+    settled = [q for q in answered.questions if q.status == "settled"]
+    added = (
+        f"; {answered.added} run(s) added in {answered.rounds} round(s)" if answered.rounds else ""
+    )
+    err.print(
+        f"questions: {len(settled)} of {len(answered.questions)} settled{added}", markup=False
+    )
+    for question in answered.questions:
+        mark = "  settled" if question.status == "settled" else "  OPEN   "
+        err.print(f"{mark} {question.describe()}", markup=False, soft_wrap=False)
 
 
 def _say_opted_in(spec: Spec) -> None:

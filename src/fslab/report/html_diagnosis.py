@@ -129,6 +129,8 @@ def entry_html(entry: DiagnosisEntry) -> str:
             f" (metrics x{top.metric_factor:.2f}).</p>"
         )
         parts.append(f"<p class='muted'>{escape(top.explanation)}</p>")
+        if d.stability is not None:
+            parts.append(f"<p>{escape(d.stability.describe(d.bad_label))}</p>")
         parts.append(evidence_table(top, d, links=entry.focus))
         cf = counterfactual_table(top)
         if cf:

@@ -437,10 +437,15 @@ def _head(top: Candidate, d: ConfigDiagnosis) -> str:
     parts = [f"off-CPU {top.explained_off:.0%}"] if top.explained_off is not None else []
     parts += [f"on-CPU {top.explained_on:.0%}"] if top.explained_on is not None else []
     split = f" ({', '.join(parts)})" if parts else ""
+    stable = (
+        f" Across the evidence runs it is {d.stability.describe(d.bad_label)}."
+        if d.stability
+        else ""
+    )
     return (
         f"{d.config}: {top.title} [{top.mechanism}], score {top.score:.2f}{margin}. "
         f"It explains {top.explained:.0%} of the change from {d.good_label} to "
-        f"{d.bad_label}{split}."
+        f"{d.bad_label}{split}.{stable}"
     )
 
 

@@ -1,0 +1,138 @@
+"""A campaign's questions, and the rounds that answer the open ones.
+
+The campaign is the first `make demo` of a fresh machine (tests/data/coldstart).
+The stand-in runner gives each added run the metrics and artifacts of a real run
+of the same configuration, point and role, in turn: the answers the loop judges
+are measured ones.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+
+import pytest
+
+from fslab import adaptive
+from fslab.analyze.dataset import load_campaign
+from fslab.analyze.questions import MAX_EVIDENCE_RUNS, campaign_questions
+from fslab.errors import UsageError
+from fslab.store.db import PointOutcome, Store
+from fslab.store.exchange import import_campaign
+from tests.conftest import DATA_DIR
+
+COLD = DATA_DIR / "coldstart" / "coldstart-20261203-0922-vm.json"
+
+
+@pytest.fixture
+def cold(tmp_path):
+    with Store(tmp_path / "q.db") as store:
+        yield store, import_campaign(store, json.loads(COLD.read_text()))
+
+
+class Replay:
+    """Runs pending points with a real run's metrics and artifacts (same config, point, role)."""
+
+    def __init__(self, store: Store, campaign_id: int) -> None:
+        by_key: dict[tuple, list[int]] = {}
+        for p in store.points(campaign_id):
+            if p.status == "ok":
+                by_key.setdefault(_key(p), []).append(p.id)
+        self.real = {key: itertools.cycle(ids) for key, ids in by_key.items()}
+        self.rounds = 0
+
+    def __call__(self, store: Store, campaign_id: int, *, options, progress) -> str:
+        self.rounds += 1
+        metrics = store.metrics(campaign_id)
+        for p in store.points(campaign_id):
+            if p.status == "pending":
+                source = next(self.real[_key(p)])
+                artifacts = {n: store.artifact(source, n) for n in store.artifact_names(source)}
+                outcome = PointOutcome(
+                    status="ok",
+                    metrics=dict(metrics[source]),
+                    artifacts={k: v for k, v in artifacts.items() if v is not None},
+                )
+                store.save_outcome(p.id, outcome)
+        return "complete"
+
+
+def _key(p) -> tuple:
+    return (p.config, tuple(p.sweep.items()), p.role)
+
+
+def _by_asks(questions):
+    return {q.asks: q for q in questions}
+
+
+def test_the_cold_start_questions(cold):
+    store, cid = cold
+    questions = _by_asks(campaign_questions(store, load_campaign(store, cid)))
+    default = questions["Does ext4-default fall off?"]
+    assert default.status == "settled" and default.answer.startswith("yes: falloff")
+    journal = questions["Does ext4-journal1g fall off?"]
+    assert journal.status == "open" and "an outlier run decides it" in journal.answer
+    assert {(w.label, w.role) for w in journal.wants} == {
+        ("ext4-journal1g numjobs=256", "clean"),
+        ("ext4-journal1g numjobs=1024", "clean"),
+    }
+    remedy = questions["Does ext4-journal1g differ from ext4-default at numjobs=1024?"]
+    assert remedy.status == "settled" and remedy.answer.startswith("better: +180%")
+    (mechanism,) = [q for q in questions.values() if q.kind == "mechanism"]
+    assert mechanism.status == "open" and "jbd2-reserved-credits" in mechanism.asks
+    assert [(w.label, w.role) for w in mechanism.wants] == [
+        ("ext4-default numjobs=1024", "evidence")
+    ]
+
+
+def test_rounds_run_what_the_open_questions_want_until_they_settle(cold):
+    store, cid = cold
+    replay = Replay(store, cid)
+    before = len(store.points(cid))
+    result = adaptive.run_until_answered(store, cid, budget_s=3600.0, run=replay)
+    assert result.rounds == replay.rounds >= 1 and not result.budget_spent
+    added = store.points(cid)[before:]
+    assert len(added) == result.added
+    evidence = [p for p in added if p.role == "evidence"]
+    assert [(p.config, p.sweep) for p in evidence] == [("ext4-default", {"numjobs": 1024})]
+    mechanism = next(q for q in result.questions if q.kind == "mechanism")
+    assert mechanism.status == "settled" and "first in 2 of 2 evidence runs" in mechanism.answer
+    assert all(q.status != "open" for q in result.questions)
+
+
+def test_no_round_past_the_budget(cold):
+    store, cid = cold
+    spent = adaptive.machine_seconds(store.points(cid))
+    result = adaptive.run_until_answered(store, cid, budget_s=spent + 1.0, run=Replay(store, cid))
+    assert result.rounds == 0 and result.budget_spent
+    assert any(q.is_open for q in result.questions)
+
+
+def test_evidence_runs_stop_at_their_cap(cold):
+    store, cid = cold
+    data = load_campaign(store, cid)
+    row = data.evidence_row("ext4-default", (("numjobs", 1024),))
+    planned = [
+        adaptive.PlannedPoint(-1, "ext4-default", "ext4", {"numjobs": 1024}, i + 1, "evidence")
+        for i in range(MAX_EVIDENCE_RUNS - 1)
+    ]
+    store.add_points(cid, planned)
+    Replay(store, cid)(store, cid, options=None, progress=None)
+    assert row is not None
+    questions = campaign_questions(store, load_campaign(store, cid))
+    mechanism = next(q for q in questions if q.kind == "mechanism")
+    assert not any(w.role == "evidence" for w in mechanism.wants)
+
+
+@pytest.mark.parametrize(
+    ("text", "until_ci", "message"),
+    [("soon", None, "--budget"), ("5m", 10.0, "--until-ci"), ("-1s", None, "--budget")],
+)
+def test_budget_checks(text, until_ci, message):
+    with pytest.raises(UsageError, match=message):
+        adaptive.check_budget(text, until_ci)
+
+
+def test_budget_zero_means_the_planned_runs_only():
+    assert adaptive.check_budget("0", None) == 0.0
+    assert adaptive.check_budget(None, None) is None
