@@ -136,3 +136,85 @@ def test_budget_checks(text, until_ci, message):
 def test_budget_zero_means_the_planned_runs_only():
     assert adaptive.check_budget("0", None) == 0.0
     assert adaptive.check_budget(None, None) is None
+
+
+# --- adaptive campaigns -------------------------------------------------------------------
+
+GRID = DATA_DIR / "campaign_fsync_quick.json"  # 2 configurations, 1..1024 jobs, 3 runs a point
+
+
+class NearestReplay:
+    """Runs pending points with the metrics of a real run of the same configuration at the
+    measured numjobs nearest on a log scale (the grid campaign measured 6 of them)."""
+
+    def __init__(self, grid: dict) -> None:
+        self.runs: dict[tuple[str, int], itertools.cycle] = {}
+        by_key: dict[tuple[str, int], list[dict]] = {}
+        for p in grid["points"]:
+            if p["status"] == "ok":
+                by_key.setdefault((p["config"], p["sweep"]["numjobs"]), []).append(p["metrics"])
+        self.runs = {key: itertools.cycle(values) for key, values in by_key.items()}
+        self.measured = sorted({n for _, n in by_key})
+
+    def __call__(self, store: Store, campaign_id: int, *, options, progress) -> str:
+        import math
+
+        for p in store.points(campaign_id):
+            if p.status == "pending":
+                n = min(self.measured, key=lambda m: abs(math.log(m / p.sweep["numjobs"])))
+                metrics = dict(next(self.runs[(p.config, n)]))
+                store.save_outcome(p.id, PointOutcome(status="ok", metrics=metrics))
+        return "complete"
+
+
+def _adaptive_campaign(store: Store) -> tuple[int, dict]:
+    from fslab.spec import expand_points, validate_spec
+
+    grid = json.loads(GRID.read_text())
+    data = {**grid["campaign"]["spec"]}
+    data["run"] = {**data["run"], "adaptive": True}
+    spec = validate_spec(data, "test")
+    planned = [
+        adaptive.PlannedPoint(
+            p.seq, p.filesystem.label, p.filesystem.type, p.sweep_dict, p.repeat, p.role
+        )
+        for p in expand_points(spec, "inline")
+    ]
+    campaign_id = store.create_campaign(
+        name=spec.name,
+        spec=spec.model_dump(mode="json"),
+        spec_toml="",
+        overrides={"collect": "inline"},
+        host=grid["campaign"]["host"],
+        device=None,
+        fslab_version="test",
+        points=planned,
+    )
+    return campaign_id, grid
+
+
+def test_an_adaptive_scan_starts_with_the_first_configurations_coarse_curve(tmp_path):
+    with Store(tmp_path / "a.db") as store:
+        campaign_id, _ = _adaptive_campaign(store)
+        points = store.points(campaign_id)
+    measured = [p for p in points if p.role != "warmup"]
+    assert {p.config for p in measured} == {"ext4-default"}
+    assert sorted({p.sweep["numjobs"] for p in measured}) == [1, 16, 256, 1024]
+    assert {p.config for p in points if p.role == "warmup"} == {"ext4-default", "ext4-journal1g"}
+
+
+def test_adaptive_rounds_bracket_the_fall_and_run_the_other_configuration_there(tmp_path):
+    with Store(tmp_path / "a.db") as store:
+        campaign_id, grid = _adaptive_campaign(store)
+        replay = NearestReplay(grid)
+        replay(store, campaign_id, options=None, progress=None)  # the planned scan
+        result = adaptive.run_until_answered(store, campaign_id, budget_s=1e9, run=replay)
+        points = store.points(campaign_id)
+    curve = next(q for q in result.questions if q.kind == "curve")
+    assert curve.status == "settled", curve.describe()
+    lo, hi = (int(x.split("=")[1]) for x in curve.answer.split(" (")[0].split(" and "))
+    assert hi / lo <= 1.5 or hi - lo <= 1
+    added = {p.sweep["numjobs"] for p in points if p.config == "ext4-default"} - {1, 16, 256, 1024}
+    assert added  # midpoints the grid never listed
+    other = [p for p in points if p.config == "ext4-journal1g" and p.role != "warmup"]
+    assert len(other) >= 3 and len({p.sweep["numjobs"] for p in other}) == 1

@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import math
 import statistics
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
@@ -37,7 +37,15 @@ from fslab.analyze.questions import Question, Want, campaign_questions
 from fslab.analyze.stats import MIN_REPS
 from fslab.errors import UsageError
 from fslab.roles import PointRole, counts_for_headline, instrumented
-from fslab.runner import ProgressSink, RunOptions, SilentProgress, headline_role, run_campaign
+from fslab.runner import (
+    ProgressSink,
+    RunOptions,
+    SilentProgress,
+    campaign_collect_mode,
+    headline_role,
+    run_campaign,
+)
+from fslab.spec import ScalarValue, Spec, expand_points
 from fslab.store.db import PlannedPoint, PointRow, Store
 from fslab.units import parse_duration_s
 from fslab.vocab import PointKey, point_key, point_label
@@ -185,6 +193,8 @@ QUICK_BUDGET_S = 255.0
 """The quick form's runs, planned and added: the main job tells its story in 5 minutes."""
 BUDGET_FACTOR = 1.5
 """A full campaign may add half its planned runs' machine time."""
+ADAPTIVE_SHARE = 0.25
+"""An adaptive campaign's runs take at most this share of the grid's machine time."""
 SETUP_S = 8.0
 """A run's own set-up and tear-down (image, mkfs, mount, layout), for estimates."""
 
@@ -205,16 +215,27 @@ def check_budget(text: str | None, until_ci: float | None) -> float | None:
 
 
 def default_budget_s(store: Store, campaign_id: int) -> float:
-    """QUICK_BUDGET_S for the quick form, else BUDGET_FACTOR x the planned runs' time."""
+    """QUICK_BUDGET_S for the quick form; for an adaptive campaign ADAPTIVE_SHARE of the
+    grid it stands for; else BUDGET_FACTOR x the planned runs' time."""
     campaign = store.campaign(campaign_id)
     if campaign.overrides.quick:
         return QUICK_BUDGET_S
     spec = campaign.spec
-    planned = 0.0
-    for row in store.points(campaign_id):
-        runtime_s, ramp_s = plan.runtime_and_ramp_s(spec, row.sweep)
-        planned += runtime_s + ramp_s + SETUP_S
-    return BUDGET_FACTOR * planned
+    if spec.run.adaptive:
+        grid = spec.model_copy(update={"run": spec.run.model_copy(update={"adaptive": False})})
+        mode = campaign_collect_mode(campaign, store.points(campaign_id))
+        sweeps = [p.sweep_dict for p in expand_points(grid, mode)]
+        return ADAPTIVE_SHARE * estimate_s(spec, sweeps)
+    return BUDGET_FACTOR * estimate_s(spec, [row.sweep for row in store.points(campaign_id)])
+
+
+def estimate_s(spec: Spec, sweeps: Sequence[Mapping[str, ScalarValue]]) -> float:
+    """Machine time of runs at these sweep points, from their runtime, ramp and SETUP_S."""
+    total = 0.0
+    for sweep in sweeps:
+        runtime_s, ramp_s = plan.runtime_and_ramp_s(spec, sweep)
+        total += runtime_s + ramp_s + SETUP_S
+    return total
 
 
 @dataclass
@@ -300,9 +321,10 @@ def _round(data: CampaignData, wants: Sequence[Want], clean_role: PointRole) -> 
                 continue  # no collectors in this campaign: no evidence to add
             role = clean_role  # inline: every repetition is instrumented
         key = (want.config, want.sweep, role)
-        repeat = next_repeat.get(key, 0)
-        next_repeat[key] = repeat + 1
-        planned.append(
-            PlannedPoint(-1, want.config, fs_type[want.config], dict(want.sweep), repeat, role)
-        )
+        for _ in range(want.count):
+            repeat = next_repeat.get(key, 0)
+            next_repeat[key] = repeat + 1
+            planned.append(
+                PlannedPoint(-1, want.config, fs_type[want.config], dict(want.sweep), repeat, role)
+            )
     return planned

@@ -13,7 +13,7 @@ import json
 import random
 import re
 import tomllib
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, Literal
@@ -42,6 +42,10 @@ FS_TYPES = ("ext4", "xfs", "btrfs")
 MAX_NUMJOBS = 4096  # fio's compiled-in REAL_MAX_JOBS
 WARMUP_RUNTIME_S = 5.0
 """The workload's runtime in a warm-up run (spec.warmup_form)."""
+ADAPTIVE_SPACING = 8.0
+"""An adaptive scan's first points are the sweep's values at least this factor apart."""
+ADAPTIVE_SCAN_RUNS = 2
+"""Runs each point of an adaptive scan starts with (at most run.repeat)."""
 CONCURRENCY_AXES = ("numjobs", "iodepth", "cpus")
 """Sweep axes along which load grows, in the order one is chosen as the curve's axis."""
 MAX_POINTS = 10_000
@@ -221,6 +225,9 @@ class RunSpec(_Strict):
 
     repeat: Annotated[int, Field(ge=1, le=1000)] = 1
     warmup: Annotated[int, Field(ge=0, le=10)] = 1  # discarded runs per configuration, first
+    # adaptive: scan the first configuration's curve coarsely; the campaign's questions add
+    # points where it bends and the other configurations where the answer needs them
+    adaptive: bool = False
     order: Literal["interleaved", "sequential", "random"] = "interleaved"
     runtime: str | None = None  # default: the workload's own runtime, else 30s
     ramp: str = "0s"
@@ -727,6 +734,8 @@ def expand_points(spec: Spec, collect: CollectMode = "off") -> list[Point]:
     combos = sweep_combinations(spec.sweep)
     runs = repetition_roles(spec.run.repeat, collect)
     heaviest = heaviest_combination(spec.sweep)
+    if spec.run.adaptive and concurrency_axis(spec.sweep) is not None:
+        return _adaptive_scan(spec, collect, heaviest)
     warmups: list[tuple[FilesystemSpec, Combo, int, PointRole]] = [
         (fs, heaviest, rep, "warmup") for fs in spec.filesystems for rep in range(spec.run.warmup)
     ]
@@ -752,12 +761,52 @@ def expand_points(spec: Spec, collect: CollectMode = "off") -> list[Point]:
     return [Point(seq, fs, combo, rep, role) for seq, (fs, combo, rep, role) in enumerate(quads)]
 
 
+def concurrency_axis(sweep: Mapping[str, SweepValues]) -> str | None:
+    """The sweep's axis along which load grows (CONCURRENCY_AXES), if it has one."""
+    return next((a for a in CONCURRENCY_AXES if a in sweep), None)
+
+
+def coarse_values(values: Sequence[ScalarValue]) -> list[ScalarValue]:
+    """An adaptive scan's first values of a concurrency axis: the smallest, then each next
+    one at least ADAPTIVE_SPACING times the last, and the largest."""
+    numbers = sorted(
+        float(v) for v in values if isinstance(v, int | float) and not isinstance(v, bool)
+    )
+    if not numbers:
+        return list(values)
+    picked: list[float] = [numbers[0]]
+    for value in numbers[1:]:
+        if value >= picked[-1] * ADAPTIVE_SPACING:
+            picked.append(value)
+    if picked[-1] != numbers[-1]:
+        picked.append(numbers[-1])
+    return [int(v) if v.is_integer() else v for v in picked]
+
+
+def _adaptive_scan(spec: Spec, collect: CollectMode, heaviest: Combo) -> list[Point]:
+    """Warm-ups for every configuration, then the first configuration's coarse curve: its
+    clean runs only (the questions add evidence runs where the answer is read)."""
+    axis = concurrency_axis(spec.sweep)
+    assert axis is not None
+    sweep = {k: coarse_values(v) if k == axis else v for k, v in spec.sweep.items()}
+    scan_mode: CollectMode = "off" if collect == "separate" else collect
+    runs = repetition_roles(min(spec.run.repeat, ADAPTIVE_SCAN_RUNS), scan_mode)
+    first = spec.filesystems[0]
+    quads: list[tuple[FilesystemSpec, Combo, int, PointRole]] = [
+        (fs, heaviest, rep, "warmup") for fs in spec.filesystems for rep in range(spec.run.warmup)
+    ]
+    quads += [
+        (first, combo, rep, role) for role, rep in runs for combo in sweep_combinations(sweep)
+    ]
+    return [Point(seq, fs, combo, rep, role) for seq, (fs, combo, rep, role) in enumerate(quads)]
+
+
 def heaviest_combination(sweep: Mapping[str, SweepValues]) -> Combo:
     """The sweep point a warm-up runs at: the largest value of the concurrency axis (the
     most threads, files and memory), the other axes at their last value; without one,
     the last combination."""
     combos = sweep_combinations(sweep)
-    axis = next((a for a in CONCURRENCY_AXES if a in sweep), None)
+    axis = concurrency_axis(sweep)
     if axis is None:
         return combos[-1]
 

@@ -33,6 +33,7 @@ identified (see `campaign_scaling`).
 
 from __future__ import annotations
 
+import itertools
 import math
 import statistics
 from collections.abc import Sequence
@@ -243,6 +244,21 @@ class Curve:
     @property
     def peak(self) -> SweepPoint:
         return max(self.points, key=lambda p: p.median)
+
+
+def steepest_fall(curve: Curve) -> tuple[SweepPoint, SweepPoint] | None:
+    """The adjacent points past the curve's best between which it falls most per doubling
+    of N, when that step falls by FALLOFF_MIN_DROP or more (None: no such step)."""
+    points = curve.points[curve.points.index(curve.peak) :]
+    steps = [
+        (_fall_per_doubling(a.n, b.n, a.median, b.median), a, b)
+        for a, b in itertools.pairwise(points)
+        if a.n and b.n and b.median <= (1.0 - FALLOFF_MIN_DROP) * a.median
+    ]
+    if not steps:
+        return None
+    _, a, b = max(steps, key=lambda step: step[0])
+    return a, b
 
 
 def make_curve(config: str, axis: str, rest: PointKey, points: list[SweepPoint]) -> Curve:

@@ -9,12 +9,22 @@ report says so):
    best and at its worst point.
 2. At the bad point of the deepest falloff, does each other configuration
    differ from it? (`analyze.comparisons.verdicts_at`, the rows `fslab
-   compare --by filesystem` prints.) Open while the verdict reads "needs more
-   runs": a clean run more of both.
+   compare --by filesystem` prints.) Open while either side has fewer than
+   stats.MIN_REPS runs there (and, with evidence runs, until the other
+   configuration has one there, for the counterfactual), or while the
+   verdict reads "needs more runs": a clean run more of both.
 3. Is the first mechanism's lead stable? (`analyze.diagnose.Stability`:
-   first in every evidence run at the bad point, ahead in each.) Open with
-   fewer than two evidence runs there, or an unstable lead: one evidence run
-   more, up to MAX_EVIDENCE_RUNS.
+   first in every evidence run at the bad point, ahead in each.) Open without
+   an evidence run at the good and the bad point, with fewer than two at the
+   bad one, or an unstable lead: one evidence run more, up to
+   MAX_EVIDENCE_RUNS.
+
+An adaptive campaign (run.adaptive) scanned only its first configuration's
+curve coarsely (spec.expand_points); it asks one more question first:
+
+0. Where does that curve fall off? Open while its steepest fall past the
+   best point (15% or more between measured points) spans more than
+   CLIFF_BRACKET in N: the geometric midpoint, ADAPTIVE_SCAN_RUNS runs.
 
 A point never gets more than MAX_CLEAN_RUNS clean runs: a chaotic point that
 has not settled by then will not settle, and the question says so.
@@ -22,6 +32,7 @@ has not settled by then will not settle, and the question says so.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
@@ -29,9 +40,17 @@ from typing import Any, Literal
 from fslab.analyze.comparisons import verdicts_at
 from fslab.analyze.dataset import CampaignData
 from fslab.analyze.diagnose import ConfigDiagnosis, diagnose_config
-from fslab.analyze.falloff import Falloff, campaign_falloffs, focus_config
+from fslab.analyze.falloff import (
+    FALLOFF_MIN_DROP,
+    Falloff,
+    campaign_falloffs,
+    focus_config,
+    steepest_fall,
+)
 from fslab.analyze.mechanisms import load_rules
+from fslab.analyze.stats import MIN_REPS
 from fslab.roles import PointRole, counts_for_headline, is_evidence
+from fslab.spec import ADAPTIVE_SCAN_RUNS
 from fslab.store.db import Store
 from fslab.vocab import PointKey, ScalarValue, format_p, point_key, point_label
 
@@ -39,6 +58,8 @@ MAX_CLEAN_RUNS = 12
 """Clean runs a sweep point may get from the questions."""
 MAX_EVIDENCE_RUNS = 4
 """Evidence runs the bad point may get from the questions."""
+CLIFF_BRACKET = 1.5
+"""An adaptive campaign brackets its steepest fall to within this factor of N."""
 
 Status = Literal["settled", "open", "stuck"]
 """settled: the rule answers it; open: more runs would; stuck: open, but its points
@@ -47,11 +68,12 @@ have all the runs the questions give."""
 
 @dataclass(frozen=True)
 class Want:
-    """One run a question asks for."""
+    """Runs a question asks for at one point."""
 
     config: str
     sweep: tuple[tuple[str, ScalarValue], ...]
     role: PointRole
+    count: int = 1
 
     @property
     def label(self) -> str:
@@ -60,7 +82,7 @@ class Want:
 
 @dataclass
 class Question:
-    kind: Literal["falloff", "remedy", "mechanism"]
+    kind: Literal["curve", "falloff", "remedy", "mechanism"]
     asks: str  # the question, in words
     status: Status
     answer: str  # what the campaign says so far
@@ -98,18 +120,27 @@ def campaign_questions(store: Store, data: CampaignData) -> list[Question]:
         return []
     falloffs = campaign_falloffs(data)
     counts = _run_counts(data)
-    questions = [_falloff_question(f, counts) for f in falloffs.values()]
+    spec = data.campaign.spec
+    questions = []
+    scanned = spec.filesystems[0].label
+    if spec.run.adaptive and data.concurrency_axis() is not None and scanned in falloffs:
+        questions.append(_curve_question(data, falloffs[scanned]))
+    questions += [_falloff_question(f, counts) for f in falloffs.values() if f.kind != "single"]
     focus = focus_config(falloffs)
     if focus is None or not focus.has_falloff:
         return questions
-    questions += _remedy_questions(data, focus, counts)
-    if not data.evidence_points(focus.config):
-        return questions  # no separate evidence runs: nothing to pool or add
-    diagnosis = diagnose_config(store, data, falloffs, focus.config, load_rules())
-    mechanism = _mechanism_question(diagnosis, focus, counts)
-    if mechanism is not None:
-        questions.append(mechanism)
+    separate = _collects_evidence(data)
+    questions += _remedy_questions(data, focus, counts, separate)
+    if separate:
+        diagnosis = diagnose_config(store, data, falloffs, focus.config, load_rules())
+        questions.append(_mechanism_question(diagnosis, focus, counts))
     return questions
+
+
+def _collects_evidence(data: CampaignData) -> bool:
+    """Whether the campaign runs separate evidence runs (--collect=separate)."""
+    mode = data.campaign.overrides.collect
+    return mode == "separate" or (mode is None and bool(data.evidence_points()))
 
 
 def _run_counts(data: CampaignData) -> dict[tuple[str, PointKey, str], int]:
@@ -150,13 +181,29 @@ def _falloff_question(found: Falloff, counts: Mapping[tuple[str, PointKey, str],
 
 
 def _remedy_questions(
-    data: CampaignData, focus: Falloff, counts: Mapping[tuple[str, PointKey, str], int]
+    data: CampaignData,
+    focus: Falloff,
+    counts: Mapping[tuple[str, PointKey, str], int],
+    separate: bool,
 ) -> list[Question]:
     bad = focus.worst
+    verdicts = {v.candidate: v.row for v in verdicts_at(data, focus.config, bad.key)}
     questions = []
-    for verdict in verdicts_at(data, focus.config, bad.key):
-        row = verdict.row
-        asks = f"Does {verdict.candidate} differ from {focus.config} at {bad.label}?"
+    for candidate in data.configs():
+        if candidate == focus.config:
+            continue
+        asks = f"Does {candidate} differ from {focus.config} at {bad.label}?"
+        wants = _up_to(MIN_REPS, candidate, bad.key, counts) + _up_to(
+            MIN_REPS, focus.config, bad.key, counts
+        )
+        if separate and not counts.get((candidate, bad.key, "evidence")):
+            wants.append(Want(candidate, bad.key, "evidence"))  # for the counterfactual
+        row = verdicts.get(candidate)
+        if row is None or wants:
+            runs = counts.get((candidate, bad.key, "clean"), 0)
+            answer = f"{runs} run(s) of {candidate} at {bad.label}"
+            questions.append(Question("remedy", asks, _status(wants, False), answer, wants))
+            continue
         answer = (
             f"{row.verdict}: {row.change_pct:+.0f}% "
             f"(p {format_p(row.p_adjusted)}, {row.n_candidate} and {row.n_baseline} runs)"
@@ -164,34 +211,69 @@ def _remedy_questions(
         if row.verdict != "needs more runs":
             questions.append(Question("remedy", asks, "settled", answer))
             continue
-        wants = [
-            *_clean(verdict.candidate, bad.key, counts),
-            *_clean(focus.config, bad.key, counts),
-        ]
+        wants = [*_clean(candidate, bad.key, counts), *_clean(focus.config, bad.key, counts)]
         questions.append(Question("remedy", asks, _status(wants, False), answer, wants))
     return questions
+
+
+def _up_to(
+    runs: int, config: str, key: PointKey, counts: Mapping[tuple[str, PointKey, str], int]
+) -> list[Want]:
+    """The clean runs a point lacks to reach `runs`."""
+    lacking = runs - counts.get((config, key, "clean"), 0)
+    return [Want(config, key, "clean", lacking)] if lacking > 0 else []
+
+
+def _curve_question(data: CampaignData, found: Falloff) -> Question:
+    """Adaptive campaigns: where the scanned configuration's curve falls, bracketed to
+    within CLIFF_BRACKET; its steepest falling step gets its geometric midpoint."""
+    asks = f"Where does {found.config} fall off?"
+    curve = found.curve
+    if curve is None or len(curve.points) < 2:
+        return Question("curve", asks, "settled", "one point on its curve")
+    fall = steepest_fall(curve)
+    if fall is None:
+        answer = f"nothing falls by {FALLOFF_MIN_DROP:.0%} past {curve.peak.label}"
+        return Question("curve", asks, "settled", answer)
+    a, b = fall
+    assert a.n is not None and b.n is not None
+    bracket = f"between {a.label} and {b.label}"
+    middle = round(math.sqrt(a.n * b.n))
+    if b.n / a.n <= CLIFF_BRACKET or middle in (a.n, b.n):
+        return Question("curve", asks, "settled", f"{bracket} (x{b.n / a.n:.2f})")
+    key = tuple((k, middle if k == curve.axis else v) for k, v in a.key)
+    want = Want(found.config, key, "clean", ADAPTIVE_SCAN_RUNS)
+    return Question("curve", asks, "open", f"{bracket} (x{b.n / a.n:.1f})", [want])
 
 
 def _mechanism_question(
     diagnosis: ConfigDiagnosis,
     focus: Falloff,
     counts: Mapping[tuple[str, PointKey, str], int],
-) -> Question | None:
-    if diagnosis.top is None:
-        return None
-    asks = (
-        f"Is {diagnosis.top} first in {focus.config} at {focus.worst.label} in every evidence run?"
-    )
+) -> Question:
+    bad, good = focus.worst, focus.best
+    missing = [
+        Want(focus.config, point.key, "evidence")
+        for point in (good, bad)
+        if not counts.get((focus.config, point.key, "evidence"))
+    ]
+    if missing or diagnosis.top is None:
+        asks = f"Which mechanism explains {focus.config}'s falloff?"
+        answer = (
+            f"no evidence run yet at {', '.join(point_label(w.sweep) for w in missing)}"
+            if missing
+            else "no mechanism of the rule base explains it"
+        )
+        return Question("mechanism", asks, _status(missing, not missing), answer, missing)
+    asks = f"Is {diagnosis.top} first in {focus.config} at {bad.label} in every evidence run?"
     stability = diagnosis.stability
     if stability is not None and stability.stable:
-        return Question(
-            "mechanism", asks, "settled", "yes: " + stability.describe(focus.worst.label)
-        )
+        return Question("mechanism", asks, "settled", "yes: " + stability.describe(bad.label))
     answer = (
-        stability.describe(focus.worst.label)
+        stability.describe(bad.label)
         if stability is not None
-        else f"{diagnosis.bad_evidence_runs} evidence run(s) at {focus.worst.label}"
+        else f"{diagnosis.bad_evidence_runs} evidence run(s) at {bad.label}"
     )
-    done = counts.get((focus.config, focus.worst.key, "evidence"), 0)
-    wants = [Want(focus.config, focus.worst.key, "evidence")] if done < MAX_EVIDENCE_RUNS else []
+    done = counts.get((focus.config, bad.key, "evidence"), 0)
+    wants = [Want(focus.config, bad.key, "evidence")] if done < MAX_EVIDENCE_RUNS else []
     return Question("mechanism", asks, _status(wants, False), answer, wants)

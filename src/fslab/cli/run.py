@@ -145,6 +145,17 @@ def run(
         int | None,
         typer.Option("--max-repeat", help="With --until-ci: most runs per point (default 16)."),
     ] = None,
+    adaptive: Annotated[
+        bool | None,
+        typer.Option(
+            "--adaptive/--grid",
+            help="Adaptive: scan the first configuration's curve coarsely and let the "
+            "campaign's questions add points where it falls and the other configurations "
+            "where the answer needs them (at most 1/4 of the grid's machine time by "
+            "default). Grid: every configuration at every sweep point. Default: the "
+            "spec's run.adaptive.",
+        ),
+    ] = None,
     budget: Annotated[
         str | None,
         typer.Option(
@@ -191,6 +202,8 @@ def run(
                 if spec is None:
                     raise FslabError("give a preset name or spec file (or --resume ID)")
                 overrides = list(set_ or [])
+                if adaptive is not None:
+                    overrides.append(f"run.adaptive={str(adaptive).lower()}")
                 target_text = f"device:{device}" if device is not None else target
                 if target_text is not None:
                     overrides += target_overrides(target_text)

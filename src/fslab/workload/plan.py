@@ -21,7 +21,7 @@ from fslab.spec import (
     FioWorkload,
     ScalarValue,
     Spec,
-    expand_points,
+    sweep_combinations,
     workload_axes,
 )
 from fslab.units import format_bytes, parse_duration_s, parse_size_bytes
@@ -144,8 +144,8 @@ def check_workload(spec: Spec) -> None:
 
 
 def _distinct_sweeps(spec: Spec) -> list[dict[str, ScalarValue]]:
-    sweeps = {tuple(sorted(p.sweep_dict.items())): p.sweep_dict for p in expand_points(spec)}
-    return list(sweeps.values())
+    """Every combination of the sweep (an adaptive campaign may run any of them)."""
+    return [dict(combo) for combo in sweep_combinations(spec.sweep)]
 
 
 _FIO_TIME_RE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(us|ms|s|m|h|d)?\s*$", re.IGNORECASE)
