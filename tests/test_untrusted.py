@@ -10,8 +10,10 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+import time
 import tomllib
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -368,3 +370,93 @@ def test_imported_campaign_is_never_run(tmp_path):
     imported = import_campaign(target, exported)
     with pytest.raises(UsageError, match="imported"):
         run_campaign(target, imported, options=RunOptions(collect="off"))
+
+
+# --- what bench/fuzz_inputs.py found: each a refusal naming the field, never a traceback -----
+
+
+def _reproduced(text: str) -> tuple[Any, dict[str, Any]]:
+    reproduction = build_spec(extract_facts(text), source_name="r.txt", host=HOST)
+    return reproduction, tomllib.loads(reproduction.toml)
+
+
+def test_report_terminal_escapes_and_control_characters_are_not_text():
+    text = (
+        "\x1b[1mext4\x1b[0m writes fall off.\x00\n\n"
+        "fio --name=t --rw=randwrite --bs=4k --size=16m --numjobs=4\x1b]0;title\x07\x07\n"
+    )
+    reproduction, spec = _reproduced(text)  # a NUL in a comment used to end in a TOMLDecodeError
+    assert "\x1b" not in reproduction.toml and "\x00" not in reproduction.toml
+    assert spec["workload"]["options"]["rw"] == "randwrite"
+
+
+@pytest.mark.parametrize(
+    ("numjobs", "question", "swept"),
+    [
+        ("0", "is not a count of jobs", None),
+        ("5000", "is more than fio runs (4096", 4096),
+        ("1000000000", "is more than fio runs (4096", 4096),
+    ],
+)
+def test_report_job_counts_fio_cannot_run_are_asked_about(numjobs, question, swept):
+    text = f"ext4.\n\nfio --name=t --rw=randwrite --bs=4k --size=16m --numjobs={numjobs}\n"
+    reproduction, spec = _reproduced(text)  # the written spec used to fail validation
+    assert any(question in q.question for q in reproduction.questions)
+    assert max(spec.get("sweep", {}).get("numjobs", [1])) == (swept or 1)
+
+
+def test_report_lkp_parameters_pass_the_allowlist_and_zero_tasks_divide_nothing():
+    text = (
+        "ext4.\n\ntestcase: fio-basic\nrw: randwrite\nbs: 4k\nioengine: external:/tmp/e.so\n"
+        "nr_task: 0\ntest_size: 1G\nruntime: `nproc`\n"
+    )
+    reproduction, spec = _reproduced(text)  # used to divide by zero, and pass any ioengine
+    options = spec["workload"]["options"]
+    assert "ioengine" not in options and "runtime" not in options
+    items = {q.item for q in reproduction.questions}
+    assert {"lkp ioengine", "lkp runtime", "fio --numjobs"} <= items
+
+
+def test_report_dd_amounts_fslab_cannot_run_are_asked_about():
+    text = "ext4.\n\n# dd if=/dev/zero of=/mnt/f bs=1E count=1E\n"
+    reproduction, spec = _reproduced(text)  # int('1E') used to end in a ValueError
+    assert (spec["workload"]["bs"], spec["workload"]["count"]) == ("1M", 1)
+    assert {"dd bs", "dd count"} <= {q.item for q in reproduction.questions}
+
+
+def test_report_of_too_many_lines_is_refused_at_once():
+    from fslab.reproduce.extract import MAX_REPORT_LINES
+
+    started = time.monotonic()
+    with pytest.raises(UsageError, match="more than 100,000 lines"):
+        extract_facts("\n" * MAX_REPORT_LINES + "fio --name=t --rw=write\n")
+    assert time.monotonic() - started < 1.0  # 900,000 empty lines used to take 15 s
+
+
+def test_report_mount_of_thousands_of_options_is_asked_about_not_written():
+    text = "ext4.\n\nmount -o " + "x," * 5000 + "noatime /dev/sdb /mnt\n"
+    text += "fio --name=t --rw=write --bs=4k --size=16m\n"
+    started = time.monotonic()
+    reproduction, spec = _reproduced(text)  # 5,000 options took tomlkit 14 s to write
+    assert time.monotonic() - started < 2.0
+    assert "x" not in spec["filesystems"][0].get("mount_options", [])
+    assert any("more than 64 options" in q.question for q in reproduction.questions)
+
+
+def test_report_of_thousands_of_questions_lists_two_hundred():
+    lines = [
+        "fio --name=t --rw=write " + " ".join(f"--exec_prerun=x{j}_{i}" for i in range(500))
+        for j in range(64)
+    ]
+    started = time.monotonic()
+    reproduction, _ = _reproduced("ext4.\n\n" + "\n".join(lines))  # 32,000 took 16 s
+    assert time.monotonic() - started < 5.0
+    assert len(reproduction.questions) <= 210
+    assert any("more questions about this report" in q.question for q in reproduction.questions)
+
+
+@pytest.mark.parametrize("word", ["A" * 70000, "a-" * 30000, "1" * 60000])
+def test_report_long_words_are_read_in_linear_time(word):
+    started = time.monotonic()
+    extract_facts(f"ext4 slows down.\n\nThe cause is {word} here.\nfio --name=t --rw=write\n")
+    assert time.monotonic() - started < 2.0  # 70,000 letters used to take 18 s

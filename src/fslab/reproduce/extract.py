@@ -29,6 +29,11 @@ from fslab.reproduce.text import ReportText
 MAX_REPORT_BYTES = 1024**2
 """A mail, a robot report or a bug with its logs fits; a larger text is refused, so a
 hostile or mistaken input cannot hold fslab for minutes."""
+MAX_REPORT_LINES = 100_000
+"""Lines read from one report: each line passes every extractor (about 15 us each), so a
+megabyte of empty lines would hold fslab for seconds; a longer text is refused."""
+MAX_QUESTIONS = 200
+"""Questions listed from one report; a hostile one can raise tens of thousands."""
 MAX_FIGURES = 200
 """Figures kept from one report (the first ones): a reply quotes a few."""
 
@@ -46,6 +51,11 @@ def extract_facts(text: str) -> ReportFacts:
     """All facts of a report, each with the line it came from."""
     check_report_size(len(text.encode("utf-8", "surrogatepass")), "report")
     report = ReportText.parse(text)
+    if len(report.lines) > MAX_REPORT_LINES:
+        raise UsageError(
+            f"report: more than {MAX_REPORT_LINES:,} lines, the most fslab reads; paste the "
+            "part with the commands, the machine and the figures"
+        )
     facts = ReportFacts()
     title = next(((n, line) for n, line in report.numbered() if line.strip()), None)
     if title:
@@ -70,6 +80,16 @@ def extract_facts(text: str) -> ReportFacts:
     facts.questions = list({(q.item, q.question): q for q in reversed(facts.questions)}.values())[
         ::-1
     ]
+    if len(facts.questions) > MAX_QUESTIONS:
+        left = len(facts.questions) - MAX_QUESTIONS + 1
+        facts.questions[MAX_QUESTIONS - 1 :] = [
+            QuestionFact(
+                "report",
+                f"{left} more questions about this report are not listed (fslab lists "
+                f"{MAX_QUESTIONS})",
+                "each left out what it asks about",
+            )
+        ]
     return facts
 
 

@@ -33,14 +33,16 @@ _IOPS_RE = re.compile(
     r"(?:\bIOPS\s*[=:]\s*" + NUMBER + r"|(?<![\w.])" + NUMBER + r"\s?IOPS\b)", re.I
 )
 _BW_RE = re.compile(r"(?<![\w.=])(\d+(?:[.,]\d+)?)\s?" + _BW_UNIT + r"(?!\w)")
+# Patterns that start with a number start at a number's first digit, (?<!\d): starting
+# at every digit of a long run of digits backtracked quadratically (fuzzed reports).
 _CHANGE_RE = re.compile(
-    r"(\d+(?:\.\d+)?)%\s+(regression|improvement|drop|slower|faster|gain)"
+    r"(?<!\d)(\d+(?:\.\d+)?)%\s+(regression|improvement|drop|slower|faster|gain)"
     r"(?:\s+(?:of|in)\s+([\w.]+))?",
     re.I,
 )
 _PERF_TOP_RE = re.compile(r"^\s*(\d+\.\d+)%\s+(\S+)\s+\[[^\]]+\]\s+\[[k.]\]\s+(\S+)")
 _PERF_BRANCH_RE = re.compile(r"--(\d+\.\d+)%--\s*(\S+)")
-_PERF_FRAME_RE = re.compile(r"^\s*\|?\s*\|?\s*(?:\|\s*)*([A-Za-z_][\w.]*)\s*$")
+_PERF_FRAME_RE = re.compile(r"^[\s|]*([A-Za-z_][\w.]*)\s*$")  # pipes and blanks, then a name
 _TABLE_ROW_RE = re.compile(
     r"^\s*([A-Za-z][\w()/ -]*?):?\s+((?:\d+(?:\.\d+)?[kKM]?\s?(?:[kKMG]i?B/s|ns|us|ms)?\s+)+"
     r"\d+(?:\.\d+)?[kKM]?\s?(?:[kKMG]i?B/s|ns|us|ms)?)\s*$"
@@ -276,8 +278,17 @@ def _looks_like_versions(span: re.Match[str]) -> bool:
 # --- small tables ---------------------------------------------------------------------------
 
 
+_TABLE_ROW_MAX = 300
+"""A table row is a label and a few figures; the row pattern backtracks over long blank
+runs, so a longer line is not tried."""
+
+
 def _table_line_numbers(report: ReportText) -> set[int]:
-    rows = {n for n, line in report.numbered() if _TABLE_ROW_RE.match(line)}
+    rows = {
+        n
+        for n, line in report.numbered()
+        if len(line) <= _TABLE_ROW_MAX and _TABLE_ROW_RE.match(line)
+    }
     return {n for n in rows if n - 1 in rows or n + 1 in rows}
 
 

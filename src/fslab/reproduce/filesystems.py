@@ -17,6 +17,8 @@ _PROSE_FS_RE = re.compile(r"(?<![\w/.-])(ext4|xfs|btrfs)(?![\w/-]|\.\w)", re.IGN
 _PARAMETER_FS_RE = re.compile(r"^\s*fs:\s*(ext4|xfs|btrfs)\s*$")
 # mkfs flags fslab passes itself (force, quiet), so a pasted one is not kept twice.
 _FORCE_FLAGS = {"-f", "-F", "-q"}
+MAX_FS_OPTIONS = 64
+"""Options of one mkfs or mount command (a real one has a handful)."""
 
 
 def find_filesystems(report: ReportText) -> tuple[list[FilesystemFact], list[QuestionFact]]:
@@ -28,12 +30,13 @@ def find_filesystems(report: ReportText) -> tuple[list[FilesystemFact], list[Que
         mkfs = _MKFS_RE.search(command)
         if mkfs:
             fact = _mkfs_fact(mkfs.group(1), mkfs.group(2), report, number)
-            if fact is not None:
+            if fact is not None and _bounded(fact, questions):
                 facts.append(fact)
             continue
         mount = _MOUNT_RE.search(command)
         if mount and (fact := _mount_fact(mount.group(1), report, number)) is not None:
-            facts.append(fact)
+            if _bounded(fact, questions):
+                facts.append(fact)
             continue
         quoted = _QUOTED_OPTIONS_RE.search(line)
         if quoted and re.search(r"mount", line, re.IGNORECASE):
@@ -47,6 +50,21 @@ def find_filesystems(report: ReportText) -> tuple[list[FilesystemFact], list[Que
             )
     facts.extend(_prose_mentions(report))
     return _typed(facts, questions), questions
+
+
+def _bounded(fact: FilesystemFact, questions: list[QuestionFact]) -> bool:
+    """Whether a command's options are few enough to carry into a spec (else asked)."""
+    if max(len(fact.mkfs_options), len(fact.mount_options)) <= MAX_FS_OPTIONS:
+        return True
+    questions.append(
+        QuestionFact(
+            f"{fact.how} options",
+            f"the {fact.how} command at this line has more than {MAX_FS_OPTIONS} options",
+            "it is left out of the experiment",
+            fact.source,
+        )
+    )
+    return False
 
 
 def _mkfs_fact(program: str, rest: str, report: ReportText, number: int) -> FilesystemFact | None:

@@ -23,9 +23,12 @@ _CUE_RE = re.compile(
     re.I,
 )
 _COMMIT_RE = re.compile(r"(?:commit\s*\{?\s*|\bcommit:\s*)([0-9a-f]{7,40})\b", re.I)
-_IDENT_RE = re.compile(r"(?<![\w/.-])([A-Za-z_][A-Za-z0-9_]*_[A-Za-z0-9_]+)(\s*\()?")
+# Both start at a word's start only, and check their underscore after the match: starting
+# inside a word, or `\w*_\w+`, backtracked over every position of a long word, quadratic
+# in its length (a word of 70,000 letters took 18 s).
+_IDENT_RE = re.compile(r"(?<![\w/.-])([A-Za-z_][A-Za-z0-9_]*)(\s*\()?")
 _QUOTED_WQ_RE = re.compile(
-    r"""["'“]?([a-z0-9]+(?:-[a-z0-9]+)+)["'”]?\s+(?:work ?queue|wq)\b""", re.I
+    r"""["'“]?(?<![a-z0-9-])([a-z0-9]+(?:-[a-z0-9]+)+)["'”]?\s+(?:work ?queue|wq)\b""", re.I
 )
 _C_LINE_RE = re.compile(r"^\s*(#define\b|if\s*\(|[A-Za-z_][\w>.-]*\s*=.*;|\w+\(.*\)\s*;)")
 _LEVERS: tuple[tuple[str, Lever], ...] = (
@@ -83,7 +86,7 @@ def _names(text: str) -> list[NameFact]:
         names.append(NameFact("workqueue", match.group(1)))
     for match in _IDENT_RE.finditer(text):
         name = match.group(1)
-        if name in _SKIP_NAMES or re.fullmatch(r"[0-9a-f_]+", name):
+        if "_" not in name[1:-1] or name in _SKIP_NAMES or re.fullmatch(r"[0-9a-f_]+", name):
             continue
         names.append(NameFact(_kind(name, bool(match.group(2)), text), name))
     unique: dict[str, NameFact] = {}

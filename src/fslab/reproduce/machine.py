@@ -30,7 +30,9 @@ _CPU_RE = re.compile(
     r"(v?cpus?|cores?|processors|xcpu|hw threads|threads)\b",
     re.I,
 )
-_SIZE = r"(\d+(?:\.\d+)?)\s?([KMGTP](?:i?B)?|[kmgtp]b?)\b"
+# (?<!\d): a size starts at a number's first digit (trying every digit of a long run of
+# digits was quadratic); a device word is at most 200 characters before its size.
+_SIZE = r"(?<!\d)(\d+(?:\.\d+)?)\s?([KMGTP](?:i?B)?|[kmgtp]b?)\b"
 _MEMORY_RES = (
     re.compile(_SIZE + r"\s+(?:of\s+)?(?:RAM|memory|mem)\b", re.I),
     re.compile(r"\b(?:RAM|memory|mem)(?:\s+size)?(?:\s+of|:)?\s+" + _SIZE, re.I),
@@ -38,7 +40,9 @@ _MEMORY_RES = (
 _DEVICE_WORDS = r"(?:volume|disk|partition|device|drive|ssd|nvme|lun|filesystem|file system)"
 _DEVICE_SIZE_RES = (
     re.compile(_SIZE + r"\s+(?:\w+\s+)?" + _DEVICE_WORDS + r"\b", re.I),
-    re.compile(r"\b" + _DEVICE_WORDS + r"\b[^.]*?\b(?:are|is|of)\s+" + _SIZE + r"(?!/)", re.I),
+    re.compile(
+        r"\b" + _DEVICE_WORDS + r"\b[^.]{0,200}?\b(?:are|is|of)\s+" + _SIZE + r"(?!/)", re.I
+    ),
     re.compile(r"\bpartition:\s*" + _SIZE, re.I),
 )
 # "max IOPS 64000K", "provisioned IOPS of 3000", "a 3000 IOPS limit", "3000 provisioned

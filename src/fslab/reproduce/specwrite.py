@@ -41,7 +41,7 @@ from fslab.reproduce.scale import (
     target_size_bytes,
 )
 from fslab.reproduce.text import without_prompt
-from fslab.spec import Spec, validate_spec
+from fslab.spec import MAX_NUMJOBS, Spec, validate_spec
 from fslab.spec_reported import (
     ReportedFact,
     ReportedFigure,
@@ -118,6 +118,10 @@ def spec_name(source_name: str, title: str) -> str:
     stem = Path(source_name).stem if source_name not in ("-", "") else title
     slug = re.sub(r"[^A-Za-z0-9_.+-]+", "-", stem).strip("-.")[:64]
     return slug or "reproduce"
+
+
+DD_MAX_BS = 1024**3  # spec.DdWorkload's bounds
+DD_MAX_COUNT = 10_000_000
 
 
 class _Builder:
@@ -317,20 +321,23 @@ class _Builder:
         sweep = tomlkit.table()
         quick: dict[str, Any] = {}
         for axis, values in [*chosen.sweeps, *swept.items()]:
-            if axis == "numjobs" and not all(str(v).isdigit() for v in values):
-                self._not_a_count(chosen, "numjobs", ", ".join(map(str, values)))
-                options.pop(axis, None)
-                continue
+            if axis == "numjobs":
+                values = self._job_counts(chosen, [str(v) for v in values])
+                if not values:
+                    options.pop(axis, None)
+                    continue
             sweep.add(
                 tomlkit.comment(f"the reporter ran these one by one (line {chosen.source.number})")
             )
             sweep[axis] = [_toml_value(v) for v in values]
             options.pop(axis, None)
         jobs_text = options.get("numjobs") or "1"
-        if not jobs_text.isdigit():
-            self._not_a_count(chosen, "numjobs", jobs_text)
+        counted = self._job_counts(chosen, [jobs_text])
+        if not counted:
             options.pop("numjobs")
             jobs_text = "1"
+        elif counted[0] != jobs_text:
+            jobs_text = options["numjobs"] = counted[0]
         jobs_max = max([int(v) for v in sweep.get("numjobs", [])] or [int(jobs_text)])
         if "numjobs" not in sweep and int(jobs_text) > 1:
             ladder = numjobs_ladder(int(jobs_text))
@@ -388,6 +395,26 @@ class _Builder:
             )
             options[name] = str(self.host.online_cpus)
 
+    def _job_counts(self, job: FioFact, values: list[str]) -> list[str]:
+        """The report's job counts fio can run: [] (asked) if one is not a count, those
+        above fio's limit left out (asked), the limit itself if none is left."""
+        if not all(v.isdigit() and int(v) >= 1 for v in values):
+            self._not_a_count(job, "numjobs", ", ".join(values))
+            return []
+        kept = [v for v in values if int(v) <= MAX_NUMJOBS]
+        if len(kept) < len(values):
+            over = ", ".join(v for v in values if int(v) > MAX_NUMJOBS)
+            self.questions.append(
+                QuestionFact(
+                    "fio --numjobs",
+                    f"the report's --numjobs={over} is more than fio runs ({MAX_NUMJOBS}, its "
+                    "compiled-in limit)",
+                    ", ".join(kept) if kept else str(MAX_NUMJOBS),
+                    job.source,
+                )
+            )
+        return kept or [str(MAX_NUMJOBS)]
+
     def _not_a_count(self, job: FioFact, name: str, value: str) -> None:
         self.questions.append(
             QuestionFact(
@@ -441,6 +468,36 @@ class _Builder:
         options[key] = fio_size_text(int(scaled.value))
         return {key: scaled.comment}
 
+    def _dd_amount(self, run: DdFact) -> tuple[str, int]:
+        """The report's dd bs and count as fslab runs them; another value is asked about."""
+        bs, count = run.operand("bs", "512"), run.operand("count", "1")
+        try:
+            bs_ok = 0 < parse_size_bytes(bs) <= DD_MAX_BS
+        except ValueError:
+            bs_ok = False
+        if not bs_ok:
+            self.questions.append(
+                QuestionFact(
+                    "dd bs",
+                    f"the report's dd bs={bs} is not a block size fslab runs (1 byte to 1GiB)",
+                    "bs=1M",
+                    run.source,
+                )
+            )
+            bs = "1M"
+        if not (count.isdigit() and 0 < int(count) <= DD_MAX_COUNT):
+            self.questions.append(
+                QuestionFact(
+                    "dd count",
+                    f"the report's dd count={count} is not a count fslab runs (1 to "
+                    f"{DD_MAX_COUNT:,})",
+                    "count=1",
+                    run.source,
+                )
+            )
+            count = "1"
+        return bs, int(count)
+
     def _dd(self, configs: list[Config]) -> tuple[Table, Table, Table, dict]:
         runs = self.facts.dd
         first = runs[0]
@@ -452,8 +509,8 @@ class _Builder:
                 f"{' '.join('='.join(o) for o in first.operands)}"
             )
         )
-        workload["bs"] = first.operand("bs", "512")
-        count = int(first.operand("count", "1"))
+        bs, count = self._dd_amount(first)
+        workload["bs"] = bs
         workload["count"] = count
         for operand in ("conv", "oflag"):
             if first.operand(operand):
@@ -482,7 +539,7 @@ class _Builder:
             "(write + delete) for the runtime, for a stable figure",
         )
         sweep = tomlkit.table()
-        written = parse_size_bytes(first.operand("bs", "512")) * count
+        written = parse_size_bytes(bs) * count
         for lever in self.facts.levers:
             if lever.lever == "free-space" and any(c.type == "ext4" for c in configs):
                 leave = leave_free_bytes(written)
@@ -684,9 +741,10 @@ def _user_mkfs(config: Config) -> list[str]:
 def _block_bytes(options: dict[str, Any]) -> int:
     text = str(options.get("bs") or options.get("blocksize") or "4k").split(",")[0].split("-")[-1]
     try:
-        return parse_size_bytes(text)
+        size = parse_size_bytes(text)
     except ValueError:
         return 4096
+    return size if size > 0 else 4096  # bs=0 is fio's error to report, not a size to divide by
 
 
 def _toml_value(value: Any) -> Any:

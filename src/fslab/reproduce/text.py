@@ -12,6 +12,12 @@ from fslab.reproduce.facts import Line
 _PROMPT_RE = re.compile(r"^\s*(?:\[?[\w.-]+@[\w.-]+[: ][^#$\]]*\]?\s*)?[#$]\s+")
 _QUOTE_RE = re.compile(r"^(?:\s*>)+ ?")
 
+# Terminal escapes pasted with colored output (CSI, OSC, two-character), then any other
+# control character but the tab: a report is read as text, and what it says is quoted
+# into specs and replies, never control codes.
+_ESCAPE_RE = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b\][^\x07\x1b\n]*(?:\x07|\x1b\\)?|\x1b[@-_]?")
+_CONTROL_RE = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f]")
+
 # A number with an optional SI multiplier as people write figures: 22K, 1.5M, 801k, 4328.
 NUMBER = r"(\d+(?:[.,]\d+)?)\s?([kKmMgG])?"
 _MULTIPLIER = {"": 1.0, "k": 1e3, "m": 1e6, "g": 1e9}
@@ -25,7 +31,8 @@ class ReportText:
 
     @classmethod
     def parse(cls, text: str) -> ReportText:
-        raw = text.replace("\r\n", "\n").replace("\r", "\n").split("\n")
+        text = _CONTROL_RE.sub(" ", _ESCAPE_RE.sub("", text.replace("\r\n", "\n")))
+        raw = text.replace("\r", "\n").split("\n")
         return cls(tuple(_QUOTE_RE.sub("", line).rstrip() for line in raw))
 
     def line(self, number: int) -> Line:

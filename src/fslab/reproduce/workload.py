@@ -458,18 +458,17 @@ def _lkp_parameters(report: ReportText, questions: list[QuestionFact]) -> Iterat
         "lkp-tests fio-basic parameters read as fio options (nr_task -> numjobs, "
         "test_size split over the tasks -> size, runtime -> runtime with time_based)"
     ]
-    options["rw"] = params["rw"][0]
-    options["bs"] = params["bs"][0]
-    if "ioengine" in params:
-        options["ioengine"] = params["ioengine"][0]
+    for key in ("rw", "bs", "ioengine"):
+        if key in params and _lkp_value_passes(key, *params[key], report, questions):
+            options[key] = params[key][0]
     if params.get("direct", ("",))[0] == "direct":
         options["direct"] = "1"
     tasks = int(params["nr_task"][0]) if params.get("nr_task", ("",))[0].isdigit() else 1
-    options["numjobs"] = str(tasks)
+    options["numjobs"] = str(tasks)  # 0 is asked about with the spec's job counts
     if "test_size" in params:
         try:
             total = parse_size_bytes(params["test_size"][0])
-            options["size"] = fio_size_text(total // tasks)
+            options["size"] = fio_size_text(total // max(tasks, 1))
         except ValueError:
             questions.append(
                 QuestionFact(
@@ -479,7 +478,7 @@ def _lkp_parameters(report: ReportText, questions: list[QuestionFact]) -> Iterat
                     source=report.line(params["test_size"][1]),
                 )
             )
-    if "runtime" in params:
+    if "runtime" in params and _lkp_value_passes("runtime", *params["runtime"], report, questions):
         options["runtime"] = params["runtime"][0].removesuffix("s")
         options["time_based"] = None
     text = "\n".join(f"{key}: {value}" for key, (value, _) in params.items())
@@ -490,6 +489,23 @@ def _lkp_parameters(report: ReportText, questions: list[QuestionFact]) -> Iterat
         source=report.line(first),
         notes=tuple(notes),
     )
+
+
+def _lkp_value_passes(
+    key: str, value: str, number: int, report: ReportText, questions: list[QuestionFact]
+) -> bool:
+    """An lkp parameter passes as a fio option as any report's option does: fio_trust's
+    allowlist, and no shell syntax; otherwise it is left out and asked about."""
+    found = fio_trust.judge(key, value)
+    if found is None and not shell.leftover_expansion(value):
+        return True
+    why = found.reason if found is not None else "it needs the shell to compute"
+    questions.append(
+        QuestionFact(
+            f"lkp {key}", f"the report's {key}: {value}: {why}", "left out", report.line(number)
+        )
+    )
+    return False
 
 
 # --- other tools ----------------------------------------------------------------------------
