@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 
-from fslab.errors import UsageError
+from fslab.errors import SpecError, UsageError
 from fslab.reproduce.extract import extract_facts
 from fslab.reproduce.scale import GIB, HostShape
 from fslab.reproduce.specwrite import build_spec
@@ -460,3 +460,31 @@ def test_report_long_words_are_read_in_linear_time(word):
     started = time.monotonic()
     extract_facts(f"ext4 slows down.\n\nThe cause is {word} here.\nfio --name=t --rw=write\n")
     assert time.monotonic() - started < 2.0  # 70,000 letters used to take 18 s
+
+
+def test_spec_nested_deeper_than_toml_reads_is_a_spec_error(tmp_path):
+    path = tmp_path / "s.toml"
+    path.write_text(spec_text({}))
+    with pytest.raises(SpecError, match=r"--set sweep\.bs: the value nests deeper"):
+        load_spec(str(path), overrides=["sweep.bs=" + "[" * 5000])  # was a RecursionError
+    path.write_text(spec_text({}) + "x = " + "[" * 5000 + "]" * 5000 + "\n")
+    with pytest.raises(SpecError, match="not valid TOML: nested deeper"):
+        load_spec(str(path))
+
+
+@pytest.mark.parametrize(
+    ("content", "message"),
+    [
+        (b"[j]\nrw=write\n\xff\n", "is not UTF-8 text"),  # was a UnicodeDecodeError
+        (b"[j]\nrw=write\n" + b"#" * 1024**2, "is larger than 1 MiB"),
+    ],
+)
+def test_spec_job_file_is_read_as_bounded_text(content, message, tmp_path):
+    job = tmp_path / "job.fio"
+    job.write_bytes(content)
+    path = tmp_path / "s.toml"
+    head = spec_text({}).split("[workload.options]")[0]
+    path.write_text(f"{head}job_file = {json.dumps(str(job))}\n")
+    spec, _ = load_spec(str(path))
+    with pytest.raises(UsageError, match=rf"workload\.job_file: .*{message}"):
+        plan.check_workload(spec)

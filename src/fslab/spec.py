@@ -527,6 +527,8 @@ def parse_override(text: str) -> tuple[list[str], Any]:
         value = tomllib.loads(f"v = {raw_value}")["v"]
     except tomllib.TOMLDecodeError:
         value = raw_value
+    except RecursionError:
+        raise SpecError(f"--set {key.strip()}: the value nests deeper than TOML is read") from None
     return path, value
 
 
@@ -652,6 +654,8 @@ def spec_data(
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         raise SpecError(f"{source}: not valid TOML: {exc}") from exc
+    except RecursionError:
+        raise SpecError(f"{source}: not valid TOML: nested deeper than fslab reads") from None
     if quick:
         apply_quick(data)
     for override in overrides:

@@ -45,15 +45,34 @@ class WorkloadOutcome:
     stderr: str = ""
 
 
+MAX_JOB_FILE_BYTES = 1024**2
+"""A fio job file is read up to this size, as a spec is."""
+
+
+def _job_file_text(path: Path) -> str:
+    if not path.is_file():
+        raise UsageError(f"workload.job_file: no such file: {path}")
+    try:
+        with path.open("rb") as handle:
+            data = handle.read(MAX_JOB_FILE_BYTES + 1)
+        if len(data) > MAX_JOB_FILE_BYTES:
+            raise UsageError(
+                f"workload.job_file: {path} is larger than "
+                f"{MAX_JOB_FILE_BYTES // 1024**2} MiB, the most fslab reads"
+            )
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise UsageError(f"workload.job_file: {path} is not UTF-8 text ({exc.reason})") from None
+    except OSError as exc:
+        raise UsageError(f"workload.job_file: cannot read {path}: {exc.strerror}") from None
+
+
 def base_fio_options(workload: FioWorkload) -> tuple[fio_mod.FioOptions, list[str]]:
     """The workload's fio options and the notes its import produced."""
     if workload.command_line is not None:
         imported = fio_mod.parse_fio_command_line(workload.command_line)
     elif workload.job_file is not None:
-        path = Path(workload.job_file)
-        if not path.is_file():
-            raise UsageError(f"workload.job_file: no such file: {path}")
-        imported = fio_mod.parse_fio_job_file(path.read_text())
+        imported = fio_mod.parse_fio_job_file(_job_file_text(Path(workload.job_file)))
     else:
         options: fio_mod.FioOptions = {
             k: (None if v is None or v is True else str(v))
