@@ -218,6 +218,7 @@ def test_scale_reason_when_nothing_is_swept(store):
     data = json.loads((DATA / "campaign_fsync_nocollect.json").read_text())
     for p in data["points"]:
         p["sweep"] = {}
+    data["campaign"]["spec"]["sweep"] = {}  # an import's points sweep what its spec sweeps
     data["points"] = data["points"][:2]
     report = fit_campaign(load_campaign(store, import_campaign(store, data)))
     assert report.reason and "no concurrency axis" in report.reason

@@ -278,7 +278,7 @@ def test_import_refuses_other_json(new_db):
     with Store(new_db()) as target:
         with pytest.raises(UsageError, match="not an fslab campaign export"):
             import_campaign(target, {"hello": 1})
-        with pytest.raises(UsageError, match="malformed"):
+        with pytest.raises(UsageError, match="campaign export: campaign: Field required"):
             import_campaign(target, {"format": "fslab-campaign", "version": 1})
 
 
@@ -362,7 +362,7 @@ def _roles_campaign(store: Store, *roles: str) -> int:
         host={},
         device=None,
         fslab_version="0",
-        points=[PlannedPoint(i, "a", "ext4", {}, 0, r) for i, r in enumerate(roles)],  # type: ignore[arg-type]
+        points=[PlannedPoint(i, "ext4", "ext4", {"numjobs": 1}, i, r) for i, r in enumerate(roles)],  # type: ignore[arg-type]
     )
 
 

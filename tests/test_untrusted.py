@@ -8,6 +8,7 @@ asks, naming the line) and from a spec (`fslab run` refuses it without
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 import time
@@ -488,3 +489,118 @@ def test_spec_job_file_is_read_as_bounded_text(content, message, tmp_path):
     spec, _ = load_spec(str(path))
     with pytest.raises(UsageError, match=rf"workload\.job_file: .*{message}"):
         plan.check_workload(spec)
+
+
+@pytest.mark.parametrize(
+    ("location", "message"),
+    [
+        ("postgresql://u@[::1/x", "is neither a file path nor a URL"),  # ValueError
+        ("~no-such-user-here/x.db", "no such home directory"),  # RuntimeError
+        ("x\udcff.db", "not UTF-8 text"),  # a non-UTF-8 argv byte: UnicodeEncodeError
+        ("postgresql://u@127.0.0.1:1/x?bogus=1", 'invalid connection option "bogus"'),
+        ("postgresql://u@" + "a" * 70 + ":1/x", "not a host name"),  # IDNA UnicodeError
+        ("sqlite://\n/x", "Invalid SQLite URL"),  # an ArgumentError from create_engine
+        ("sqlite://", "an in-memory database keeps nothing"),
+    ],
+)
+def test_database_url_a_driver_refuses_is_a_usage_error(location, message):
+    with pytest.raises(UsageError, match=re.escape(message)):
+        Store(location)
+
+
+def test_database_that_cannot_be_reached_is_a_message_for_every_command(tmp_path):
+    from fslab.store.db import StoreUnavailable, upgrade_database
+
+    with pytest.raises(StoreUnavailable, match="Connection refused"):
+        upgrade_database("postgresql://u@127.0.0.1:1/x")  # `store migrate`: was a traceback
+    with pytest.raises(StoreUnavailable, match="File name too long"):
+        Store(str(tmp_path / ("d" * 300) / "x.db"))
+
+
+def test_error_messages_quoting_markup_print_as_text(tmp_path):
+    from typer.testing import CliRunner
+
+    from fslab.cli import app
+
+    db = str(tmp_path / "[/]x.db")
+    listed = CliRunner().invoke(app, ["list", "--db", db])
+    assert listed.exit_code == 0 and "[/]x.db" in listed.output  # was a MarkupError
+    refused = CliRunner().invoke(app, ["show", "999", "--db", db])
+    assert refused.exit_code == 1 and isinstance(refused.exception, SystemExit)
+    assert "no campaign 999 in" in refused.output  # the message quoting it: was a MarkupError
+
+
+# --- imports: checked whole, refused naming the field, nothing stored ----------------------
+
+
+def _export() -> dict[str, Any]:
+    data = json.loads((DATA_DIR / "campaign_fsync_nocollect.json").read_text())
+    data["points"] = data["points"][:4]
+    return data
+
+
+def _set(data: dict[str, Any], path: str, value: Any) -> None:
+    *parents, last = path.split(".")
+    node: Any = data
+    for part in parents:
+        node = node[int(part)] if isinstance(node, list) else node[part]
+    node[int(last) if isinstance(node, list) else last] = value
+
+
+@pytest.mark.parametrize(
+    ("path", "value", "message"),
+    [
+        ("campaign", 1, "campaign: Input should be a valid dictionary"),  # AttributeError
+        ("campaign.name", "../../x", "campaign.name: String should match pattern"),
+        ("campaign.name", "a\x00b", "campaign.name: a NUL character"),
+        ("campaign.spec", {"name": "x"}, "campaign.spec: invalid spec"),
+        ("campaign.status", "null", "campaign.status: Input should be"),
+        ("campaign.host.online_cpus", "many", "campaign.host: invalid literal"),
+        ("campaign.started_at", "yesterday", "campaign.started_at: Value error"),
+        ("points.0.status", "null", "points.0.status: Input should be"),  # CHECK constraint
+        ("points.1.seq", 0, "points.1.seq: 0 again"),  # UNIQUE constraint
+        ("points.0.config", "[bold]x", "points.0.config: '[bold]x' is not a configuration"),
+        ("points.0.metrics", {"fio.\x1b[31m": 1.0}, "a control character"),
+        ("points.0.metrics", {"m" * 600: 1.0}, "a name longer than 512"),
+        ("points.0.sweep", {"numjobs": 16, "x": 1}, "points.0.sweep: axes"),
+        ("points.0.sweep.numjobs", "x", "points.0.sweep.numjobs: 'x' is not a int"),
+        ("points.0.collectors", {"perf": ["gone", "x"]}, "points.0.collectors.perf.0"),
+        ("points.0.facts", {"fill": 3}, "points.0.facts.fill"),
+        ("points.0.error", "\udcff", "not UTF-8 text"),
+    ],
+)
+def test_import_refuses_a_malformed_export_naming_the_field(path, value, message, tmp_path):
+    data = _export()
+    _set(data, path, value)
+    with Store(str(tmp_path / "db.sqlite")) as store:
+        with pytest.raises(UsageError, match=re.escape(message)):
+            import_campaign(store, data)
+        assert store.campaigns() == []  # nothing stored
+
+
+@pytest.mark.parametrize(
+    ("content", "message"),
+    [
+        (b"[" * 100000 + b"]" * 100000, "JSON nested too deeply"),  # was a RecursionError
+        (b'{"format": "fslab-campaign", \xff}', "not UTF-8"),  # was a UnicodeDecodeError
+        (b'{"format": ', "not JSON"),
+        (b"[1, 2]", "not a JSON object"),
+    ],
+)
+def test_import_reads_only_a_json_object(content, message, tmp_path):
+    from fslab.store.exchange import read_export
+
+    path = tmp_path / "e.json"
+    path.write_bytes(content)
+    with pytest.raises(UsageError, match=message):
+        read_export(path)
+
+
+def test_import_of_a_file_over_the_limit_is_refused_unread(tmp_path, monkeypatch):
+    from fslab.store import exchange
+
+    monkeypatch.setattr(exchange, "MAX_EXPORT_BYTES", 1000)
+    path = tmp_path / "e.json"
+    path.write_text(json.dumps(_export()))
+    with pytest.raises(UsageError, match="larger than 0 MiB"):
+        exchange.read_export(path)

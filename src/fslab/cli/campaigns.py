@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Annotated
 
@@ -20,7 +19,6 @@ from fslab.cli.common import (
     print_json,
 )
 from fslab.cli.results import print_results
-from fslab.errors import UsageError
 from fslab.report import terminal
 
 
@@ -54,7 +52,7 @@ def list_(
                     ]
                 )
             elif not campaigns:
-                out.print(f"no campaigns in {store.location} yet")
+                out.print(f"no campaigns in {store.location} yet", markup=False)
             else:
                 out.print(terminal.campaigns_table(campaigns, counts))
 
@@ -98,13 +96,10 @@ def import_(
     db: DbOption = None,
 ) -> None:
     """Store a campaign exported elsewhere under a new id, and print that id."""
-    from fslab.store.exchange import import_campaign
+    from fslab.store.exchange import import_campaign, read_export
 
     def body() -> None:
-        try:
-            data = json.loads(path.read_text())
-        except (OSError, json.JSONDecodeError) as exc:
-            raise UsageError(f"{path}: cannot read a campaign export: {exc}") from None
+        data = read_export(path)  # checked whole before the store is opened
         with open_store(db) as store:
             new_id = import_campaign(store, data)
         out.print(f"imported as campaign {new_id}")

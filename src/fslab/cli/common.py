@@ -11,6 +11,7 @@ from typing import Annotated
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 
 from fslab.errors import FslabError
 from fslab.store.db import Store, default_db
@@ -60,7 +61,8 @@ def print_json(data: object) -> None:
 
 
 def fail(exc: FslabError) -> typer.Exit:
-    err.print(f"[bold red]fslab:[/] {exc}", markup=True, highlight=False)
+    # the message may quote input ('[/]' in a name is not markup)
+    err.print(f"[bold red]fslab:[/] {escape(str(exc))}", markup=True, highlight=False)
     return typer.Exit(exc.exit_code)
 
 

@@ -66,7 +66,7 @@ def run(
             limit=limit,
             fresh=new,
         )
-        err.print(f"fleet run {plan.key()}: {spec} -> {plan.db and _shown(plan.db)}")
+        err.print(f"fleet run {plan.key()}: {spec} -> {plan.db and _shown(plan.db)}", markup=False)
         outcomes = run_fleet(plan, echo=lambda line: err.print(line, markup=False))
         _print_outcomes(outcomes, plan.db, plan.key())
         if any(o.state != "done" for o in outcomes):
@@ -99,7 +99,7 @@ def _print_outcomes(outcomes: list[HostOutcome], db: str, key: str | None = None
         try:
             store = Store(db)
         except StoreUnavailable as exc:
-            err.print(f"progress not shown: {exc}")
+            err.print(f"progress not shown: {exc}", markup=False)
     try:
         for outcome in outcomes:
             progress = _progress(store, key, outcome.host) if key else ""

@@ -235,7 +235,7 @@ def run(
                     },
                     options=options,
                 )
-            err.print(f"campaign {campaign_id} -> {store.location}")
+            err.print(f"campaign {campaign_id} -> {store.location}", markup=False)
             answered: AnswerResult | None = None
             try:
                 with RichProgress(err) as progress:

@@ -37,9 +37,9 @@ def migrate(db: DbOption = None) -> None:
         location = db or default_db()
         before, after = upgrade_database(location)
         if before == after:
-            out.print(f"{_shown(location)}: schema {after}, nothing to do")
+            out.print(f"{_shown(location)}: schema {after}, nothing to do", markup=False)
         else:
-            out.print(f"{_shown(location)}: schema {before or 'none'} -> {after}")
+            out.print(f"{_shown(location)}: schema {before or 'none'} -> {after}", markup=False)
 
     guarded(body)
 
@@ -57,7 +57,7 @@ def copy(
 
     def on_campaign(old: int, new: int | None) -> None:
         if new is None:
-            err.print(f"campaign {old}: already in {_shown(target)}, skipped")
+            err.print(f"campaign {old}: already in {_shown(target)}, skipped", markup=False)
         else:
             err.print(f"campaign {old} -> {new}")
 

@@ -143,7 +143,7 @@ def _scaling(
 ) -> list[ScalingNote]:
     try:
         written = tomllib.loads(toml_text) if toml_text else {}
-    except tomllib.TOMLDecodeError:
+    except (tomllib.TOMLDecodeError, RecursionError):  # an imported campaign's text
         written = {}
     quick_set = (spec.get("quick") or {}).get("set") or {} if quick else {}
     notes = []

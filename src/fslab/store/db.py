@@ -85,15 +85,30 @@ def utc_now() -> str:
 def database_url(location: str | Path) -> URL:
     """The SQLAlchemy URL of a --db value: a file path, or postgresql://user@host/db."""
     text_location = str(location)
+    try:
+        text_location.encode("utf-8")
+    except UnicodeEncodeError:
+        raise UsageError(
+            f"--db {text_location!r}: not UTF-8 text (SQLite and PostgreSQL take UTF-8 names)"
+        ) from None
     if "://" not in text_location:
-        return URL.create("sqlite", database=str(Path(text_location).expanduser()))
+        if not text_location or "\x00" in text_location:
+            raise UsageError(f"--db {text_location!r}: not a file path")
+        try:
+            return URL.create("sqlite", database=str(Path(text_location).expanduser()))
+        except RuntimeError:  # ~user of no user
+            raise UsageError(f"--db {text_location!r}: no such home directory") from None
     try:
         url = make_url(text_location)
-    except sa_exc.ArgumentError:
+    except (sa_exc.ArgumentError, ValueError):  # ValueError: a port that is not a number
         raise UsageError(f"--db {text_location!r} is neither a file path nor a URL") from None
     if url.get_backend_name() in ("postgresql", "postgres"):
         return url.set(drivername="postgresql+psycopg")
     if url.get_backend_name() == "sqlite":
+        if url.database in (None, "", ":memory:"):
+            raise UsageError(
+                f"--db {text_location!r}: an in-memory database keeps nothing; name a file"
+            )
         return url
     raise UsageError(
         f"--db {url.render_as_string(hide_password=True)}: fslab stores results in SQLite "
@@ -223,7 +238,7 @@ class Store:
                             f"results database {self.location}: {exc.strerror} "
                             f"({exc.filename}); {_SQLITE_FIX}"
                         ) from None
-                conn = held.enter_context(self._engine.connect())
+                conn = held.enter_context(_connection(self._engine, self.url))
                 if write:
                     conn.execution_options(fslab_write=True)
                 with conn.begin():
@@ -232,20 +247,7 @@ class Store:
             raise self._unavailable(exc) from None
 
     def _unavailable(self, exc: sa_exc.DBAPIError) -> StoreUnavailable:
-        reason = (str(exc.orig) if exc.orig else str(exc)).strip().splitlines()[0]
-        if "password authentication failed" in reason or "no password supplied" in reason:
-            fix = (
-                "check the user and password in --db / $FSLAB_DB "
-                "(postgresql://USER:PASSWORD@HOST/DB, or a ~/.pgpass line)"
-            )
-        elif not self.shared:
-            fix = _SQLITE_FIX
-        else:
-            fix = (
-                f"start the server at {self.url.host or 'localhost'}:{self.url.port or 5432} "
-                "or fix the host, port and database name in --db / $FSLAB_DB"
-            )
-        return StoreUnavailable(f"results database {self.location}: {reason}; {fix}")
+        return _unavailable(self.url, exc)
 
     def _ensure_schema(self) -> None:
         """Create or upgrade the schema if it is not at HEAD. A database at HEAD (the
@@ -598,13 +600,42 @@ class Store:
             return conn.exec_driver_sql("PRAGMA integrity_check").scalar() == "ok"
 
 
+def _unavailable(url: URL, exc: sa_exc.DBAPIError) -> StoreUnavailable:
+    """A database that cannot be reached or refuses the login, with what to do."""
+    reason = (str(exc.orig) if exc.orig else str(exc)).strip().splitlines()[0]
+    if "password authentication failed" in reason or "no password supplied" in reason:
+        fix = (
+            "check the user and password in --db / $FSLAB_DB "
+            "(postgresql://USER:PASSWORD@HOST/DB, or a ~/.pgpass line)"
+        )
+    elif url.get_backend_name() != "postgresql":
+        fix = _SQLITE_FIX
+    else:
+        fix = (
+            f"start the server at {url.host or 'localhost'}:{url.port or 5432} "
+            "or fix the host, port and database name in --db / $FSLAB_DB"
+        )
+    return StoreUnavailable(f"results database {shown_location(url)}: {reason}; {fix}")
+
+
+def _connection(engine: Engine, url: URL) -> Connection:
+    """A new connection; a URL the driver refuses (an unknown option) is a UsageError."""
+    try:
+        return engine.connect()
+    except sa_exc.ProgrammingError as exc:
+        reason = (str(exc.orig) if exc.orig else str(exc)).strip().splitlines()[0]
+        raise UsageError(f"--db {shown_location(url)}: {reason}") from None
+    except UnicodeError as exc:  # a host name the resolver cannot encode (IDNA)
+        raise UsageError(f"--db {shown_location(url)}: not a host name: {exc}") from None
+
+
 def upgrade_database(location: str | Path) -> tuple[str | None, str]:
     """`fslab store migrate`: bring any database to HEAD; returns (before, after)."""
     url = database_url(location)
     engine = _postgresql_engine(url) if url.get_backend_name() == "postgresql" else None
     engine = engine or _sqlite_engine(url)
     try:
-        with engine.connect() as conn:
+        with _connection(engine, url) as conn:
             conn.execution_options(fslab_write=True)
             with conn.begin():
                 if conn.dialect.name == "postgresql":
@@ -617,6 +648,8 @@ def upgrade_database(location: str | Path) -> tuple[str | None, str]:
                     )
                 if not before.at_head:
                     migrate.upgrade(conn)
+    except (sa_exc.OperationalError, sa_exc.InterfaceError) as exc:
+        raise _unavailable(url, exc) from None
     finally:
         engine.dispose()
     return before.current, tables.HEAD
@@ -627,8 +660,16 @@ def upgrade_database(location: str | Path) -> tuple[str | None, str]:
 
 def _sqlite_engine(url: URL) -> Engine:
     path = Path(str(url.database))
-    path.parent.mkdir(parents=True, exist_ok=True)
-    engine = create_engine(url, connect_args={"timeout": 30.0})
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise StoreUnavailable(
+            f"results database {path}: {exc.strerror} ({exc.filename}); {_SQLITE_FIX}"
+        ) from None
+    try:
+        engine = create_engine(url, connect_args={"timeout": 30.0})
+    except sa_exc.ArgumentError as exc:  # sqlite:// with what SQLAlchemy cannot read
+        raise UsageError(f"--db {shown_location(url)!r}: {str(exc).splitlines()[0]}") from None
 
     @event.listens_for(engine, "connect")
     def _on_connect(dbapi_conn: Any, _record: Any) -> None:
