@@ -604,3 +604,18 @@ def test_import_of_a_file_over_the_limit_is_refused_unread(tmp_path, monkeypatch
     path.write_text(json.dumps(_export()))
     with pytest.raises(UsageError, match="larger than 0 MiB"):
         exchange.read_export(path)
+
+
+def test_fleet_fetched_export_is_checked_and_one_bad_host_stops_no_other(tmp_path):
+    from fslab.fleet.run import _import_fetched
+    from fslab.fleet.state import HostOutcome
+
+    fetched = tmp_path / "fetched"
+    fetched.mkdir()
+    (fetched / "alpha.json").write_text(json.dumps(_export()))
+    (fetched / "beta.json").write_text('{"format": ')  # used to end the run in a traceback
+    outcomes = [HostOutcome(h, "done", "run the campaign") for h in ("alpha", "beta")]
+    _import_fetched(str(tmp_path / "db.sqlite"), fetched, outcomes, lambda line: None)
+    assert outcomes[0].note.startswith("fetched back, imported as campaign")
+    assert "refused" in outcomes[1].note and "not JSON" in outcomes[1].note
+    assert (fetched / "beta.json").exists() and not (fetched / "alpha.json").exists()

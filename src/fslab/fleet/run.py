@@ -28,9 +28,10 @@ from typing import Any
 
 import fslab
 from fslab.errors import FslabError, UsageError
+from fslab.fleet.inventory import ANSIBLE_ENV, read_inventory
 from fslab.fleet.state import FleetState, HostOutcome, fleet_dir, host_outcomes
 from fslab.store.db import Store, utc_now
-from fslab.store.exchange import import_campaign
+from fslab.store.exchange import check_export, import_campaign, read_export
 
 # what `make deps` installs (the Makefile's DEB_PACKAGES; a test keeps them equal)
 DEBIAN_PACKAGES = ("fio", "xfsprogs", "e2fsprogs", "btrfs-progs", "linux-perf", "util-linux")
@@ -105,8 +106,7 @@ def check_shared_store(db: str) -> None:
 
 def run_fleet(plan: FleetPlan, *, echo: Callable[[str], None]) -> list[HostOutcome]:
     """Run the playbook; returns each host's outcome (ansible's own output goes to echo)."""
-    if not plan.inventory.exists():
-        raise UsageError(f"inventory {plan.inventory}: no such file")
+    read_inventory(plan.inventory)  # refused before anything is created or started
     if plan.db:
         check_shared_store(plan.db)
     key = plan.key()
@@ -155,6 +155,7 @@ def _run_playbook(argv: Sequence[str], events: Path, echo: Callable[[str], None]
         "ANSIBLE_LOCALHOST_WARNING": "False",
         "ANSIBLE_FORCE_COLOR": "False",
         "FSLAB_FLEET_EVENTS": str(events),
+        **ANSIBLE_ENV,  # the inventory read as read_inventory checked it
     }
     with subprocess.Popen(
         list(argv), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env
@@ -172,8 +173,13 @@ def _import_fetched(
     by_host = {o.host: o for o in outcomes}
     with Store(db) as store:
         for path in sorted(fetch_dir.glob("*.json")):
-            data: dict[str, Any] = json.loads(path.read_text())
-            new_id = replace_campaign(store, data)
+            try:  # a host's export is checked as any import is; one bad host stops no other
+                new_id = replace_campaign(store, read_export(path))
+            except UsageError as exc:
+                echo(f"{path.stem}: the fetched export is refused: {exc}")
+                if path.stem in by_host:
+                    by_host[path.stem].note = f"fetched back, refused: {exc} (kept in {path})"
+                continue
             echo(f"{path.stem}: campaign fetched back and imported as {new_id}")
             if path.stem in by_host:
                 by_host[path.stem].note = f"fetched back, imported as campaign {new_id}"
@@ -181,9 +187,10 @@ def _import_fetched(
 
 
 def replace_campaign(store: Store, data: dict[str, Any]) -> int:
-    """Import an export; the same campaign imported before is replaced by this one."""
-    exported = data.get("campaign", {})
-    for row in store.campaigns(host=exported.get("host_name") or None):
-        if row.name == exported.get("name") and row.started_at == exported.get("started_at"):
+    """Import an export; the same campaign imported before is replaced by this one
+    (checked first: a malformed export replaces nothing)."""
+    exported = check_export(data).campaign
+    for row in store.campaigns(host=exported.host_name or None):
+        if row.name == exported.name and row.started_at == exported.started_at:
             store.delete_campaign(row.id)
     return import_campaign(store, data)
