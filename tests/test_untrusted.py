@@ -491,6 +491,24 @@ def test_spec_job_file_is_read_as_bounded_text(content, message, tmp_path):
         plan.check_workload(spec)
 
 
+def test_absurd_specs_are_refused_in_seconds_naming_the_limit(tmp_path):
+    """A sweep of a million values, a job file of thousands of sections (issue 27, part 4)."""
+    path = tmp_path / "s.toml"
+    path.write_text(spec_text({}))
+    million = "sweep.bs=[" + ",".join(f'"{i}k"' for i in range(10**6)) + "]"
+    started = time.monotonic()
+    with pytest.raises(SpecError, match="a campaign runs at most 10000"):
+        load_spec(str(path), overrides=[million])
+    assert time.monotonic() - started < 15.0
+    job = tmp_path / "big.fio"
+    job.write_text("".join(f"[job{i}]\nrw=write\n" for i in range(5000)))
+    head = spec_text({}).split("[workload.options]")[0]
+    path.write_text(f"{head}job_file = {json.dumps(str(job))}\n")
+    with pytest.raises(UsageError, match="defines 5000 jobs") as refused:
+        plan.check_workload(load_spec(str(path))[0])
+    assert len(str(refused.value)) < 400  # the 5,000 names used to be listed
+
+
 @pytest.mark.parametrize(
     ("location", "message"),
     [

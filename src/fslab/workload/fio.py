@@ -232,7 +232,7 @@ def parse_fio_job_file(text: str) -> FioImport:
     if not jobs:
         raise UsageError("the fio job file defines no job section (only [global] or nothing)")
     if len(jobs) > 1:
-        names = ", ".join(f"[{s.name}]" for s in jobs)
+        names = ", ".join(f"[{s.name}]" for s in jobs[:8]) + (", ..." if len(jobs) > 8 else "")
         raise UsageError(
             f"the fio job file defines {len(jobs)} jobs ({names}): fslab runs one job per "
             f"point; keep one section (use numjobs= for parallel copies of it)"
