@@ -487,6 +487,8 @@ ABSURD_NUMBERS = [
     "4294967296",
     "18446744073709551616",
     "9" * 60,
+    "9" * 400,  # past a float's range
+    "9" * 5000,  # past int()'s 4,300 digits
     "1e308",
     "1e999",
     "nan",

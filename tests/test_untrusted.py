@@ -434,6 +434,21 @@ def test_report_of_too_many_lines_is_refused_at_once():
     assert time.monotonic() - started < 1.0  # 900,000 empty lines used to take 15 s
 
 
+@pytest.mark.parametrize(
+    "line",
+    [
+        "fio --name=t --rw=write --numjobs={n}",  # int(): ValueError past 4,300 digits
+        "dd if=/dev/zero of=/mnt/f bs=1M count={n}",
+        "fio --name=t --rw=write --size={n}",  # float to int: OverflowError past 308
+        "{n}G of RAM",
+    ],
+)
+def test_report_number_of_thousands_of_digits_is_refused_naming_its_line(line):
+    text = "ext4.\n\nfio --name=t --rw=write\n" + line.format(n="1" * 5000) + "\n"
+    with pytest.raises(UsageError, match="line 4: a number of more than 100 digits"):
+        extract_facts(text)
+
+
 def test_report_mount_of_thousands_of_options_is_asked_about_not_written():
     text = "ext4.\n\nmount -o " + "x," * 5000 + "noatime /dev/sdb /mnt\n"
     text += "fio --name=t --rw=write --bs=4k --size=16m\n"
@@ -456,11 +471,29 @@ def test_report_of_thousands_of_questions_lists_two_hundred():
     assert any("more questions about this report" in q.question for q in reproduction.questions)
 
 
-@pytest.mark.parametrize("word", ["A" * 70000, "a-" * 30000, "1" * 60000])
+@pytest.mark.parametrize("word", ["A" * 70000, "a-" * 30000, "9." * 30000, "1 " * 30000])
 def test_report_long_words_are_read_in_linear_time(word):
     started = time.monotonic()
     extract_facts(f"ext4 slows down.\n\nThe cause is {word} here.\nfio --name=t --rw=write\n")
     assert time.monotonic() - started < 2.0  # 70,000 letters used to take 18 s
+
+
+def test_spec_integer_of_thousands_of_digits_is_a_spec_error(tmp_path):
+    path = tmp_path / "s.toml"
+    path.write_text(spec_text({}) + "x = " + "1" * 5000 + "\n")  # was int()'s ValueError
+    with pytest.raises(SpecError, match="not valid TOML: Exceeds the limit"):
+        load_spec(str(path))
+    path.write_text(spec_text({}))
+    with pytest.raises(SpecError, match=r"run\.repeat"):
+        load_spec(str(path), overrides=["run.repeat=" + "1" * 5000])
+
+
+def test_spec_job_file_path_too_long_is_a_usage_error(tmp_path):
+    path = tmp_path / "s.toml"
+    head = spec_text({}).split("[workload.options]")[0]
+    path.write_text(f"{head}job_file = {json.dumps('j' * 5000)}\n")  # is_file(): OSError
+    with pytest.raises(UsageError, match=r"workload\.job_file: cannot read"):
+        plan.check_workload(load_spec(str(path))[0])
 
 
 def test_spec_nested_deeper_than_toml_reads_is_a_spec_error(tmp_path):
@@ -603,6 +636,7 @@ def test_import_refuses_a_malformed_export_naming_the_field(path, value, message
         (b'{"format": "fslab-campaign", \xff}', "not UTF-8"),  # was a UnicodeDecodeError
         (b'{"format": ', "not JSON"),
         (b"[1, 2]", "not a JSON object"),
+        (b'{"a": ' + b"1" * 5000 + b"}", "not JSON .Exceeds the limit"),  # was a ValueError
     ],
 )
 def test_import_reads_only_a_json_object(content, message, tmp_path):
@@ -622,6 +656,26 @@ def test_import_of_a_file_over_the_limit_is_refused_unread(tmp_path, monkeypatch
     path.write_text(json.dumps(_export()))
     with pytest.raises(UsageError, match="larger than 0 MiB"):
         exchange.read_export(path)
+
+
+def test_imported_names_print_as_text_in_every_table(tmp_path):
+    from typer.testing import CliRunner
+
+    from fslab.cli import app
+
+    data = _export()
+    data["campaign"]["host_name"] = "[/]box"
+    data["campaign"]["host"]["kernel_release"] = "[bold]6.1"
+    data["points"][0].update(status="failed", error="[/] no space")
+    export = tmp_path / "e.json"
+    export.write_text(json.dumps(data))
+    db = ["--db", str(tmp_path / "db.sqlite")]
+    assert CliRunner().invoke(app, ["import", str(export), *db]).exit_code == 0
+    for argv in (["list"], ["show", "1"]):  # MarkupError in the tables, before
+        result = CliRunner().invoke(app, [*argv, *db])
+        assert result.exit_code == 0, result.output
+    assert "[/]box" in CliRunner().invoke(app, ["list", *db]).output
+    assert "[/] no space" in CliRunner().invoke(app, ["show", "1", *db]).output
 
 
 def test_fleet_fetched_export_is_checked_and_one_bad_host_stops_no_other(tmp_path):

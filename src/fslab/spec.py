@@ -525,7 +525,7 @@ def parse_override(text: str) -> tuple[list[str], Any]:
         raise SpecError(f"--set {text!r}: empty key")
     try:
         value = tomllib.loads(f"v = {raw_value}")["v"]
-    except tomllib.TOMLDecodeError:
+    except ValueError:  # TOMLDecodeError, or an integer of thousands of digits
         value = raw_value
     except RecursionError:
         raise SpecError(f"--set {key.strip()}: the value nests deeper than TOML is read") from None
@@ -652,7 +652,7 @@ def spec_data(
     text, _ = read_spec_source(source)
     try:
         data = tomllib.loads(text)
-    except tomllib.TOMLDecodeError as exc:
+    except ValueError as exc:  # TOMLDecodeError, or an integer of thousands of digits
         raise SpecError(f"{source}: not valid TOML: {exc}") from exc
     except RecursionError:
         raise SpecError(f"{source}: not valid TOML: nested deeper than fslab reads") from None

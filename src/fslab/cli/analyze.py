@@ -200,7 +200,8 @@ def _hosts_table(hosts: Sequence[HostFact]) -> Table:
     for _ in range(len(hosts[0].values) + 2):
         table.add_column("")
     for fact in hosts:
-        table.add_row("≠" if fact.differs else "", fact.label, *fact.values)
+        # the facts come from each host's campaign, imports too: text, not rich markup
+        table.add_row("≠" if fact.differs else "", escape(fact.label), *map(escape, fact.values))
     return table
 
 

@@ -45,8 +45,8 @@ def results_table(rows: Sequence[SummaryRow], title: str) -> Table:
         caption += f"; {EVIDENCE_CAPTION}"
     table = Table(title=title, title_justify="left", caption=caption, caption_justify="left")
     table.add_column("config")
-    for axis in axes:
-        table.add_column(axis, justify="right")
+    for axis in axes:  # names and values are text, never rich markup ('[/]' is a name)
+        table.add_column(escape(axis), justify="right")
     table.add_column(metric_label(headline, missing="result"), justify="right")
     table.add_column("range", justify="right")
     table.add_column("runs", justify="right")
@@ -58,7 +58,7 @@ def results_table(rows: Sequence[SummaryRow], title: str) -> Table:
         table.add_column("free", justify="right")
         table.add_column("watermark", justify="right")
     for row in rows:
-        cells = [row.config, *(sweep_cell(row.sweep, axis) for axis in axes)]
+        cells = [escape(row.config), *(escape(sweep_cell(row.sweep, axis)) for axis in axes)]
         cells.append(format_value(row.headline, row.median))
         spread = (
             f"{format_value(row.headline, row.minimum)}..{format_value(row.headline, row.maximum)}"
@@ -101,12 +101,12 @@ def campaigns_table(campaigns: Sequence[CampaignRow], counts: dict[int, dict[str
         n = counts.get(c.id, {})
         table.add_row(
             str(c.id),
-            c.name,
-            c.hostname,
+            escape(c.name),
+            escape(c.hostname),
             c.status,
             f"{n.get('ok', 0)}/{n.get('failed', 0)}/{n.get('pending', 0)}",
-            c.started_at.replace("+00:00", ""),
-            str(c.host.fact("kernel_release") or ""),
+            escape(c.started_at.replace("+00:00", "")),
+            escape(str(c.host.fact("kernel_release") or "")),
         )
     return table
 
@@ -118,7 +118,7 @@ def failures_table(points: Sequence[PointRow]) -> Table:
     for p in points:
         if p.status == "failed":
             sweep = point_label(p.sweep, empty="")
-            table.add_row(str(p.seq), p.config, sweep, p.error or "")
+            table.add_row(str(p.seq), escape(p.config), escape(sweep), escape(p.error or ""))
     return table
 
 

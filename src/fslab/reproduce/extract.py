@@ -32,6 +32,9 @@ hostile or mistaken input cannot hold fslab for minutes."""
 MAX_REPORT_LINES = 100_000
 """Lines read from one report: each line passes every extractor (about 15 us each), so a
 megabyte of empty lines would hold fslab for seconds; a longer text is refused."""
+MAX_NUMBER_DIGITS = 100
+"""Digits in one number: longer ones overflow a float (309) or int() (4,300 digits)."""
+_LONG_NUMBER_RE = re.compile(rf"\d{{{MAX_NUMBER_DIGITS + 1}}}")
 MAX_QUESTIONS = 200
 """Questions listed from one report; a hostile one can raise tens of thousands."""
 MAX_FIGURES = 200
@@ -55,6 +58,11 @@ def extract_facts(text: str) -> ReportFacts:
         raise UsageError(
             f"report: more than {MAX_REPORT_LINES:,} lines, the most fslab reads; paste the "
             "part with the commands, the machine and the figures"
+        )
+    if huge := _LONG_NUMBER_RE.search(report.joined):
+        raise UsageError(
+            f"report: line {report.offset_to_line(huge.start())}: a number of more than "
+            f"{MAX_NUMBER_DIGITS} digits; fslab reads counts, sizes and figures, none that long"
         )
     facts = ReportFacts()
     title = next(((n, line) for n, line in report.numbered() if line.strip()), None)

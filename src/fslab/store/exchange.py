@@ -78,7 +78,7 @@ def read_export(path: Path) -> dict[str, Any]:
         data = json.loads(raw.decode("utf-8"))
     except UnicodeDecodeError as exc:
         raise UsageError(f"{path}: not a campaign export: not UTF-8 ({exc.reason})") from None
-    except json.JSONDecodeError as exc:
+    except ValueError as exc:  # JSONDecodeError, or an integer of thousands of digits
         raise UsageError(f"{path}: not a campaign export: not JSON ({exc})") from None
     except RecursionError:
         raise UsageError(f"{path}: not a campaign export: JSON nested too deeply") from None

@@ -50,9 +50,9 @@ MAX_JOB_FILE_BYTES = 1024**2
 
 
 def _job_file_text(path: Path) -> str:
-    if not path.is_file():
-        raise UsageError(f"workload.job_file: no such file: {path}")
     try:
+        if not path.is_file():
+            raise UsageError(f"workload.job_file: no such file: {path}")
         with path.open("rb") as handle:
             data = handle.read(MAX_JOB_FILE_BYTES + 1)
         if len(data) > MAX_JOB_FILE_BYTES:
