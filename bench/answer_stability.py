@@ -33,8 +33,8 @@ from pathlib import Path
 from fslab.analyze.comparisons import verdicts_at
 from fslab.analyze.dataset import load_campaign
 from fslab.analyze.diagnose import diagnose_campaign
-from fslab.analyze.questions import campaign_questions
-from fslab.spec import expand_points
+from fslab.drive.questions import campaign_questions
+from fslab.spec.model import expand_points
 from fslab.store.db import Store
 
 PRESET = "ext4-fsync-storm"

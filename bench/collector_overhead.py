@@ -57,15 +57,15 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from fslab.analyze.stats import bootstrap_median_ci, interval_verdict
+from fslab.base.hostfacts import collect_host_facts
+from fslab.base.proc import CommandLog, process_cpu_s, run
 from fslab.collect.base import PendingResult, PointContext
 from fslab.collect.sysstat import parse_proc_stat
-from fslab.hostfacts import collect_host_facts
-from fslab.proc import CommandLog, process_cpu_s, run
-from fslab.runner import RunOptions, collecting, collector_classes, run_point
-from fslab.spec import CollectSpec, expand_points, load_spec
+from fslab.measure import plan
+from fslab.measure.point import RunOptions, collecting, collector_classes, run_point
+from fslab.spec.model import CollectSpec, expand_points, load_spec
 from fslab.target.fs import Mount, make_filesystem
 from fslab.target.loop import LoopImage
-from fslab.workload import plan
 
 COLLECTORS = tuple(CollectSpec().enabled())  # perf, offcpu, workqueue, tpcounters, jbd2, sysstat
 CELLS = ("clean", "all", *COLLECTORS)

@@ -43,7 +43,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from fslab.faults import STAGES
+from fslab.base.faults import STAGES
 from fslab.target.guard import read_mountinfo
 from fslab.target.leftovers import Leftovers, mount_dir_owner_pid
 from fslab.target.loop import image_owner_pid, loop_backing_files

@@ -25,8 +25,8 @@ import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
+from fslab.base.proc import run
 from fslab.collect.perf import perf_record_argv, perf_script_argv
-from fslab.proc import run
 from fslab.stacks.fold import fold_perf_script, fold_perf_script_stream
 from fslab.target.scratch import scratch_filesystem
 

@@ -379,7 +379,7 @@ def _message(stderr: str) -> str:
 
 def guarded(func: Callable[[], object]) -> Outcome:
     """A library call as the CLI's guard would end it: FslabError -> its exit code."""
-    from fslab.errors import FslabError
+    from fslab.base.errors import FslabError
 
     try:
         func()
@@ -792,8 +792,9 @@ class ReportSurface(Surface):
 def check_spec(source: str, overrides: list[str], quick: bool) -> list[str]:
     """What `fslab run` checks before it creates anything (nothing runs); returns the
     properties broken: an option that needs the opt-in passing without it."""
-    from fslab.spec import FioWorkload, expand_points, load_spec
-    from fslab.workload import fio_trust, plan
+    from fslab.measure import plan
+    from fslab.spec.model import FioWorkload, expand_points, load_spec
+    from fslab.workload import fio_trust
 
     spec, _ = load_spec(source, overrides=overrides, quick=quick)
     plan.check_workload(spec)
@@ -874,7 +875,7 @@ class SpecSurface(Surface):
 
     def __init__(self, rng: random.Random, sandbox: Sandbox, cli: Cli) -> None:
         super().__init__(rng, sandbox, cli)
-        from fslab.spec import PRESET_DIR
+        from fslab.spec.model import PRESET_DIR
 
         paths = sorted(PRESET_DIR.glob("*.toml")) + sorted(
             (DATA / "corpus" / "specs").glob("*.toml")
@@ -1026,7 +1027,7 @@ class SpecSurface(Surface):
         return overrides
 
     def case(self, index: int) -> Case:
-        from fslab.spec import MAX_SPEC_BYTES
+        from fslab.spec.model import MAX_SPEC_BYTES
 
         name = self.rng.choice(self.names)
         labels = [name]

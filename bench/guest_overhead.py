@@ -25,14 +25,14 @@ import statistics
 import time
 
 from fslab.analyze.stats import bootstrap_ratio_ci
-from fslab.errors import UsageError
+from fslab.base.errors import UsageError
+from fslab.base.hostfacts import collect_host_facts
 from fslab.guest.kernels import resolve_kernel
 from fslab.guest.probe import kvm_device_problem
 from fslab.guest.session import GuestSession, probe_kvm_boot
-from fslab.hostfacts import collect_host_facts
-from fslab.runner import RunOptions, run_point
-from fslab.spec import Point, Spec, expand_points, load_spec
-from fslab.vm_config import GuestConfig
+from fslab.measure.point import RunOptions, run_point
+from fslab.spec.model import Point, Spec, expand_points, load_spec
+from fslab.spec.vm import GuestConfig
 
 
 def the_point(runtime_s: float) -> tuple[Spec, Point]:

@@ -39,12 +39,13 @@ from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 
 from fslab.analyze.stats import bootstrap_median_ci, interval_verdict
-from fslab.hostfacts import HostFacts, collect_host_facts
-from fslab.runner import RunOptions, run_campaign, run_point, start_campaign
-from fslab.spec import Point, Spec, expand_points, load_spec
+from fslab.base.hostfacts import HostFacts, collect_host_facts
+from fslab.base.timing import CampaignTiming
+from fslab.measure.point import RunOptions, run_point
+from fslab.run.campaign import run_campaign, start_campaign
+from fslab.spec.model import Point, Spec, expand_points, load_spec
 from fslab.store.db import Store
 from fslab.target.loop import image_name
-from fslab.timing import CampaignTiming
 
 NUMJOBS = [1, 2, 4, 8, 12, 16, 24, 32, 48, 64]  # 10 sweep points of the seed workload
 WALL_GOAL = 1.10  # per run, over runtime + ramp

@@ -139,7 +139,7 @@ from fslab.analyze.comparisons import Comparison, campaign_comparisons, samples,
 from fslab.analyze.dataset import CampaignData, load_campaign
 from fslab.analyze.noise import MIN_CAMPAIGNS
 from fslab.analyze.slowdown import SlowdownFit, recorded, take_out_slowdown
-from fslab.spec import load_spec
+from fslab.spec.model import load_spec
 from fslab.store.db import Store
 from fslab.store.exchange import import_campaign
 
@@ -193,8 +193,8 @@ REAL_SPEC = {
 
 def record_real_campaign(db: Path) -> int:
     """Run REAL_SPEC (2 points x 32 repetitions, 2 s each) into `db`; return its id."""
-    from fslab.runner import RunOptions, run_campaign, start_campaign
-    from fslab.spec import validate_spec
+    from fslab.run.campaign import RunOptions, run_campaign, start_campaign
+    from fslab.spec.model import validate_spec
     from fslab.store.db import Store
 
     spec = validate_spec(REAL_SPEC)

@@ -32,9 +32,9 @@ import numpy as np
 from scipy import stats
 
 from fslab.analyze.dataset import load_campaign
-from fslab.hostfacts import collect_host_facts
-from fslab.runner import RunOptions, run_point
-from fslab.spec import expand_points, load_spec
+from fslab.base.hostfacts import collect_host_facts
+from fslab.measure.point import RunOptions, run_point
+from fslab.spec.model import expand_points, load_spec
 from fslab.store.db import Store
 
 MIN_CAMPAIGNS = 4  # a slope and its residual spread need a few

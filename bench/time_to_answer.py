@@ -31,11 +31,11 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from fslab.adaptive import machine_seconds
 from fslab.analyze.comparisons import verdicts_at
 from fslab.analyze.dataset import load_campaign
 from fslab.analyze.diagnose import diagnose_campaign
 from fslab.analyze.falloff import steepest_fall
+from fslab.drive.rounds import machine_seconds
 from fslab.store.db import Store
 
 PRESET, FOCUS = "ext4-fsync-storm", "ext4-default"

@@ -34,7 +34,7 @@ from pathlib import Path
 
 import numpy as np
 
-from fslab.units import parse_size_bytes
+from fslab.base.units import parse_size_bytes
 
 SHM = Path("/dev/shm")
 REPORTED = Path("/sys/module/page_reporting/parameters/reported_kib")

@@ -14,7 +14,7 @@ import time
 
 import pytest
 
-from fslab.errors import UsageError
+from fslab.base.errors import UsageError
 from fslab.guest.kernels import Kernel, resolve_kernel
 from tests.conftest import IN_CI, require_tool
 
@@ -47,7 +47,7 @@ def fslab_guests(pid: int | None = None) -> list[str]:
 # A process that boots one guest (TCG) and prints "booted" once it is up.
 BOOTING_CHILD = """
 import sys
-from fslab.vm_config import GuestConfig
+from fslab.spec.vm import GuestConfig
 from fslab.guest.session import GuestSession
 with GuestSession(GuestConfig(kernel=sys.argv[1], accel="tcg")):
     print("booted", flush=True)

@@ -14,11 +14,11 @@ from pathlib import Path
 
 import pytest
 
-from fslab import adaptive
 from fslab.analyze.dataset import load_campaign
-from fslab.errors import UsageError
-from fslab.runner import point_from_row
-from fslab.spec import expand_points, validate_spec
+from fslab.base.errors import UsageError
+from fslab.drive import rounds as adaptive
+from fslab.run.campaign import point_from_row
+from fslab.spec.model import expand_points, validate_spec
 from fslab.store.db import PlannedPoint, PointOutcome, Store
 from fslab.store.exchange import import_campaign
 

@@ -17,7 +17,7 @@ from fslab.collect.base import (
     Unavailable,
 )
 from fslab.collect.registry import ALL_COLLECTORS, collector_of_family
-from fslab.spec import CollectSpec
+from fslab.spec.model import CollectSpec
 from tests.test_collect_parsers import _ctx
 
 CTX = _ctx()

@@ -11,7 +11,7 @@ from scipy import stats as sps
 
 from fslab.analyze import compare as cmp
 from fslab.analyze.metrics_catalog import CATALOG, metric_def
-from fslab.vocab import point_label
+from fslab.base.vocab import point_label
 
 POINTS = [(("fs", "ext4"), ("numjobs", n)) for n in (1, 8, 64, 512)]
 

@@ -22,7 +22,7 @@ from fslab.analyze import comparisons as cmps
 from fslab.analyze import point_profile as pp
 from fslab.analyze.campaign_scaling import fit_campaign
 from fslab.analyze.dataset import CampaignData, load_campaign
-from fslab.errors import UsageError
+from fslab.base.errors import UsageError
 from fslab.store.db import PointOutcome, Store
 from fslab.store.exchange import import_campaign
 

@@ -7,7 +7,7 @@ import math
 
 import pytest
 
-from fslab.errors import FslabError, ToolError, UsageError
+from fslab.base.errors import FslabError, ToolError, UsageError
 from fslab.workload.dd import DdResult, build_dd_argv, parse_dd_output
 
 # Verbatim from the report in docs/cases/ext4-cached-write-falloff.md (coreutils of 2014).
@@ -51,7 +51,7 @@ def test_progress_lines_are_not_the_summary(data_dir):
 
 
 def test_progress_lines_with_carriage_returns(data_dir):
-    # On a terminal dd rewrites its progress line with \r; fslab.proc.run's text mode
+    # On a terminal dd rewrites its progress line with \r; fslab.base.proc.run's text mode
     # turns those into \n, the parser accepts both.
     lines = stderr_of(data_dir, "dd_progress").split("\n")
     first_records = next(i for i, line in enumerate(lines) if "records in" in line)

@@ -7,7 +7,7 @@ import json
 from typer.testing import CliRunner
 
 from fslab import cli
-from fslab.doctor import run_checks
+from fslab.run.doctor import run_checks
 
 
 def test_doctor_covers_root_tools_perf_tracefs_loop_and_ram():

@@ -18,11 +18,11 @@ from pathlib import Path
 
 import pytest
 
-from fslab import adaptive
 from fslab.analyze.dataset import load_campaign, point_key
 from fslab.analyze.summary import summarize
+from fslab.drive import rounds as adaptive
 from fslab.report.model import build_report
-from fslab.runner import headline_role
+from fslab.run.campaign import headline_role
 from fslab.store.db import Store
 from fslab.store.exchange import import_campaign
 

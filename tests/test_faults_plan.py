@@ -11,8 +11,8 @@ import time
 
 import pytest
 
-from fslab import faults
-from fslab.errors import FslabError, UsageError
+from fslab.base import faults
+from fslab.base.errors import FslabError, UsageError
 from fslab.store.lock import campaign_lock
 
 

@@ -8,8 +8,8 @@ import shutil
 
 import pytest
 
-from fslab.errors import UsageError
-from fslab.proc import run
+from fslab.base.errors import UsageError
+from fslab.base.proc import run
 from fslab.workload.fio import (
     FSLAB_OWNED,
     build_fio_argv,

@@ -11,8 +11,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from fslab.errors import FslabError, ToolError
-from fslab.vocab import headline_metric
+from fslab.base.errors import FslabError, ToolError
+from fslab.base.vocab import headline_metric
 from fslab.workload.fio_json import (
     FioOutputError,
     merge_bins,

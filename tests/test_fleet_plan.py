@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from fslab.errors import UsageError
+from fslab.base.errors import UsageError
 from fslab.fleet.inventory import read_inventory
 from fslab.fleet.run import DEBIAN_PACKAGES, FleetPlan
 from tests.tiny_spec import tiny_spec

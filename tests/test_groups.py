@@ -36,8 +36,8 @@ from fslab.analyze.compare import FLAGGED
 from fslab.analyze.dataset import load_campaign
 from fslab.analyze.noise import TEST_NAME, fit_point_noise
 from fslab.analyze.series import build_series
+from fslab.base.errors import UsageError
 from fslab.cli import app
-from fslab.errors import UsageError
 from fslab.store.db import CampaignRow, Store
 from fslab.store.exchange import import_campaign
 

@@ -15,9 +15,9 @@ from fslab.guest.protocol import (
     request_from_json,
     request_to_json,
 )
-from fslab.spec import expand_points, load_spec
+from fslab.spec.model import expand_points, load_spec
+from fslab.spec.vm import GuestConfig
 from fslab.store.db import PointOutcome
-from fslab.vm_config import GuestConfig
 
 
 def test_possible_cpus_below_cpus_is_refused_naming_both() -> None:
@@ -106,8 +106,8 @@ def test_an_outcome_survives_json_as_the_store_takes_it() -> None:
 
 
 def test_the_agent_refuses_a_target_a_guest_cannot_see(tmp_path) -> None:
-    from fslab.guest_agent import run_request
-    from fslab.hostfacts import collect_host_facts
+    from fslab.base.hostfacts import collect_host_facts
+    from fslab.guest.agent import run_request
 
     spec, points = _points(1)
     spec = spec.model_copy(

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from fslab.errors import UsageError
+from fslab.base.errors import UsageError
 from fslab.guest import probe
 from fslab.guest.debian import (
     ARCHIVE_SUITES,
@@ -32,9 +32,9 @@ from fslab.guest.kernels import (
     release_sort_key,
     resolve_kernel,
 )
+from fslab.guest.runner import check_guests
 from fslab.guest.vng import BootPlan, stage_kernel, vng_argv
-from fslab.guest_runner import check_guests
-from fslab.spec import Spec, validate_spec
+from fslab.spec.model import Spec, validate_spec
 from tests.guest_support import guest_kernel, require_qemu
 
 
@@ -142,7 +142,7 @@ def _plan(kernel: Kernel, **changes: object) -> BootPlan:
         "memory_bytes": 3 * 1024**3,
         "accel": "tcg",
         "rwdir": Path("/tmp/fslab-guest-1/boot-1"),
-        "command": ("/venv/bin/python", "-m", "fslab.guest_agent", "/tmp/x y/session.json"),
+        "command": ("/venv/bin/python", "-m", "fslab.guest.agent", "/tmp/x y/session.json"),
         "name": "fslab-1-00000000",
     }
     fields.update(changes)
@@ -161,11 +161,11 @@ def test_vng_argv_for_tcg_and_kvm() -> None:
     assert tcg[-2:] == [
         "--exec",
         "env 'NPY_DISABLE_CPU_FEATURES=X86_V3 X86_V4 AVX512_ICL AVX512_SPR' "
-        "/venv/bin/python -m fslab.guest_agent '/tmp/x y/session.json'",
+        "/venv/bin/python -m fslab.guest.agent '/tmp/x y/session.json'",
     ]
     kvm = vng_argv(_plan(kernel, accel="kvm"), "vng")
     assert "--disable-kvm" not in kvm and "--append" not in kvm
-    assert kvm[-1] == "/venv/bin/python -m fslab.guest_agent '/tmp/x y/session.json'"
+    assert kvm[-1] == "/venv/bin/python -m fslab.guest.agent '/tmp/x y/session.json'"
 
 
 def test_host_mirrors_come_from_apt_indextargets(data_dir: Path) -> None:

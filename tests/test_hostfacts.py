@@ -1,4 +1,4 @@
-from fslab.hostfacts import (
+from fslab.base.hostfacts import (
     collect_host_facts,
     ext4_free_clusters_watermark,
     parse_cpu_list,

@@ -1,6 +1,6 @@
 """The layers hold: no upward import (import-linter's contract in pyproject.toml), no cycle.
 
-cli > report > analyze > store/runner > collect/target/workload > units/errors/proc,
+cli > report > drive > analyze > run > guest > measure > store > spec > collect/target/workload > base,
 as docs/architecture.md draws them. The contract is checked on the source tree,
 and once on a copy with one upward import added, to show that it would fail.
 """
@@ -39,11 +39,11 @@ def test_no_upward_imports():
 def test_an_upward_import_fails_the_contract(tmp_path):
     shutil.copy(ROOT / "pyproject.toml", tmp_path / "pyproject.toml")
     shutil.copytree(ROOT / "src" / "fslab", tmp_path / "src" / "fslab")
-    units = tmp_path / "src" / "fslab" / "units.py"
+    units = tmp_path / "src" / "fslab" / "base" / "units.py"
     units.write_text(units.read_text() + "\nfrom fslab.report import text  # noqa\n")
     result = _lint_imports(tmp_path)
     assert result.returncode != 0
-    assert "fslab.units is not allowed to import fslab.report" in result.stdout
+    assert "fslab.base.units is not allowed to import fslab.report" in result.stdout
 
 
 def _cycles(edges: dict[str, set[str]]) -> list[list[str]]:

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from fslab.spec import load_spec, validate_spec
-from fslab.workload import plan
+from fslab.measure import plan
+from fslab.spec.model import load_spec, validate_spec
 
 PASTED = {
     "name": "p",

@@ -5,7 +5,7 @@ from __future__ import annotations
 import threading
 
 from fslab.collect.base import CollectorResult, PendingResult
-from fslab.postprocess import finish_all
+from fslab.measure.post import finish_all
 
 
 def test_collectors_are_finished_side_by_side() -> None:

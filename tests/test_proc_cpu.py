@@ -7,7 +7,7 @@ import subprocess
 import sys
 import time
 
-from fslab.proc import process_cpu_s
+from fslab.base.proc import process_cpu_s
 
 BURN = "import time\nt = time.process_time()\nwhile time.process_time() - t < 0.3: pass\n"
 

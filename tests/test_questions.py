@@ -13,10 +13,10 @@ import json
 
 import pytest
 
-from fslab import adaptive
 from fslab.analyze.dataset import load_campaign
-from fslab.analyze.questions import MAX_EVIDENCE_RUNS, campaign_questions
-from fslab.errors import UsageError
+from fslab.base.errors import UsageError
+from fslab.drive import rounds as adaptive
+from fslab.drive.questions import MAX_EVIDENCE_RUNS, campaign_questions
 from fslab.store.db import PointOutcome, Store
 from fslab.store.exchange import import_campaign
 from tests.conftest import DATA_DIR
@@ -168,7 +168,7 @@ class NearestReplay:
 
 
 def _adaptive_campaign(store: Store) -> tuple[int, dict]:
-    from fslab.spec import expand_points, validate_spec
+    from fslab.spec.model import expand_points, validate_spec
 
     grid = json.loads(GRID.read_text())
     data = {**grid["campaign"]["spec"]}

@@ -29,14 +29,14 @@ from fslab.analyze.dataset import load_campaign
 from fslab.analyze.diagnose import diagnose_campaign, judge_hypothesis
 from fslab.analyze.mechanisms import blamed_mechanism, load_rules
 from fslab.analyze.reported import match_figures, reporter_point
+from fslab.base.vocab import format_value
 from fslab.cli import app
 from fslab.report.reply import WIDTH, render_reply
 from fslab.report.reply_model import Reply, build_reply
 from fslab.reproduce.extract import extract_facts
-from fslab.spec_comments import spec_comments
+from fslab.spec.comments import spec_comments
 from fslab.store.db import Store
 from fslab.store.exchange import import_campaign
-from fslab.vocab import format_value
 from tests.conftest import DATA_DIR
 
 REPORTS = DATA_DIR / "reports"

@@ -14,15 +14,15 @@ from pathlib import Path
 
 import pytest
 
-from fslab.errors import UsageError
+from fslab.base.errors import UsageError
 from fslab.reproduce import pending
 from fslab.reproduce.extract import extract_facts
 from fslab.reproduce.facts import DeviceFact, Line, ReportFacts
 from fslab.reproduce.scale import GIB, MIB, HostShape, numjobs_ladder, per_job_size
 from fslab.reproduce.specwrite import Reproduction, build_spec
-from fslab.runner import RunOptions, start_campaign
-from fslab.spec import LimitsSpec, load_spec, validate_spec
-from fslab.spec_comments import spec_comments
+from fslab.run.campaign import RunOptions, start_campaign
+from fslab.spec.comments import spec_comments
+from fslab.spec.model import LimitsSpec, load_spec, validate_spec
 from fslab.store.db import Store
 from tests.test_fio_import import SEED_OPTIONS
 

@@ -6,8 +6,8 @@ from collections import Counter
 
 import pytest
 
-from fslab.roles import counts_for_headline, instrumented, mode_of_roles, repetition_roles
-from fslab.spec import expand_points, load_spec
+from fslab.base.roles import counts_for_headline, instrumented, mode_of_roles, repetition_roles
+from fslab.spec.model import expand_points, load_spec
 
 
 @pytest.mark.parametrize(

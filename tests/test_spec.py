@@ -6,9 +6,10 @@ import tomllib
 
 import pytest
 
-from fslab.adaptive import QUICK_BUDGET_S
-from fslab.errors import SpecError
-from fslab.spec import (
+from fslab.base.errors import SpecError
+from fslab.drive.rounds import QUICK_BUDGET_S
+from fslab.measure import plan
+from fslab.spec.model import (
     apply_override,
     expand_points,
     guest_overrides,
@@ -19,7 +20,6 @@ from fslab.spec import (
     validate_spec,
 )
 from fslab.store.db import Store
-from fslab.workload import plan
 
 MINIMAL = {
     "name": "t",
@@ -154,7 +154,7 @@ def test_dd_workload_axes():
 
 
 def test_target_option_forms():
-    from fslab.spec import target_overrides
+    from fslab.spec.model import target_overrides
 
     spec, _ = load_spec("cached-write-ext4-vs-xfs", overrides=target_overrides("file:/var/tmp"))
     assert (spec.target.kind, spec.target.path) == ("file", "/var/tmp")
@@ -168,7 +168,7 @@ def test_target_option_forms():
 
 
 def test_target_limits_are_parsed_and_checked():
-    from fslab.spec import load_spec
+    from fslab.spec.model import load_spec
 
     spec, _ = load_spec(
         "ext4-fsync-storm",

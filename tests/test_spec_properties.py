@@ -32,9 +32,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from typer.testing import CliRunner
 
-from fslab import cli, preflight
-from fslab.errors import SpecError
-from fslab.spec import Spec, load_spec, preset_names, preset_path, validate_spec
+from fslab import cli
+from fslab.base.errors import SpecError
+from fslab.run import preflight
+from fslab.spec.model import Spec, load_spec, preset_names, preset_path, validate_spec
 from tests.conftest import requires_root
 from tests.pid_leaks import owned_by
 

@@ -18,11 +18,11 @@ from fslab.analyze.comparisons import samples
 from fslab.analyze.dataset import CampaignData, load_campaign
 from fslab.analyze.series import series_of
 from fslab.analyze.slowdown import STEAL, fit_slowdown, take_out_slowdown
+from fslab.base.vocab import format_value
 from fslab.cli import app
 from fslab.report.model import build_report
 from fslab.report.plots import series_plot
 from fslab.store.db import Store
-from fslab.vocab import format_value
 from tests.spaced_support import imported, spaced_exports, without_steal
 
 STEAL8K = Path(__file__).parent.parent / "bench" / "spaced" / "steal8k"

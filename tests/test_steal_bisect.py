@@ -19,7 +19,7 @@ from fslab.analyze.baselines import baseline_campaigns, bisect_model, noise_mode
 from fslab.analyze.bisect import ReferencesTooClose, Verdict, decide
 from fslab.analyze.dataset import CampaignData, load_campaign
 from fslab.analyze.slowdown import take_out_slowdown
-from fslab.bisection import judge_candidate
+from fslab.drive.bisection import judge_candidate
 from fslab.store.db import Store
 from tests.spaced_support import imported, spaced_exports, without_steal
 

@@ -17,7 +17,7 @@ import pytest
 from sqlalchemy import create_engine, event, text
 from sqlalchemy import exc as sa_exc
 
-from fslab.errors import FslabError, UsageError
+from fslab.base.errors import FslabError, UsageError
 from fslab.store.db import (
     _PG_LOCK_CLASS,
     SCHEMA_VERSION,

@@ -21,10 +21,10 @@ from typer.testing import CliRunner
 from fslab.analyze.baselines import same_spec
 from fslab.analyze.noise import spec_fingerprint
 from fslab.analyze.series import select_campaigns
+from fslab.base.errors import FslabError
+from fslab.base.hostfacts import HostFacts
 from fslab.cli import app
-from fslab.errors import FslabError
-from fslab.hostfacts import HostFacts
-from fslab.spec import Spec, validate_spec
+from fslab.spec.model import Spec, validate_spec
 from fslab.store.db import PlannedPoint, PointOutcome, Store
 from fslab.store.exchange import export_campaign, import_campaign
 from fslab.store.facts import FilesystemFacts, PointFacts

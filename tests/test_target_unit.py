@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from fslab import proc
-from fslab.errors import FslabError, GuardRefusal, ToolError, UsageError
+from fslab.base import proc
+from fslab.base.errors import FslabError, GuardRefusal, ToolError, UsageError
 from fslab.target import fs, guard, loop
 from fslab.target.fill import FILL_PREFIX, target_free_bytes
 from fslab.target.leftovers import Leftovers, mount_dir_owner_pid

@@ -12,14 +12,14 @@ from pathlib import Path
 
 import pytest
 
-from fslab import bisection
 from fslab.analyze.bisect import bisect_list
 from fslab.analyze.drift import host_drift, load_drift
 from fslab.analyze.noise import fit_point_noise, spec_fingerprint
-from fslab.hostfacts import HostFacts
+from fslab.base.hostfacts import HostFacts
+from fslab.drive import bisection
 from fslab.report.model import build_report
 from fslab.report.text import render_text
-from fslab.spec import Spec, load_spec
+from fslab.spec.model import Spec, load_spec
 from fslab.store.db import Store
 from fslab.store.exchange import import_campaign
 from fslab.store.facts import PointFacts

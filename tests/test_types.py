@@ -1,7 +1,7 @@
 """mypy's settings catch Any crossing the borders of the modules kept strict.
 
 `make lint` runs mypy on the tree; this shows, on a copy, that a dict[str, Any]
-added to one of those modules (fslab.vocab) fails it, and passes elsewhere.
+added to one of those modules (fslab.base.vocab) fails it, and passes elsewhere.
 """
 
 from __future__ import annotations
@@ -36,11 +36,11 @@ def _mypy_on_copy(tmp_path: Path, module: str) -> subprocess.CompletedProcess[st
 
 
 def test_any_in_a_strict_module_fails(tmp_path):
-    result = _mypy_on_copy(tmp_path, "vocab.py")
+    result = _mypy_on_copy(tmp_path, "base/vocab.py")
     assert result.returncode != 0
-    assert "src/fslab/vocab.py" in result.stdout and 'Explicit "Any"' in result.stdout
+    assert "src/fslab/base/vocab.py" in result.stdout and 'Explicit "Any"' in result.stdout
 
 
 def test_the_same_elsewhere_passes(tmp_path):
-    result = _mypy_on_copy(tmp_path, "hostfacts.py")
+    result = _mypy_on_copy(tmp_path, "base/hostfacts.py")
     assert result.returncode == 0, result.stdout

@@ -19,7 +19,7 @@ from fslab.analyze import compare
 from fslab.analyze.baselines import bisect_model, compare_with_noise
 from fslab.analyze.dataset import CampaignData, load_campaign
 from fslab.analyze.noise import PointNoise, median_spread
-from fslab.bisection import judge_candidate
+from fslab.drive.bisection import judge_candidate
 from fslab.store.db import CampaignRow, Store
 from tests.spaced_support import imported, spaced_exports
 

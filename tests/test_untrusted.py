@@ -18,14 +18,15 @@ from typing import Any
 
 import pytest
 
-from fslab.errors import SpecError, UsageError
+from fslab.base.errors import SpecError, UsageError
+from fslab.measure import plan
 from fslab.reproduce.extract import extract_facts
 from fslab.reproduce.scale import GIB, HostShape
 from fslab.reproduce.specwrite import build_spec
-from fslab.spec import load_spec
+from fslab.spec.model import load_spec
 from fslab.store.db import Store
 from fslab.store.exchange import export_campaign, import_campaign
-from fslab.workload import fio_trust, plan
+from fslab.workload import fio_trust
 from tests.conftest import DATA_DIR, requires_root
 
 FIO_LISTS = DATA_DIR / "fio_options"
@@ -360,7 +361,7 @@ def test_imported_campaign_is_never_run(tmp_path):
     path.write_text(spec_text({"exec_prerun": "true"}, allow=True))
     spec, text = load_spec(str(path))
     source = Store(str(tmp_path / "a.sqlite"))
-    from fslab.runner import RunOptions, run_campaign, start_campaign
+    from fslab.run.campaign import RunOptions, run_campaign, start_campaign
 
     campaign_id = start_campaign(
         source, spec, text, overrides={}, options=RunOptions(collect="off")

@@ -1,4 +1,4 @@
-"""fslab.vocab: one name, one unit, one headline for every table, report and command.
+"""fslab.base.vocab: one name, one unit, one headline for every table, report and command.
 
 Where two places used to answer differently, these tests say which rule won.
 """
@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from fslab.analyze.metrics_catalog import CATALOG, metric_def
-from fslab.vocab import (
+from fslab.base.vocab import (
     format_ns,
     format_value,
     headline_metric,

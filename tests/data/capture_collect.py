@@ -25,6 +25,7 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
+from fslab.base.units import parse_size_bytes
 from fslab.collect import tracefs
 from fslab.collect.common import dev_filter, kernel_dev_t
 from fslab.collect.jbd2 import journal_dirs
@@ -36,10 +37,9 @@ from fslab.collect.tpcounters import (
     plan_counters,
 )
 from fslab.collect.workqueue import EVENTS as WQ_EVENTS
+from fslab.measure.plan import preset_fio_argv
 from fslab.target.scratch import scratch_filesystem
-from fslab.units import parse_size_bytes
 from fslab.workload.fio_json import parse_fio_json
-from fslab.workload.plan import preset_fio_argv
 
 OUT = Path(__file__).resolve().parent
 MAX_BYTES = 1_000_000

@@ -15,8 +15,8 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+from fslab.base.proc import run
 from fslab.guest.debian import PACKAGE_RE, DebianRegistry, apt_options
-from fslab.proc import run
 
 DATA_DIR = Path(__file__).resolve().parent
 HOST_RE = re.compile(r"(https?://)[^/\s]+")

@@ -31,8 +31,8 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
+from fslab.base.proc import run
 from fslab.collect.perf import perf_record_argv, perf_script_argv
-from fslab.proc import run
 from fslab.target.scratch import scratch_filesystem
 
 DATA_DIR = Path(__file__).parent

@@ -18,7 +18,7 @@ import platform
 import shutil
 from pathlib import Path
 
-from fslab.proc import CommandRecord, run
+from fslab.base.proc import CommandRecord, run
 from fslab.target.scratch import scratch_filesystem
 
 DATA_DIR = Path(__file__).resolve().parent

@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 from tests.conftest import requires_root
 
+from fslab.base.units import parse_size_bytes
 from fslab.collect import tracefs
 from fslab.collect.base import Collector, CollectorResult, PointContext
 from fslab.collect.jbd2 import Jbd2Collector
@@ -19,9 +20,8 @@ from fslab.collect.offcpu import OffcpuCollector
 from fslab.collect.sysstat import SysstatCollector
 from fslab.collect.tpcounters import TpCountersCollector
 from fslab.collect.workqueue import WorkqueueCollector
+from fslab.measure.plan import preset_fio_argv
 from fslab.target.scratch import scratch_filesystem
-from fslab.units import parse_size_bytes
-from fslab.workload.plan import preset_fio_argv
 
 pytestmark = [
     requires_root,
@@ -231,9 +231,9 @@ def test_ensure_tracefs_mounts_when_missing(tmp_path):
 def test_an_evidence_point_states_what_each_collector_added_to_its_setup_and_teardown(no_leaks):
     """facts["collector_seconds"]: wall seconds to start and to stop observing, per
     collector, on evidence runs only (a clean run has no instrument to account for)."""
-    from fslab.hostfacts import collect_host_facts
-    from fslab.runner import RunOptions, run_point
-    from fslab.spec import expand_points, load_spec
+    from fslab.base.hostfacts import collect_host_facts
+    from fslab.run.campaign import RunOptions, run_point
+    from fslab.spec.model import expand_points, load_spec
 
     on = ("jbd2", "sysstat", "tpcounters")
     spec, _ = load_spec(

@@ -17,8 +17,8 @@ from bench.fault_injection import Case, run_case
 from tests.conftest import requires_root
 from tests.pid_leaks import owned_by
 
-from fslab.runner import RunOptions, run_campaign, start_campaign
-from fslab.spec import validate_spec
+from fslab.run.campaign import RunOptions, run_campaign, start_campaign
+from fslab.spec.model import validate_spec
 from fslab.store.db import Store
 
 pytestmark = [requires_root, pytest.mark.root]

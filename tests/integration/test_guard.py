@@ -21,7 +21,7 @@ from pathlib import Path
 import pytest
 from tests.conftest import requires_root
 
-from fslab.errors import GuardRefusal
+from fslab.base.errors import GuardRefusal
 from fslab.target.guard import DeviceIdentity, check_device, read_mountinfo
 
 pytestmark = [requires_root, pytest.mark.root]

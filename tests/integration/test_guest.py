@@ -28,13 +28,13 @@ from tests.guest_support import (
     wait_for_guest,
 )
 
-from fslab.errors import UsageError
+from fslab.base.errors import UsageError
+from fslab.base.hostfacts import ext4_free_clusters_watermark
 from fslab.guest import probe
 from fslab.guest.session import GuestError, GuestSession
-from fslab.hostfacts import ext4_free_clusters_watermark
-from fslab.spec import expand_points, load_spec, validate_spec
+from fslab.spec.model import expand_points, load_spec, validate_spec
+from fslab.spec.vm import GuestConfig
 from fslab.target.limits import GUEST_BLKIO_ROOT
-from fslab.vm_config import GuestConfig
 
 pytestmark = [requires_root, pytest.mark.root, pytest.mark.guest]
 

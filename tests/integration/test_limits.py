@@ -17,7 +17,7 @@ import time
 import pytest
 from tests.conftest import requires_root
 
-from fslab.errors import FslabError
+from fslab.base.errors import FslabError
 from fslab.store.db import Store
 from fslab.target.limits import (
     BLKIO_ROOT,

@@ -18,9 +18,9 @@ from tests.pid_leaks import owned_by
 from typer.testing import CliRunner
 
 from fslab import cli
-from fslab.errors import SpecError
-from fslab.preflight import check_mkfs, run_preflight
-from fslab.spec import load_spec, validate_spec
+from fslab.base.errors import SpecError
+from fslab.run.preflight import check_mkfs, run_preflight
+from fslab.spec.model import load_spec, validate_spec
 from fslab.store.db import Store
 
 pytestmark = [requires_root, pytest.mark.root]

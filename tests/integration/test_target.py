@@ -22,8 +22,8 @@ from pathlib import Path
 import pytest
 from tests.conftest import requires_root
 
-from fslab.errors import ToolError
-from fslab.proc import CommandLog
+from fslab.base.errors import ToolError
+from fslab.base.proc import CommandLog
 from fslab.target.fill import fill_filesystem, free_bytes, total_bytes
 from fslab.target.fs import Mount, describe_filesystem, make_filesystem
 from fslab.target.guard import check_device, read_mountinfo

@@ -37,9 +37,9 @@ from fslab.analyze.levels import LevelCheck, LevelMove, place
 from fslab.analyze.noise import NoiseModel, fit_point_noise, host_key, spec_fingerprint
 from fslab.analyze.series import series_of
 from fslab.analyze.slowdown import SlowdownFit, take_out_slowdown
-from fslab.errors import UsageError
+from fslab.base.errors import UsageError
+from fslab.base.vocab import PointKey, point_label
 from fslab.store.db import CampaignRow, Store
-from fslab.vocab import PointKey, point_label
 
 
 def same_spec(campaign: CampaignRow, other: CampaignRow) -> bool:

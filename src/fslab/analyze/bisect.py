@@ -12,7 +12,7 @@ interval only down to the drift between campaigns. The points are combined
 by inverse-variance weights (points where the references hardly differ
 weigh little). The candidate is good when the 99% interval of the combined
 t lies below 1/2, bad when it lies above, undecided otherwise, and then more
-repetitions are worth running until a limit (fslab.bisection).
+repetitions are worth running until a limit (fslab.drive.bisection).
 
 Without a noise model (the good reference's spec never calibrated on the
 host) the between-campaign variance is taken as zero and the within-campaign
@@ -22,10 +22,10 @@ provisional, as comparisons do.
 A candidate whose runs spread more than the spec's campaigns' runs do at a
 modelled point (the F test comparisons use, analyze.compare.UNSTEADY_P) is
 undecided whatever its position: the machine was unsteady while it ran, and
-more runs of it would not make its mean trustworthy; fslab.bisection runs it
+more runs of it would not make its mean trustworthy; fslab.drive.bisection runs it
 again instead.
 
-The three campaigns come in as judged: fslab.bisection takes the host's
+The three campaigns come in as judged: fslab.drive.bisection takes the host's
 slowdowns out of them (analyze.baselines.bisect_model, the rule comparisons
 use) and passes the fit, which the verdict carries and describe() names.
 
@@ -48,7 +48,7 @@ from fslab.analyze.comparisons import samples
 from fslab.analyze.dataset import CampaignData
 from fslab.analyze.noise import NoiseModel, PointNoise
 from fslab.analyze.slowdown import SlowdownFit
-from fslab.vocab import PointKey, format_value, point_label
+from fslab.base.vocab import PointKey, format_value, point_label
 
 CONFIDENCE = 0.99  # of the combined position's interval
 BOUNDARY = 0.5  # halfway between good (0) and bad (1)

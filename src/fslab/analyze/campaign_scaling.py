@@ -30,9 +30,9 @@ from fslab.analyze.dataset import CONCURRENCY_AXES, CampaignData
 from fslab.analyze.falloff import Curve
 from fslab.analyze.metrics_catalog import metric_def
 from fslab.analyze.scaling import MIN_POINTS_ADVISED, MIN_POINTS_FIT, UslFit, compare_fits, fit_usl
-from fslab.errors import FslabError, UsageError
-from fslab.roles import counts_for_headline
-from fslab.vocab import PointKey, format_value, point_key, point_label
+from fslab.base.errors import FslabError, UsageError
+from fslab.base.roles import counts_for_headline
+from fslab.base.vocab import PointKey, format_value, point_key, point_label
 
 NSTAR_RANGE = 2.0  # N* within [N_min / 2, 2 N_max] counts as near the measured range
 

@@ -50,7 +50,7 @@ import numpy as np
 from fslab.analyze import stats
 from fslab.analyze.metrics_catalog import metric_def
 from fslab.analyze.stats import MIN_REPS
-from fslab.vocab import PointKey, point_label
+from fslab.base.vocab import PointKey, point_label
 
 Samples = Mapping[PointKey, Mapping[str, Sequence[float]]]
 Verdict = Literal["better", "worse", "changed", "no change shown", "needs more runs"]

@@ -53,8 +53,8 @@ from fslab.analyze.noise import (
     model_row,
     spec_fingerprint,
 )
-from fslab.errors import UsageError
-from fslab.vocab import PointKey, headline_metric, metric_label, point_key, point_label
+from fslab.base.errors import UsageError
+from fslab.base.vocab import PointKey, headline_metric, metric_label, point_key, point_label
 
 Samples = dict[PointKey, dict[str, list[float]]]
 

@@ -4,7 +4,7 @@ Analysis reads only the store (one direction: docs/architecture.md); this module
 place that turns rows into the shapes the statistics want: per-repetition
 values keyed by sweep point, and curves over a concurrency axis.
 
-It is also the one place that applies the run model (fslab.roles): headline
+It is also the one place that applies the run model (fslab.base.roles): headline
 statistics (values, curves, summaries, comparisons, scaling, --until-ci) see
 only the headline rows, clean and inline; collector evidence is read through
 `evidence_row`, and how much the instruments moved a point through
@@ -18,10 +18,10 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from fslab.analyze.summary import Perturbation, perturbation_of
-from fslab.roles import counts_for_headline, is_evidence
-from fslab.spec import CONCURRENCY_AXES
+from fslab.base.roles import counts_for_headline, is_evidence
+from fslab.base.vocab import PointKey, headline_metric, latency_metric, point_key
+from fslab.spec.model import CONCURRENCY_AXES
 from fslab.store.db import CampaignRow, PointRow, Store
-from fslab.vocab import PointKey, headline_metric, latency_metric, point_key
 
 __all__ = ["CONCURRENCY_AXES", "CampaignData", "Perturbation", "load_campaign"]
 

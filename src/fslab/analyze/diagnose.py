@@ -54,10 +54,10 @@ from fslab.analyze.mechanisms import (
     Rule,
     load_rules,
 )
-from fslab.errors import UsageError
+from fslab.base.errors import UsageError
+from fslab.base.vocab import PointKey, format_value, point_label
 from fslab.stacks.profile import Profile
 from fslab.store.db import PointRow, Store
-from fslab.vocab import PointKey, format_value, point_label
 
 RUNNING = "running"  # the off-CPU composition's class for threads on a CPU or runnable
 MIN_SCORE = 0.10  # a candidate below this explains too little to be named

@@ -19,7 +19,7 @@ import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from fslab.hostfacts import HostFacts
+from fslab.base.hostfacts import HostFacts
 from fslab.store.facts import PointFacts
 
 #: (host fact, what to call it), in the order warnings are given.

@@ -43,7 +43,7 @@ from typing import Any, Literal
 from fslab.analyze import stats
 from fslab.analyze.dataset import CampaignData
 from fslab.analyze.stats import Values
-from fslab.vocab import PointKey, format_p, format_value, point_label
+from fslab.base.vocab import PointKey, format_p, format_value, point_label
 
 FALLOFF_MIN_DROP = 0.15
 KNEE_GAIN = 0.10  # per doubling of N

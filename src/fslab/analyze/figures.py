@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from fslab.analyze import stats
 from fslab.analyze.dataset import CampaignData
 from fslab.analyze.stats import MIN_REPS
-from fslab.vocab import ScalarValue, point_label
+from fslab.base.vocab import ScalarValue, point_label
 from fslab.workload.fio_json import latency_histogram
 
 TOP_WORKQUEUES = 5

@@ -15,10 +15,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from fslab.analyze.noise import spec_fingerprint
-from fslab.errors import FslabError
+from fslab.base.errors import FslabError
+from fslab.base.units import format_bytes
 from fslab.store.db import CampaignRow, Store
 from fslab.store.facts import DeviceFacts
-from fslab.units import format_bytes
 
 
 @dataclass(frozen=True)

@@ -43,7 +43,7 @@ from datetime import datetime
 from itertools import pairwise
 
 from fslab.analyze.noise import MIN_CAMPAIGNS
-from fslab.vocab import format_value, metric_label
+from fslab.base.vocab import format_value, metric_label
 
 
 @dataclass(frozen=True)

@@ -1,13 +1,13 @@
-"""The whole metric catalog: the workload's entries (fslab.vocab) and those each
+"""The whole metric catalog: the workload's entries (fslab.base.vocab) and those each
 collector declares (collect/registry.py).
 
-fslab.vocab explains the patterns and why directions are declared, never guessed.
+fslab.base.vocab explains the patterns and why directions are declared, never guessed.
 """
 
 from __future__ import annotations
 
+from fslab.base.vocab import UNKNOWN, WORKLOAD_CATALOG, Catalog, Direction, MetricDef
 from fslab.collect.registry import collector_catalog
-from fslab.vocab import UNKNOWN, WORKLOAD_CATALOG, Catalog, Direction, MetricDef
 
 __all__ = ["CATALOG", "UNKNOWN", "Direction", "MetricDef", "metric_def"]
 

@@ -61,9 +61,9 @@ from scipy import stats as sps
 
 from fslab.analyze import stats
 from fslab.analyze.compare import CONFIDENCE, ComparisonRow, unjudged_row
-from fslab.spec import Spec
+from fslab.base.vocab import PointKey
+from fslab.spec.model import Spec
 from fslab.store.db import CampaignRow
-from fslab.vocab import PointKey
 
 MIN_CAMPAIGNS = 3  # baselines below which no between-campaign variance is estimated
 MIN_RUNS_PER_CAMPAIGN = 2  # a campaign with fewer runs at a point says nothing about within

@@ -19,11 +19,11 @@ from typing import Any, Literal
 
 from fslab.analyze.dataset import CampaignData
 from fslab.analyze.falloff import campaign_falloffs, config_falloff, focus_config
-from fslab.errors import FslabError, UsageError
+from fslab.base.errors import FslabError, UsageError
+from fslab.base.vocab import point_label
 from fslab.stacks import profile as prof
 from fslab.stacks.profile import DiffRow, FuncShare, HotChain, Profile
 from fslab.store.db import PointRow, Store
-from fslab.vocab import point_label
 
 ProfileKind = Literal["oncpu", "offcpu"]
 COLLECTOR_OF: dict[str, str] = {"oncpu": "perf", "offcpu": "offcpu"}

@@ -21,8 +21,8 @@ from typing import Any
 
 from fslab.analyze.dataset import CampaignData
 from fslab.analyze.falloff import as_number
-from fslab.spec_reported import ReportedFigure, ReportedSpec
-from fslab.vocab import PointKey, point_label
+from fslab.base.vocab import PointKey, point_label
+from fslab.spec.reported import ReportedFigure, ReportedSpec
 
 
 @dataclass(frozen=True)

@@ -45,7 +45,7 @@ from scipy.optimize import least_squares
 
 from fslab.analyze import stats
 from fslab.analyze.falloff import KNEE_GAIN, Cliff, find_cliff, knee
-from fslab.errors import FslabError
+from fslab.base.errors import FslabError
 
 CONFIDENCE = 0.95
 EFFECT = 0.05  # a coefficient matters if its low bound adds >= 5% at the largest N

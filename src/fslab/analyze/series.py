@@ -36,8 +36,8 @@ from fslab.analyze.comparisons import samples
 from fslab.analyze.dataset import CampaignData, load_campaign
 from fslab.analyze.noise import spec_fingerprint
 from fslab.analyze.slowdown import SlowdownFit, take_out_slowdown
+from fslab.base.vocab import PointKey, point_label
 from fslab.store.db import CampaignRow, Store
-from fslab.vocab import PointKey, point_label
 
 P_VALUE = 0.01  # a split is kept when the t test between its segments gives p below this
 MIN_SEGMENT = 2  # campaigns: a single campaign off the level is an outlier, not a level

@@ -50,8 +50,8 @@ import numpy as np
 from scipy import stats as sps
 
 from fslab.analyze.dataset import CampaignData
+from fslab.base.vocab import metric_label, point_key
 from fslab.store.facts import HostCpuFacts
-from fslab.vocab import metric_label, point_key
 
 P_VALUE = 0.01
 MIN_RUNS = 10

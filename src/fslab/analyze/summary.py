@@ -15,9 +15,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 
 from fslab.analyze.stats import outlier_mask
-from fslab.roles import counts_for_headline, is_warmup
-from fslab.store.db import PointRow
-from fslab.vocab import (
+from fslab.base.roles import counts_for_headline, is_warmup
+from fslab.base.vocab import (
     PointKey,
     ScalarValue,
     format_value,
@@ -26,6 +25,7 @@ from fslab.vocab import (
     point_key,
     point_label,
 )
+from fslab.store.db import PointRow
 
 
 @dataclass(frozen=True)

@@ -34,8 +34,9 @@ from fslab.analyze.hosts import HostFact, campaigns_across_hosts, host_facts_sid
 from fslab.analyze.noise import TEST_NAME as NOISE_TEST
 from fslab.analyze.scaling import UslFit
 from fslab.analyze.stats import MIN_REPS
+from fslab.base.errors import UsageError
+from fslab.base.vocab import format_value, metric_label, point_label
 from fslab.cli.common import DbOption, JsonOption, app, err, guarded, open_store, out, print_json
-from fslab.errors import UsageError
 from fslab.report.comparison import SHARE_LEGEND
 from fslab.report.flamegraph import diff_flamegraph_svg, flamegraph_svg
 from fslab.report.speedscope import speedscope_json
@@ -43,7 +44,6 @@ from fslab.report.terminal import comparison_tables, shows_call_chain_shares
 from fslab.stacks.fold import folded_to_text
 from fslab.stacks.profile import Profile, folded_diff_text, format_chains, format_diff
 from fslab.store.db import Store
-from fslab.vocab import format_value, metric_label, point_label
 
 CampaignArg = Annotated[int, typer.Argument(help="Campaign id (see `fslab list`).")]
 

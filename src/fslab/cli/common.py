@@ -13,7 +13,7 @@ import typer
 from rich.console import Console
 from rich.markup import escape
 
-from fslab.errors import FslabError
+from fslab.base.errors import FslabError
 from fslab.store.db import Store, default_db
 
 app = typer.Typer(

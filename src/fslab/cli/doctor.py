@@ -6,8 +6,8 @@ from typing import Annotated
 
 import typer
 
-from fslab import doctor as doctor_mod
 from fslab.cli.common import JsonOption, app, out, print_json
+from fslab.run import doctor as doctor_mod
 
 
 def _print_leftovers(what: str, none: str, empty: bool, found: str, cleaned: bool) -> None:

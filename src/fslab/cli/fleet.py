@@ -7,12 +7,12 @@ from typing import Annotated
 
 import typer
 
+from fslab.base.errors import FslabError
 from fslab.cli.common import DbOption, JsonOption, app, err, guarded, out, print_json
-from fslab.errors import FslabError
 from fslab.fleet.campaigns import fleet_campaign
 from fslab.fleet.run import FleetPlan, run_fleet
 from fslab.fleet.state import FleetState, HostOutcome, host_outcomes
-from fslab.spec import load_spec
+from fslab.spec.model import load_spec
 from fslab.store.db import Store, StoreUnavailable, default_db
 
 fleet_app = typer.Typer(

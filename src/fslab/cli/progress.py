@@ -13,8 +13,8 @@ from rich.progress import (
     TimeRemainingColumn,
 )
 
+from fslab.base.vocab import format_value, headline_metric, point_label
 from fslab.store.db import PointOutcome, PointRow
-from fslab.vocab import format_value, headline_metric, point_label
 
 
 class RichProgress:

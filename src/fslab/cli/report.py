@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
+from fslab.base.errors import UsageError
 from fslab.cli.common import (
     DbOption,
     LatestCampaignArg,
@@ -26,7 +27,6 @@ from fslab.cli.common import (
     open_store,
     out,
 )
-from fslab.errors import UsageError
 
 if TYPE_CHECKING:  # the renderers import matplotlib: loaded only when a report is made
     from fslab.report.model import Report

@@ -9,9 +9,9 @@ from typing import Annotated
 
 import typer
 
+from fslab.base.errors import UsageError
 from fslab.cli.common import DbOption, JsonOption, app, guarded, print_json
 from fslab.cli.run import run
-from fslab.errors import UsageError
 from fslab.reproduce.describe import describe_facts
 from fslab.reproduce.extract import MAX_REPORT_BYTES, check_report_size, extract_facts
 from fslab.reproduce.scale import HostShape

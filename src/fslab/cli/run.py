@@ -8,7 +8,12 @@ from typing import Annotated
 import typer
 from rich.markup import escape
 
-from fslab.adaptive import (
+from fslab.base.errors import FslabError, UsageError
+from fslab.base.roles import COLLECT_MODES, CollectMode
+from fslab.cli.common import DbOption, JsonOption, app, err, guarded, open_store, out, print_json
+from fslab.cli.progress import RichProgress
+from fslab.cli.results import print_results
+from fslab.drive.rounds import (
     AnswerResult,
     check_budget,
     check_options,
@@ -16,21 +21,17 @@ from fslab.adaptive import (
     run_until_answered,
     run_until_ci,
 )
-from fslab.cli.common import DbOption, JsonOption, app, err, guarded, open_store, out, print_json
-from fslab.cli.progress import RichProgress
-from fslab.cli.results import print_results
-from fslab.errors import FslabError, UsageError
 from fslab.fleet.campaigns import fleet_campaign
-from fslab.preflight import run_preflight
-from fslab.roles import COLLECT_MODES, CollectMode
-from fslab.runner import (
+from fslab.measure import plan
+from fslab.run.campaign import (
     RunOptions,
     check_resume_mode,
     leftover_warning,
     run_campaign,
     start_campaign,
 )
-from fslab.spec import (
+from fslab.run.preflight import run_preflight
+from fslab.spec.model import (
     Spec,
     guest_overrides,
     load_spec,
@@ -39,7 +40,6 @@ from fslab.spec import (
     spec_data,
     target_overrides,
 )
-from fslab.workload import plan
 
 presets_app = typer.Typer(help="Built-in experiments (the seed reports among them).")
 app.add_typer(presets_app, name="presets")

@@ -2,7 +2,7 @@
 
 Thin like the other command modules: the noise model is analyze.noise and
 analyze.baselines, change points analyze.series, decisions analyze.bisect,
-and running candidates fslab.bisection.
+and running candidates fslab.drive.bisection.
 """
 
 from __future__ import annotations
@@ -22,16 +22,16 @@ from fslab.analyze.bisect import EXIT_CODES, Decision, ReferencesTooClose, Verdi
 from fslab.analyze.dataset import load_campaign
 from fslab.analyze.noise import MIN_CAMPAIGNS, spec_fingerprint
 from fslab.analyze.series import P_VALUE, build_series, select_campaigns
-from fslab.bisection import DEFAULT_MAX_REPEAT, LocalRunner, judge_candidate, kernel_runner
+from fslab.base.errors import FslabError, SpecError, UsageError
+from fslab.base.units import parse_duration_s
+from fslab.base.vocab import metric_label, point_label
 from fslab.cli.common import DbOption, JsonOption, app, err, guarded, open_store, print_json
 from fslab.cli.progress import RichProgress
-from fslab.errors import FslabError, SpecError, UsageError
+from fslab.drive.bisection import DEFAULT_MAX_REPEAT, LocalRunner, judge_candidate, kernel_runner
 from fslab.report.series_text import series_lines
-from fslab.runner import RunOptions, run_campaign, start_campaign
-from fslab.spec import Spec, load_spec, read_spec_source
+from fslab.run.campaign import RunOptions, run_campaign, start_campaign
+from fslab.spec.model import Spec, load_spec, read_spec_source
 from fslab.store.db import CampaignRow, Store
-from fslab.units import parse_duration_s
-from fslab.vocab import metric_label, point_label
 
 SetOption = Annotated[
     list[str] | None, typer.Option("--set", help="Override a spec field, as for `fslab run`.")

@@ -38,7 +38,7 @@ from typing import ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict
 
-from fslab.vocab import CatalogEntry
+from fslab.base.vocab import CatalogEntry
 
 CollectorStatus = Literal["ok", "unavailable", "failed"]
 

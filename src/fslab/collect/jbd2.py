@@ -21,6 +21,7 @@ from typing import ClassVar
 
 import numpy as np
 
+from fslab.base.vocab import CatalogEntry, MetricDef
 from fslab.collect import tracefs
 from fslab.collect.base import (
     Collector,
@@ -31,7 +32,6 @@ from fslab.collect.base import (
 )
 from fslab.collect.common import RampSnapshot, dev_filter, kernel_dev_t
 from fslab.collect.tracefs import Ticker, TraceInstance
-from fslab.vocab import CatalogEntry, MetricDef
 
 JBD2_PROC = Path("/proc/fs/jbd2")
 RUN_STATS_EVENT = "jbd2/jbd2_run_stats"

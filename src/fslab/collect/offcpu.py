@@ -31,6 +31,7 @@ from typing import Annotated, ClassVar, TypeVar
 
 from pydantic import Field
 
+from fslab.base.vocab import CatalogEntry, MetricDef, metric_safe
 from fslab.collect.base import (
     Collector,
     CollectorOptions,
@@ -39,7 +40,6 @@ from fslab.collect.base import (
     Unavailable,
 )
 from fslab.collect.tracefs import Ticker
-from fslab.vocab import CatalogEntry, MetricDef, metric_safe
 
 # Share of one CPU the sampler may use. With a 2% budget the evidence run at
 # 1024 jobs ran at 0.924 of the clean IOPS (median of 20 pairs), with 1% at

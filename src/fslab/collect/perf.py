@@ -38,6 +38,9 @@ from typing import Annotated, ClassVar
 
 from pydantic import Field
 
+from fslab.base.errors import ToolError
+from fslab.base.proc import CommandLog, CommandRecord, process_cpu_s, run
+from fslab.base.vocab import CatalogEntry, MetricDef
 from fslab.collect.base import (
     Collector,
     CollectorOptions,
@@ -47,11 +50,8 @@ from fslab.collect.base import (
     StartFailed,
     Unavailable,
 )
-from fslab.errors import ToolError
-from fslab.proc import CommandLog, CommandRecord, process_cpu_s, run
 from fslab.stacks.fold import fold_perf_script_stream, folded_to_text
 from fslab.stacks.profile import Profile
-from fslab.vocab import CatalogEntry, MetricDef
 
 DEFAULT_FREQ_HZ = 99  # ~200 samples/s on 2 CPUs; odd, so it doesn't beat with timers
 END_MARGIN_S = 0.5  # stop recording a little before the workload is expected to end

@@ -7,6 +7,7 @@ the reports follow from these declarations.
 
 from __future__ import annotations
 
+from fslab.base.vocab import CatalogEntry
 from fslab.collect.base import Collector
 from fslab.collect.jbd2 import Jbd2Collector
 from fslab.collect.offcpu import OffcpuCollector
@@ -14,7 +15,6 @@ from fslab.collect.perf import PerfCollector
 from fslab.collect.sysstat import SysstatCollector
 from fslab.collect.tpcounters import TpCountersCollector
 from fslab.collect.workqueue import WorkqueueCollector
-from fslab.vocab import CatalogEntry
 
 ALL_COLLECTORS: dict[str, type[Collector]] = {
     cls.name: cls

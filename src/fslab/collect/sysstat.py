@@ -15,10 +15,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import ClassVar
 
+from fslab.base.vocab import CatalogEntry, MetricDef
 from fslab.collect.base import Collector, CollectorResult, PointContext, Unavailable
 from fslab.collect.common import RampSnapshot
 from fslab.collect.tracefs import Ticker
-from fslab.vocab import CatalogEntry, MetricDef
 
 PROC = Path("/proc")
 SYS_BLOCK = Path("/sys/block")

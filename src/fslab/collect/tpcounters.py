@@ -25,6 +25,8 @@ from typing import ClassVar
 
 import numpy as np
 
+from fslab.base.proc import process_cpu_s
+from fslab.base.vocab import CatalogEntry, MetricDef
 from fslab.collect import tracefs
 from fslab.collect.base import (
     Collector,
@@ -36,8 +38,6 @@ from fslab.collect.base import (
 )
 from fslab.collect.common import dev_filter, kernel_dev_t
 from fslab.collect.tracefs import Ticker, TraceInstance
-from fslab.proc import process_cpu_s
-from fslab.vocab import CatalogEntry, MetricDef
 
 WRITEBACK_QUEUE = "writeback/writeback_queue"
 # (event, field holding the device, kind of that field) per filesystem

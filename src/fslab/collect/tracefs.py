@@ -23,9 +23,9 @@ from pathlib import Path
 
 import numpy as np
 
-from fslab.errors import FslabError, ToolError
-from fslab.hostfacts import parse_cpu_list
-from fslab.proc import CommandLog, pid_alive, run
+from fslab.base.errors import FslabError, ToolError
+from fslab.base.hostfacts import parse_cpu_list
+from fslab.base.proc import CommandLog, pid_alive, run
 
 DEFAULT_ROOT = Path("/sys/kernel/tracing")
 LEGACY_ROOT = Path("/sys/kernel/debug/tracing")

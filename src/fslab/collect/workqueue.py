@@ -33,6 +33,7 @@ from typing import ClassVar
 import numpy as np
 from pydantic import Field
 
+from fslab.base.vocab import CatalogEntry, MetricDef, metric_safe
 from fslab.collect import tracefs
 from fslab.collect.base import (
     Collector,
@@ -43,7 +44,6 @@ from fslab.collect.base import (
     Unavailable,
 )
 from fslab.collect.tracefs import EventFormat, RawRecords, TraceInstance
-from fslab.vocab import CatalogEntry, MetricDef, metric_safe
 
 QUEUE, ACTIVATE, START, END = 0, 1, 2, 3
 EVENTS: dict[str, int] = {

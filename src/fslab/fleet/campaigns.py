@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from fslab.hostfacts import host_name
+from fslab.base.hostfacts import host_name
 from fslab.store.db import CampaignRow, Store
 
 

@@ -29,7 +29,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from fslab.errors import UsageError
+from fslab.base.errors import UsageError
 
 INVENTORY_PLUGINS = ("yaml", "ini")
 """The only inventory parsers ansible may use for a fleet run (no scripts, no plugins),

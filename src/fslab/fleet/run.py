@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Any
 
 import fslab
-from fslab.errors import FslabError, UsageError
+from fslab.base.errors import FslabError, UsageError
 from fslab.fleet.inventory import ANSIBLE_ENV, read_inventory
 from fslab.fleet.state import FleetState, HostOutcome, fleet_dir, host_outcomes
 from fslab.store.db import Store, utc_now

@@ -130,7 +130,7 @@ class FleetState:
 
     @classmethod
     def load(cls, key: str | None = None) -> FleetState:
-        from fslab.errors import FslabError
+        from fslab.base.errors import FslabError
 
         runs = sorted(
             (p.parent for p in fleet_dir().glob("*/state.json")),

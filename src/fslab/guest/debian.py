@@ -21,7 +21,8 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from fslab.errors import ToolError, UsageError
+from fslab.base.errors import ToolError, UsageError
+from fslab.base.proc import CommandLog, run
 from fslab.guest.kernels import (
     Kernel,
     cache_root,
@@ -32,7 +33,6 @@ from fslab.guest.kernels import (
     release_sort_key,
     write_manifest,
 )
-from fslab.proc import CommandLog, run
 
 ARCHIVE_SUITES = ("bookworm", "bookworm-updates", "bullseye")
 SECURITY_SUITES = ("bookworm-security", "bullseye-security")

@@ -20,7 +20,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, TypeVar
 
-from fslab.errors import UsageError
+from fslab.base.errors import UsageError
 
 MANIFEST = "fslab-kernel.json"
 TREE_IMAGE = Path("arch/x86/boot/bzImage")

@@ -21,7 +21,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from fslab.proc import pid_alive
+from fslab.base.proc import pid_alive
 
 GUEST_NAME_RE = re.compile(r"^fslab-(?P<pid>\d+)-[0-9a-f]{8}$")
 WORKDIR_RE = re.compile(r"^fslab-(?:guest|probe)-(?P<pid>\d+)-")

@@ -13,8 +13,8 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from fslab.spec import Point
-from fslab.vm_config import GuestConfig
+from fslab.spec.model import Point
+from fslab.spec.vm import GuestConfig
 
 
 @dataclass(frozen=True)

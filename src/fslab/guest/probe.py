@@ -18,9 +18,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from fslab.errors import ToolError, UsageError
+from fslab.base.errors import ToolError, UsageError
 from fslab.guest.kernels import Kernel
-from fslab.vm_config import Accel
+from fslab.spec.vm import Accel
 
 KVM_DEVICE = Path("/dev/kvm")
 _KVM_GET_API_VERSION = 0xAE00

@@ -15,10 +15,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from fslab.roles import PointRole
-from fslab.spec import Point, Spec, validate_spec
+from fslab.base.roles import PointRole
+from fslab.spec.model import Point, Spec, validate_spec
+from fslab.spec.vm import GUEST_AXES
 from fslab.store.db import PointOutcome
-from fslab.vm_config import GUEST_AXES
 
 MARKER = "@fslab-agent"
 SESSION_FILE = "session.json"
@@ -34,7 +34,7 @@ class PointRequest:
     config: str  # the filesystem configuration's label
     sweep: dict[str, Any]
     repeat: int
-    role: PointRole = "clean"  # its role says whether the collectors run (fslab.roles)
+    role: PointRole = "clean"  # its role says whether the collectors run (fslab.base.roles)
 
     @classmethod
     def for_point(cls, spec: Spec, point: Point) -> PointRequest:

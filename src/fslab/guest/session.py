@@ -32,7 +32,10 @@ from pathlib import Path
 from types import FrameType
 from typing import Any
 
-from fslab.errors import FslabError
+from fslab.base.errors import FslabError
+from fslab.base.hostfacts import memory_total_bytes
+from fslab.base.proc import stop_process_group
+from fslab.base.units import format_bytes
 from fslab.guest.kernels import Kernel, resolve_kernel
 from fslab.guest.probe import PROBE_TIMEOUT_S, AccelChoice, check_cpus, choose_accel
 from fslab.guest.protocol import (
@@ -46,13 +49,10 @@ from fslab.guest.protocol import (
     write_json_atomic,
 )
 from fslab.guest.vng import BootPlan, check_host_tools, stage_kernel, vng_argv, vng_binary, vng_env
-from fslab.hostfacts import memory_total_bytes
-from fslab.proc import stop_process_group
-from fslab.spec import Point, Spec
+from fslab.measure import plan as workload_plan
+from fslab.spec.model import Point, Spec
+from fslab.spec.vm import Accel, GuestConfig
 from fslab.store.db import PointOutcome, utc_now
-from fslab.units import format_bytes
-from fslab.vm_config import Accel, GuestConfig
-from fslab.workload import plan as workload_plan
 
 CONSOLE_TAIL_BYTES = 6000
 QUIT_GRACE_S = 30.0
@@ -375,7 +375,7 @@ class GuestSession:
         rwdir.mkdir()
         session_file = rwdir / SESSION_FILE
         write_json_atomic(session_file, {"boot": self.boots, "config": self.config.model_dump()})
-        command = (sys.executable, "-m", "fslab.guest_agent", str(session_file))
+        command = (sys.executable, "-m", "fslab.guest.agent", str(session_file))
         assert self.kernel is not None
         plan = boot_plan(
             self.kernel,
@@ -426,7 +426,7 @@ class GuestSession:
     def run_point(self, spec: Spec, point: Point) -> PointOutcome:
         """Run one point in the guest; a guest that fails it is rebooted for the next.
 
-        The point's role decides whether the collectors run (fslab.roles)."""
+        The point's role decides whether the collectors run (fslab.base.roles)."""
         started = utc_now()
         problem = guest_target_problem(spec)
         if problem is not None:

@@ -16,9 +16,9 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-from fslab.errors import ToolError
+from fslab.base.errors import ToolError
 from fslab.guest.kernels import Kernel
-from fslab.vm_config import Accel
+from fslab.spec.vm import Accel
 
 VNG_INSTALL_HINT = "pip install virtme-ng (fslab pins it; `make venv` installs it)"
 QEMU_INSTALL_HINT = "apt-get install qemu-system-x86 busybox-static kmod"

@@ -19,7 +19,7 @@ import math
 from dataclasses import dataclass
 
 from fslab.analyze.compare import ComparisonRow, Verdict
-from fslab.vocab import format_p, format_value, metric_label, point_label
+from fslab.base.vocab import format_p, format_value, metric_label, point_label
 
 CALL_CHAIN_SHARE = "profile.inclusive."
 MARKS: dict[Verdict, str] = {

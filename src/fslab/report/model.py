@@ -58,11 +58,14 @@ from fslab.analyze.summary import (
     warmup_runs,
     watermark_relevant,
 )
+from fslab.base.errors import FslabError
+from fslab.base.hostfacts import HostFacts
+from fslab.base.roles import mode_of_roles
+from fslab.base.timing import CampaignTiming
+from fslab.base.units import format_bytes
+from fslab.base.vocab import PERCENTILES, metric_label, point_key, point_label
 from fslab.collect.registry import ALL_COLLECTORS
-from fslab.errors import FslabError
-from fslab.hostfacts import HostFacts
-from fslab.roles import mode_of_roles
-from fslab.spec import FilesystemSpec
+from fslab.spec.model import FilesystemSpec
 from fslab.stacks.profile import DiffRow, HotChain, Profile, diff
 from fslab.store.db import PointRow, Store
 from fslab.store.facts import (
@@ -73,9 +76,6 @@ from fslab.store.facts import (
     PointFacts,
 )
 from fslab.target.limits import DeviceLimits, throttle_file
-from fslab.timing import CampaignTiming
-from fslab.units import format_bytes
-from fslab.vocab import PERCENTILES, metric_label, point_key, point_label
 
 PROFILE_KINDS: tuple[ProfileKind, ...] = ("oncpu", "offcpu")
 CHAINS = 3  # perf-style chains are 15-20 lines each: the top three tell the story
@@ -122,7 +122,7 @@ class CampaignInfo:
     points_failed: int
     points_pending: int
     points_evidence: int  # of points_total: evidence runs
-    collect_mode: str  # separate | inline | off (fslab.roles)
+    collect_mode: str  # separate | inline | off (fslab.base.roles)
     collect_text: str  # what that mode means for this campaign's figures
     timing: CampaignTiming | None  # where the wall time went (None: not recorded)
 

@@ -27,8 +27,8 @@ from matplotlib.lines import Line2D
 from matplotlib.ticker import FuncFormatter, NullLocator
 from matplotlib.typing import RcKeyType
 
+from fslab.base.vocab import ScalarValue, format_value, point_label
 from fslab.report.model import Comparisons, Latency, Report, Scaling
-from fslab.vocab import ScalarValue, format_value, point_label
 
 FIG_SIZE_IN = (7.5, 3.9)
 _RC: dict[RcKeyType, Any] = {

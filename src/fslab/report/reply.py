@@ -18,14 +18,21 @@ from fslab.analyze.compare import ComparisonRow
 from fslab.analyze.comparisons import PointVerdict
 from fslab.analyze.diagnose import Candidate, ConfigDiagnosis, ruled_out_reasons
 from fslab.analyze.reported import FigureMatch
+from fslab.base.units import format_bytes
+from fslab.base.vocab import (
+    PointKey,
+    ScalarValue,
+    format_value,
+    metric_label,
+    point_key,
+    point_label,
+)
 from fslab.report.comparison import comparison_cells
 from fslab.report.model import FailedPoint, FilesystemSetup
 from fslab.report.reply_model import HypothesisReply, Reply, ScalingNote, build_reply
 from fslab.report.text import Table, shell_lines, wrap
-from fslab.spec_reported import ReportedFigure
+from fslab.spec.reported import ReportedFigure
 from fslab.store.db import Store
-from fslab.units import format_bytes
-from fslab.vocab import PointKey, ScalarValue, format_value, metric_label, point_key, point_label
 
 WIDTH = 72
 INDENT = "  "

@@ -23,11 +23,11 @@ from fslab.analyze.diagnose import ConfigDiagnosis, HypothesisJudgement, judge_h
 from fslab.analyze.falloff import Falloff
 from fslab.analyze.mechanisms import Blamed, blamed_mechanism, load_rules
 from fslab.analyze.reported import FigureMatch, match_figures
+from fslab.base.vocab import PointKey
 from fslab.report.model import Report, build_report, rerun_argv
-from fslab.spec_comments import SpecComment, spec_comments
-from fslab.spec_reported import ReportedSpec
+from fslab.spec.comments import SpecComment, spec_comments
+from fslab.spec.reported import ReportedSpec
 from fslab.store.db import Store
-from fslab.vocab import PointKey
 
 # the spec sections whose comments say how the experiment was scaled and changed
 SCALING_SECTIONS = ("target", "workload", "sweep", "run")

@@ -5,7 +5,7 @@ from __future__ import annotations
 import textwrap
 
 from fslab.analyze.series import Series
-from fslab.vocab import format_value, metric_label, point_label
+from fslab.base.vocab import format_value, metric_label, point_label
 
 
 def series_lines(built: Series) -> list[str]:

@@ -11,10 +11,10 @@ from rich.table import Table
 from fslab.analyze.compare import ComparisonRow, Verdict
 from fslab.analyze.comparisons import Comparison
 from fslab.analyze.summary import SummaryRow, watermark_relevant
+from fslab.base.units import format_bytes
+from fslab.base.vocab import PointKey, format_value, metric_label, point_label, sweep_cell
 from fslab.report.comparison import CALL_CHAIN_SHARE, comparison_cells, comparison_label
 from fslab.store.db import CampaignRow, PointRow
-from fslab.units import format_bytes
-from fslab.vocab import PointKey, format_value, metric_label, point_label, sweep_cell
 
 
 def format_evidence(

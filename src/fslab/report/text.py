@@ -16,6 +16,16 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from fslab.analyze.compare import ComparisonRow
+from fslab.base.units import format_bytes
+from fslab.base.vocab import (
+    ScalarValue,
+    format_ns,
+    format_value,
+    metric_label,
+    point_label,
+    sweep_cell,
+    value_label,
+)
 from fslab.report.comparison import MARK_LEGEND, SHARE_LEGEND, comparison_cells
 from fslab.report.model import (
     Comparisons,
@@ -30,16 +40,6 @@ from fslab.report.model import (
 from fslab.report.series_text import series_lines
 from fslab.report.terminal import EVIDENCE_CAPTION, format_evidence
 from fslab.stacks.profile import format_diff
-from fslab.units import format_bytes
-from fslab.vocab import (
-    ScalarValue,
-    format_ns,
-    format_value,
-    metric_label,
-    point_label,
-    sweep_cell,
-    value_label,
-)
 
 WIDTH = 80
 _ZERO = {"", "0", "0s", "None"}

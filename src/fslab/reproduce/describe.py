@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
+from fslab.base.vocab import format_value
 from fslab.reproduce.facts import FigureFact, ReportFacts
 from fslab.reproduce.pending import limit_text
 from fslab.reproduce.scale import human_bytes
-from fslab.vocab import format_value
 
 
 def describe_facts(facts: ReportFacts) -> list[str]:

@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 from dataclasses import replace
 
-from fslab.errors import UsageError
+from fslab.base.errors import UsageError
 from fslab.reproduce import figures as figures_mod
 from fslab.reproduce import filesystems as filesystems_mod
 from fslab.reproduce import hypothesis as hypothesis_mod

@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Literal
 
-from fslab.spec_reported import NameKind, Qualifier
+from fslab.spec.reported import NameKind, Qualifier
 from fslab.workload.fio import FioOptions
 
 FioForm = Literal["command line", "braces", "job file", "lkp parameters"]

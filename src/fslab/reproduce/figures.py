@@ -11,11 +11,11 @@ from __future__ import annotations
 import re
 from dataclasses import replace
 
+from fslab.base.units import parse_size_bytes
 from fslab.reproduce.facts import FigureFact, Line
 from fslab.reproduce.machine import gives_device_limit
 from fslab.reproduce.text import NUMBER, ReportText, scaled_number
-from fslab.spec_reported import Qualifier
-from fslab.units import parse_size_bytes
+from fslab.spec.reported import Qualifier
 
 _BW_UNIT = r"(B/s|[kKMG]i?B/s|[kKMG]Bps|kb/s)"
 _FIO_NEW_RE = re.compile(

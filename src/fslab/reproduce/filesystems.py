@@ -8,7 +8,7 @@ from collections.abc import Iterator
 
 from fslab.reproduce.facts import FilesystemFact, FilesystemHow, QuestionFact
 from fslab.reproduce.text import ReportText, without_prompt
-from fslab.spec import FS_TYPES
+from fslab.spec.model import FS_TYPES
 
 _MKFS_RE = re.compile(r"^(?:sudo\s+)?(mkfs\.(?:ext4|xfs|btrfs)|mkfs|mke2fs)\s+(.*)$")
 _MOUNT_RE = re.compile(r"^(?:sudo\s+)?mount\s+(.*)$")

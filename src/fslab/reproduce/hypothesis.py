@@ -14,7 +14,7 @@ import re
 
 from fslab.reproduce.facts import HypothesisFact, Lever, LeverFact, NameFact, PatchFact
 from fslab.reproduce.text import ReportText
-from fslab.spec_reported import NameKind
+from fslab.spec.reported import NameKind
 
 _CUE_RE = re.compile(
     r"\b(my analy[sz]\w*|analysis shows|the issue is|the problem is|the bottleneck|bottleneck"

@@ -9,9 +9,9 @@ from __future__ import annotations
 
 import re
 
+from fslab.base.units import parse_size_bytes
 from fslab.reproduce.facts import CpuFact, DeviceFact, KernelFact, MemoryFact, QuestionFact
 from fslab.reproduce.text import NUMBER, ReportText, scaled_number
-from fslab.units import parse_size_bytes
 
 _VERSION = r"(\d\.\d{1,2}(?:\.\d{1,3})?(?:-rc\d+)?)"
 _KERNEL_RES = (

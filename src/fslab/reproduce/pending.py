@@ -17,11 +17,11 @@ from dataclasses import dataclass, field
 
 from pydantic import ValidationError
 
+from fslab.base.units import format_bytes, parse_size_bytes
 from fslab.guest.debian import OFFERED_SERIES
 from fslab.reproduce.facts import DeviceFact, ReportFacts
 from fslab.reproduce.scale import human_bytes
-from fslab.spec import LimitsSpec
-from fslab.units import format_bytes, parse_size_bytes
+from fslab.spec.model import LimitsSpec
 
 DEFAULT_GUEST_KERNEL = "6.1"  # what a guest boots when the reporter's kernel is not offered
 GUEST_CPUS = 2  # vCPUs a guest gets: what this kind of machine can run

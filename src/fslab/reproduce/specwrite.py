@@ -20,8 +20,10 @@ from typing import Any
 import tomlkit
 from tomlkit.items import Table
 
-from fslab.errors import UsageError
+from fslab.base.errors import UsageError
+from fslab.base.units import parse_size_bytes
 from fslab.guest.debian import OFFERED_SERIES
+from fslab.measure.plan import fio_seconds
 from fslab.reproduce import pending
 from fslab.reproduce.facts import DdFact, FioFact, QuestionFact, ReportFacts
 from fslab.reproduce.scale import (
@@ -41,8 +43,8 @@ from fslab.reproduce.scale import (
     target_size_bytes,
 )
 from fslab.reproduce.text import without_prompt
-from fslab.spec import MAX_NUMJOBS, Spec, validate_spec
-from fslab.spec_reported import (
+from fslab.spec.model import MAX_NUMJOBS, Spec, validate_spec
+from fslab.spec.reported import (
     ReportedFact,
     ReportedFigure,
     ReportedHypothesis,
@@ -50,8 +52,6 @@ from fslab.spec_reported import (
     ReportedQuestion,
     ReportedSpec,
 )
-from fslab.units import parse_size_bytes
-from fslab.workload.plan import fio_seconds
 
 LAZY_INIT = ["-E", "lazy_itable_init=0,lazy_journal_init=0"]
 LAZY_INIT_WHY = (

@@ -13,7 +13,8 @@ import shlex
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 
-from fslab.errors import FslabError, UsageError
+from fslab.base.errors import FslabError, UsageError
+from fslab.base.units import parse_size_bytes
 from fslab.reproduce import shell
 from fslab.reproduce.facts import (
     DdFact,
@@ -25,7 +26,6 @@ from fslab.reproduce.facts import (
 )
 from fslab.reproduce.scale import fio_size_text
 from fslab.reproduce.text import ReportText, without_prompt
-from fslab.units import parse_size_bytes
 from fslab.workload import dd as dd_mod
 from fslab.workload import fio as fio_mod
 from fslab.workload import fio_trust

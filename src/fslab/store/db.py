@@ -45,16 +45,16 @@ from sqlalchemy import exc as sa_exc
 from sqlalchemy.dialects import postgresql
 from sqlalchemy.engine import RowMapping
 
-from fslab.errors import FslabError, UsageError
-from fslab.hostfacts import HostFacts
-from fslab.roles import PointRole
-from fslab.spec import Spec, validate_spec
+from fslab.base.errors import FslabError, UsageError
+from fslab.base.hostfacts import HostFacts
+from fslab.base.roles import PointRole
+from fslab.base.vocab import ScalarValue
+from fslab.spec.model import Spec, validate_spec
 from fslab.store import migrate, tables
 from fslab.store.facts import CampaignOverrides, DeviceFacts, PointFacts
 from fslab.store.lock import campaign_lock, campaign_running, write_turn
 from fslab.store.spool import Spool, spool_path
 from fslab.store.tables import SCHEMA_VERSION
-from fslab.vocab import ScalarValue
 
 __all__ = ["SCHEMA_VERSION", "CampaignRow", "PlannedPoint", "PointOutcome", "PointRow", "Store"]
 

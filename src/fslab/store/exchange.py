@@ -31,10 +31,11 @@ from pydantic import (
     ValidationError,
 )
 
-from fslab.errors import UsageError
-from fslab.hostfacts import HostFacts
-from fslab.roles import POINT_ROLES, PointRole
-from fslab.spec import FS_TYPES, SpecError, validate_spec
+from fslab.base.errors import UsageError
+from fslab.base.hostfacts import HostFacts
+from fslab.base.roles import POINT_ROLES, PointRole
+from fslab.base.vocab import ScalarValue
+from fslab.spec.model import FS_TYPES, SpecError, validate_spec
 from fslab.store.db import (
     CampaignStatus,
     CollectorStatus,
@@ -44,7 +45,6 @@ from fslab.store.db import (
     Store,
 )
 from fslab.store.facts import CampaignOverrides, DeviceFacts, PointFacts
-from fslab.vocab import ScalarValue
 
 FORMAT = "fslab-campaign"
 FORMAT_VERSION = 2  # 2: points carry a role (version 1 exports import as 'inline')

@@ -8,7 +8,7 @@ Every field is optional: a point stored by an older fslab, or one that failed
 before a fact was read, has fewer. Fields a collector or filesystem adds that
 these models do not name are kept (extra fields), so nothing stored is lost
 and an export round-trips. (The spec and the host facts have their own types:
-fslab.spec.Spec and fslab.hostfacts.HostFacts.)
+fslab.spec.model.Spec and fslab.base.hostfacts.HostFacts.)
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
-from fslab.timing import PointTiming
+from fslab.base.timing import PointTiming
 
 
 class _Facts(BaseModel):
@@ -131,7 +131,7 @@ class PointFacts(_Facts):
     below_ext4_watermark: bool | None = None
     fill: FillFacts | None = None
     device_limits: DeviceLimitFacts | None = None
-    timing: dict[str, float] | None = None  # fslab.timing.PointTiming, as stored
+    timing: dict[str, float] | None = None  # fslab.base.timing.PointTiming, as stored
     collector_seconds: dict[str, dict[str, float]] | None = None  # name -> phase -> s
     umount: str | None = None  # set when the mount had to be detached lazily
     guest: GuestFacts | None = None  # a guest point: the guest as booted

@@ -26,7 +26,7 @@ import struct
 from collections.abc import Iterator
 from pathlib import Path
 
-from fslab.errors import FslabError
+from fslab.base.errors import FslabError
 
 # struct flock: l_type, l_whence, (pad), l_start, l_len, l_pid, (pad)
 _FLOCK = "hhqqi4x"

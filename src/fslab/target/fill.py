@@ -12,8 +12,8 @@ import os
 import time
 from dataclasses import dataclass
 
-from fslab.errors import FslabError, UsageError
-from fslab.units import format_bytes
+from fslab.base.errors import FslabError, UsageError
+from fslab.base.units import format_bytes
 
 FILL_PREFIX = "fslab-fill-"
 CHUNK_BYTES = 1 << 30

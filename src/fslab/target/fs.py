@@ -16,11 +16,11 @@ from collections.abc import Sequence
 from pathlib import Path
 from types import TracebackType
 
-from fslab.errors import ToolError, UsageError
-from fslab.proc import CommandLog, run
+from fslab.base.errors import ToolError, UsageError
+from fslab.base.proc import CommandLog, run
+from fslab.base.units import parse_size_bytes
 from fslab.target.guard import read_mountinfo
 from fslab.target.loop import deferred_interrupts
-from fslab.units import parse_size_bytes
 
 SUPPORTED_FS = ("ext4", "xfs", "btrfs")
 _MKFS_FORCE_QUIET = {"ext4": ["-F", "-q"], "xfs": ["-f", "-q"], "btrfs": ["-f", "-q"]}

@@ -17,8 +17,8 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from fslab.errors import GuardRefusal
-from fslab.proc import run
+from fslab.base.errors import GuardRefusal
+from fslab.base.proc import run
 
 SYSFS_DEV_BLOCK = Path("/sys/dev/block")
 MOUNTINFO = Path("/proc/self/mountinfo")

@@ -17,8 +17,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from fslab.errors import ToolError
-from fslab.proc import CommandLog, pid_alive, run
+from fslab.base.errors import ToolError
+from fslab.base.proc import CommandLog, pid_alive, run
 from fslab.target.fs import process_users
 from fslab.target.guard import read_mountinfo
 from fslab.target.loop import (

@@ -22,11 +22,11 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from fslab.errors import FslabError
-from fslab.proc import run
+from fslab.base.errors import FslabError
+from fslab.base.proc import run
+from fslab.base.units import format_bytes
 from fslab.target.guard import block_major_minor, read_mountinfo
 from fslab.target.loop import deferred_interrupts
-from fslab.units import format_bytes
 
 BLKIO_ROOT = Path("/sys/fs/cgroup/blkio")  # where systemd and most distributions mount it
 GUEST_BLKIO_ROOT = Path("/run/fslab-blkio")  # a guest's: its /sys/fs/cgroup is cgroup2

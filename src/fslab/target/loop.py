@@ -20,10 +20,10 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from types import FrameType, TracebackType
 
-from fslab.errors import FslabError, ToolError, UsageError
-from fslab.proc import CommandLog, run
+from fslab.base.errors import FslabError, ToolError, UsageError
+from fslab.base.proc import CommandLog, run
+from fslab.base.units import format_bytes
 from fslab.target.guard import read_mountinfo
-from fslab.units import format_bytes
 
 LABEL = "fslab"
 IMAGE_RE = re.compile(rf"^{LABEL}-(?P<pid>\d+)-(?P<token>[0-9a-f]{{8}})\.img$")

@@ -19,7 +19,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from fslab.errors import ToolError, UsageError
+from fslab.base.errors import ToolError, UsageError
 
 _OPERAND_RE = re.compile(r"^[A-Za-z0-9_]+$")
 _BS_RE = re.compile(r"^\d+[A-Za-z]*$")

@@ -17,8 +17,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
 
-from fslab.errors import UsageError
-from fslab.proc import run
+from fslab.base.errors import UsageError
+from fslab.base.proc import run
 
 FioOptions = dict[str, str | None]
 """Ordered fio options; a None value is a flag given without a value (time_based)."""

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Any
 
-from fslab.errors import ToolError
+from fslab.base.errors import ToolError
 
 DIRECTIONS = ("read", "write", "trim")
 QUANTILES = {"p50": 0.5, "p90": 0.9, "p99": 0.99, "p99_9": 0.999}

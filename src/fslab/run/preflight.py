@@ -31,9 +31,11 @@ from collections.abc import Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
-from fslab.errors import FslabError, SpecError, ToolError, UsageError
-from fslab.proc import CommandLog, run
-from fslab.spec import (
+from fslab.base.errors import FslabError, SpecError, ToolError, UsageError
+from fslab.base.proc import CommandLog, run
+from fslab.base.units import format_bytes
+from fslab.measure import plan
+from fslab.spec.model import (
     MAX_NUMJOBS,
     NON_WORKLOAD_AXES,
     DdWorkload,
@@ -48,8 +50,6 @@ from fslab.target.fs import Mount, mkfs_argv
 from fslab.target.guard import block_major_minor, sysfs_dir
 from fslab.target.limits import unavailable_reason as limits_unavailable
 from fslab.target.loop import InterruptGuard, LoopImage, check_image_space
-from fslab.units import format_bytes
-from fslab.workload import plan
 from fslab.workload.fio import FioOptions, validate_with_fio
 
 TOOL_TIMEOUT_S = 120.0

@@ -7,7 +7,7 @@ import shutil
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from fslab.units import format_bytes
+from fslab.base.units import format_bytes
 
 TOOLS = (
     ("fio", "fio", "apt-get install fio"),
@@ -137,7 +137,7 @@ def _guests() -> list[Check]:
     """
     from importlib import metadata
 
-    from fslab.errors import ToolError
+    from fslab.base.errors import ToolError
     from fslab.guest.kernels import cached_kernels, kernels_dir
     from fslab.guest.probe import QEMU, TCG_NOTE, kvm_device_problem
     from fslab.guest.vng import QEMU_INSTALL_HINT, VNG_INSTALL_HINT, vng_binary

@@ -33,11 +33,14 @@ from typing import Any
 
 from fslab.analyze import compare
 from fslab.analyze.dataset import CampaignData, load_campaign
-from fslab.analyze.questions import Question, Want, campaign_questions
 from fslab.analyze.stats import MIN_REPS
-from fslab.errors import UsageError
-from fslab.roles import PointRole, counts_for_headline, instrumented
-from fslab.runner import (
+from fslab.base.errors import UsageError
+from fslab.base.roles import PointRole, counts_for_headline, instrumented
+from fslab.base.units import parse_duration_s
+from fslab.base.vocab import PointKey, point_key, point_label
+from fslab.drive.questions import Question, Want, campaign_questions
+from fslab.measure import plan
+from fslab.run.campaign import (
     ProgressSink,
     RunOptions,
     SilentProgress,
@@ -45,11 +48,8 @@ from fslab.runner import (
     headline_role,
     run_campaign,
 )
-from fslab.spec import ScalarValue, Spec, expand_points
+from fslab.spec.model import ScalarValue, Spec, expand_points
 from fslab.store.db import PlannedPoint, PointRow, Store
-from fslab.units import parse_duration_s
-from fslab.vocab import PointKey, point_key, point_label
-from fslab.workload import plan
 
 Key = tuple[str, PointKey]  # (config, sweep point)
 RunFn = Callable[..., str]

@@ -49,10 +49,10 @@ from fslab.analyze.falloff import (
 )
 from fslab.analyze.mechanisms import load_rules
 from fslab.analyze.stats import MIN_REPS
-from fslab.roles import PointRole, counts_for_headline, is_evidence
-from fslab.spec import ADAPTIVE_SCAN_RUNS
+from fslab.base.roles import PointRole, counts_for_headline, is_evidence
+from fslab.base.vocab import PointKey, ScalarValue, format_p, point_key, point_label
+from fslab.spec.model import ADAPTIVE_SCAN_RUNS
 from fslab.store.db import Store
-from fslab.vocab import PointKey, ScalarValue, format_p, point_key, point_label
 
 MAX_CLEAN_RUNS = 12
 """Clean runs a sweep point may get from the questions."""

@@ -17,16 +17,16 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from fslab.errors import UsageError
+from fslab.base.errors import UsageError
 from fslab.guest.kernels import limits_problem
 from fslab.guest.order import boot_groups
 from fslab.guest.session import GuestError, GuestSession, check_guest
-from fslab.spec import Point, Spec, expand_points
+from fslab.spec.model import Point, Spec, expand_points
+from fslab.spec.vm import GuestConfig
 from fslab.store.db import PointOutcome, PointRow, Store, utc_now
-from fslab.vm_config import GuestConfig
 
 if TYPE_CHECKING:  # the runner calls this module; it never imports the runner
-    from fslab.progress_sink import ProgressSink
+    from fslab.measure.progress import ProgressSink
 
 
 def guests_of(spec: Spec, points: Sequence[Point]) -> list[GuestConfig]:

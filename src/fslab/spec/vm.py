@@ -12,7 +12,7 @@ from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from fslab.units import parse_duration_s, parse_size_bytes
+from fslab.base.units import parse_duration_s, parse_size_bytes
 
 GUEST_AXES = ("kernel", "cpus", "possible_cpus")
 Accel = Literal["kvm", "tcg"]

@@ -1,4 +1,4 @@
-"""The in-guest side: `python -m fslab.guest_agent <rwdir>/session.json`.
+"""The in-guest side: `python -m fslab.guest.agent <rwdir>/session.json`.
 
 virtme-ng starts it as the guest's one command. It readies the guest (the
 loop module, /dev/shm as large as the guest's RAM), reports the guest's facts,
@@ -20,6 +20,14 @@ import traceback
 from pathlib import Path
 from typing import TextIO
 
+from fslab.base.hostfacts import (
+    HostFacts,
+    collect_host_facts,
+    memory_total_bytes,
+    nr_cpu_ids,
+    online_cpu_count,
+)
+from fslab.base.proc import run
 from fslab.guest.protocol import (
     FACTS_FILE,
     MARKER,
@@ -29,15 +37,7 @@ from fslab.guest.protocol import (
     request_from_json,
     write_json_atomic,
 )
-from fslab.hostfacts import (
-    HostFacts,
-    collect_host_facts,
-    memory_total_bytes,
-    nr_cpu_ids,
-    online_cpu_count,
-)
-from fslab.proc import run
-from fslab.runner import RunOptions, run_point
+from fslab.measure.point import RunOptions, run_point
 from fslab.store.db import PointOutcome, utc_now
 from fslab.target.limits import mount_blkio
 
@@ -142,7 +142,7 @@ def serve(rwdir: Path, commands: TextIO, protocol: TextIO) -> None:
 def main(argv: list[str] | None = None) -> int:
     args = sys.argv[1:] if argv is None else argv
     if len(args) != 1:
-        sys.stderr.write("usage: python -m fslab.guest_agent RWDIR/session.json\n")
+        sys.stderr.write("usage: python -m fslab.guest.agent RWDIR/session.json\n")
         return 2
     # stdout is the protocol channel: keep it for ourselves, send strays to the console
     protocol = os.fdopen(os.dup(1), "w", buffering=1)

@@ -37,7 +37,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from fslab.errors import UsageError
+from fslab.base.errors import UsageError
 
 STAGES = (
     "prepare",

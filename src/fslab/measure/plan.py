@@ -14,9 +14,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from fslab.errors import FslabError, UsageError
-from fslab.proc import CommandLog, run_interruptible
-from fslab.spec import (
+from fslab.base.errors import FslabError, UsageError
+from fslab.base.proc import CommandLog, run_interruptible
+from fslab.base.units import format_bytes, parse_duration_s, parse_size_bytes
+from fslab.spec.model import (
     DdWorkload,
     FioWorkload,
     ScalarValue,
@@ -24,7 +25,6 @@ from fslab.spec import (
     sweep_combinations,
     workload_axes,
 )
-from fslab.units import format_bytes, parse_duration_s, parse_size_bytes
 from fslab.workload import dd as dd_mod
 from fslab.workload import fio as fio_mod
 from fslab.workload import fio_trust
@@ -418,7 +418,7 @@ def preset_fio_argv(preset: str, directory: str, numjobs: int, runtime_s: float)
     Tests, captures and benchmarks that need "the seed workload" take it from
     the preset, so there is one definition of it.
     """
-    from fslab.spec import load_spec
+    from fslab.spec.model import load_spec
 
     spec, _ = load_spec(preset, overrides=[f'run.runtime="{runtime_s:g}s"', 'run.ramp="0s"'])
     return fio_argv_for_point(spec, {"numjobs": numjobs}, directory)

@@ -28,14 +28,14 @@ from pydantic import (
     model_validator,
 )
 
+from fslab.base.errors import SpecError
+from fslab.base.roles import CollectMode, PointRole, repetition_roles
+from fslab.base.units import parse_duration_s, parse_size_bytes
 from fslab.collect.base import CollectorOptions
 from fslab.collect.registry import ALL_COLLECTORS
-from fslab.errors import SpecError
-from fslab.roles import CollectMode, PointRole, repetition_roles
-from fslab.spec_reported import ReportedSpec
+from fslab.spec.reported import ReportedSpec
+from fslab.spec.vm import GUEST_AXES, GuestConfig
 from fslab.target.limits import DeviceLimits
-from fslab.units import parse_duration_s, parse_size_bytes
-from fslab.vm_config import GUEST_AXES, GuestConfig
 
 PRESET_DIR = Path(__file__).parent / "presets"
 FS_TYPES = ("ext4", "xfs", "btrfs")
@@ -704,7 +704,7 @@ class Point:
     filesystem: FilesystemSpec
     sweep: tuple[tuple[str, ScalarValue], ...]
     repeat: int
-    role: PointRole = "clean"  # see fslab.roles: clean, evidence or inline
+    role: PointRole = "clean"  # see fslab.base.roles: clean, evidence or inline
 
     @property
     def sweep_dict(self) -> dict[str, ScalarValue]:
@@ -732,7 +732,7 @@ def expand_points(spec: Spec, collect: CollectMode = "off") -> list[Point]:
     sequential: configuration, then sweep value, then repetition.
     random: interleaved order shuffled with run.seed.
     The repetitions of a sweep point are its runs under the collection mode
-    (fslab.roles.repetition_roles: with 'separate', one evidence run among
+    (fslab.base.roles.repetition_roles: with 'separate', one evidence run among
     the clean ones, placed in their middle).
     """
     combos = sweep_combinations(spec.sweep)

@@ -28,13 +28,13 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from fslab.adaptive import plan_round
 from fslab.analyze.baselines import bisect_model
 from fslab.analyze.bisect import Verdict
 from fslab.analyze.dataset import CampaignData, load_campaign
 from fslab.analyze.drift import host_drift
-from fslab.runner import ProgressSink, RunOptions, run_campaign, start_campaign
-from fslab.spec import Spec, validate_spec
+from fslab.drive.rounds import plan_round
+from fslab.run.campaign import ProgressSink, RunOptions, run_campaign, start_campaign
+from fslab.spec.model import Spec, validate_spec
 from fslab.store.db import Store
 
 DEFAULT_MAX_REPEAT = 16  # runs per point before an undecided candidate is skipped

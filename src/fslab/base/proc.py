@@ -14,7 +14,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from fslab.errors import ToolError
+from fslab.base.errors import ToolError
 
 
 @dataclass
