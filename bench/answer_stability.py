@@ -30,9 +30,9 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from fslab.analyze.comparisons import verdicts_at
-from fslab.analyze.dataset import load_campaign
-from fslab.analyze.diagnose import diagnose_campaign
+from fslab.analyze.campaign.dataset import load_campaign
+from fslab.analyze.versus.comparisons import verdicts_at
+from fslab.diagnose.diagnosis import diagnose_campaign
 from fslab.drive.questions import campaign_questions
 from fslab.spec.model import expand_points
 from fslab.store.db import Store

@@ -56,7 +56,7 @@ from collections.abc import Iterator
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from fslab.analyze.stats import bootstrap_median_ci, interval_verdict
+from fslab.analyze.campaign.stats import bootstrap_median_ci, interval_verdict
 from fslab.base.hostfacts import collect_host_facts
 from fslab.base.proc import CommandLog, process_cpu_s, run
 from fslab.collect.base import PendingResult, PointContext

@@ -18,7 +18,7 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
-from fslab.analyze.diagnose import ConfigDiagnosis, diagnose_campaign
+from fslab.diagnose.diagnosis import ConfigDiagnosis, diagnose_campaign
 from fslab.store.db import Store
 from fslab.store.exchange import import_campaign
 

@@ -24,7 +24,7 @@ import argparse
 import statistics
 import time
 
-from fslab.analyze.stats import bootstrap_ratio_ci
+from fslab.analyze.campaign.stats import bootstrap_ratio_ci
 from fslab.base.errors import UsageError
 from fslab.base.hostfacts import collect_host_facts
 from fslab.guest.kernels import resolve_kernel

@@ -38,7 +38,7 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 
-from fslab.analyze.stats import bootstrap_median_ci, interval_verdict
+from fslab.analyze.campaign.stats import bootstrap_median_ci, interval_verdict
 from fslab.base.hostfacts import HostFacts, collect_host_facts
 from fslab.base.timing import CampaignTiming
 from fslab.measure.point import RunOptions, run_point

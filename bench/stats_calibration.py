@@ -4,7 +4,7 @@
 
 Synthetic part (runs now). Each simulated comparison is one table of an
 8-point sweep (one throughput metric, "fio.write.iops", higher is better),
-run through fslab.analyze.compare.compare() exactly as a campaign would be.
+run through fslab.analyze.campaign.verdicts.compare() exactly as a campaign would be.
 Run-to-run noise is multiplicative with a 3% coefficient of variation:
 
 - lognormal: log(value) ~ Normal(0, 0.03);
@@ -123,9 +123,9 @@ from typing import Any
 import numpy as np
 from statsmodels.stats.proportion import proportion_confint
 
-from fslab.analyze import compare as cmp
-from fslab.analyze import slowdown
-from fslab.analyze.baselines import (
+from fslab.analyze.campaign import verdicts as cmp
+from fslab.analyze.campaign.dataset import CampaignData, load_campaign
+from fslab.analyze.history.baselines import (
     GroupModel,
     baseline_campaigns,
     campaign_model,
@@ -135,10 +135,15 @@ from fslab.analyze.baselines import (
     level_check,
     noise_model,
 )
-from fslab.analyze.comparisons import Comparison, campaign_comparisons, samples, select_metrics
-from fslab.analyze.dataset import CampaignData, load_campaign
-from fslab.analyze.noise import MIN_CAMPAIGNS
-from fslab.analyze.slowdown import SlowdownFit, recorded, take_out_slowdown
+from fslab.analyze.noise import slowdown
+from fslab.analyze.noise.model import MIN_CAMPAIGNS
+from fslab.analyze.noise.slowdown import SlowdownFit, recorded, take_out_slowdown
+from fslab.analyze.versus.comparisons import (
+    Comparison,
+    campaign_comparisons,
+    samples,
+    select_metrics,
+)
 from fslab.spec.model import load_spec
 from fslab.store.db import Store
 from fslab.store.exchange import import_campaign
@@ -206,7 +211,7 @@ def record_real_campaign(db: Path) -> int:
 
 def real_samples(db: Path, campaign_id: int) -> Samples:
     """Per-repetition headline values of a stored campaign: {(config, point): {metric: [...]}}."""
-    from fslab.analyze.dataset import load_campaign
+    from fslab.analyze.campaign.dataset import load_campaign
     from fslab.store.db import Store
 
     with Store(db) as store:

@@ -3,7 +3,7 @@
 
 A guest's /proc/stat counts `steal`: time its vCPUs were runnable while the
 hypervisor ran someone else. fslab stores it with every run (facts.host_cpu)
-and comparisons warn when the two sides' steal differs (fslab.analyze.drift);
+and comparisons warn when the two sides' steal differs (fslab.analyze.noise.drift);
 this bench measures what steal costs, so the warning rests on a figure.
 
 N clean single-point runs of the fsync storm (ext4, the reporter's default
@@ -31,7 +31,7 @@ import statistics
 import numpy as np
 from scipy import stats
 
-from fslab.analyze.dataset import load_campaign
+from fslab.analyze.campaign.dataset import load_campaign
 from fslab.base.hostfacts import collect_host_facts
 from fslab.measure.point import RunOptions, run_point
 from fslab.spec.model import expand_points, load_spec

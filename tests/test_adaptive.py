@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from fslab.analyze.dataset import load_campaign
+from fslab.analyze.campaign.dataset import load_campaign
 from fslab.base.errors import UsageError
 from fslab.drive import rounds as adaptive
 from fslab.run.campaign import point_from_row
@@ -160,6 +160,6 @@ def test_option_checks(pct, cap, message):
 
 
 def test_default_cap_is_the_recommended_repetitions():
-    from fslab.analyze.compare import RECOMMENDED_REPETITIONS
+    from fslab.analyze.campaign.verdicts import RECOMMENDED_REPETITIONS
 
     assert adaptive.check_options(2.0, None) == RECOMMENDED_REPETITIONS

@@ -11,7 +11,7 @@ import json
 
 import pytest
 
-from fslab.analyze.diagnose import diagnose_campaign
+from fslab.diagnose.diagnosis import diagnose_campaign
 from fslab.store.db import Store
 from fslab.store.exchange import import_campaign
 from tests.conftest import DATA_DIR

@@ -8,7 +8,7 @@ from typing import ClassVar
 import pytest
 from pydantic import ValidationError
 
-from fslab.analyze.metrics_catalog import CATALOG
+from fslab.analyze.campaign.metrics_catalog import CATALOG
 from fslab.collect.base import (
     Collector,
     CollectorResult,

@@ -9,8 +9,8 @@ import numpy as np
 import pytest
 from scipy import stats as sps
 
-from fslab.analyze import compare as cmp
-from fslab.analyze.metrics_catalog import CATALOG, metric_def
+from fslab.analyze.campaign import verdicts as cmp
+from fslab.analyze.campaign.metrics_catalog import CATALOG, metric_def
 from fslab.base.vocab import point_label
 
 POINTS = [(("fs", "ext4"), ("numjobs", n)) for n in (1, 8, 64, 512)]
@@ -216,7 +216,7 @@ def test_to_dict_is_strict_json_and_describe_is_short():
 
 def test_ci_half_width_pct():
     values = [1000.0, 1010.0, 990.0, 1030.0, 970.0, 1005.0]
-    from fslab.analyze import stats
+    from fslab.analyze.campaign import stats
 
     low, high = stats.bootstrap_median_ci(values, n_resamples=2000, rng=1)
     expected = (high - low) / 2 / np.median(values) * 100

@@ -21,13 +21,13 @@ from pathlib import Path
 import pytest
 from rich.console import Console
 
-from fslab.analyze.compare import ComparisonRow
-from fslab.analyze.comparisons import config_comparisons, with_profile_shares
-from fslab.analyze.dataset import load_campaign
+from fslab.analyze.campaign.dataset import load_campaign
+from fslab.analyze.campaign.verdicts import ComparisonRow
+from fslab.analyze.versus.comparisons import config_comparisons, with_profile_shares
 from fslab.report import text as tx
-from fslab.report.comparison import MARKS, comparison_cells, comparison_label
 from fslab.report.reply import reply_text
 from fslab.report.terminal import comparison_table
+from fslab.report.verdict_cells import MARKS, comparison_cells, comparison_label
 from fslab.store.db import Store
 from fslab.store.exchange import import_campaign
 

@@ -18,10 +18,10 @@ from pathlib import Path
 
 import pytest
 
-from fslab.analyze import comparisons as cmps
-from fslab.analyze import point_profile as pp
-from fslab.analyze.campaign_scaling import fit_campaign
-from fslab.analyze.dataset import CampaignData, load_campaign
+from fslab.analyze.campaign.dataset import CampaignData, load_campaign
+from fslab.analyze.curve import point_profile as pp
+from fslab.analyze.curve.scaling import fit_campaign
+from fslab.analyze.versus import comparisons as cmps
 from fslab.base.errors import UsageError
 from fslab.store.db import PointOutcome, Store
 from fslab.store.exchange import import_campaign

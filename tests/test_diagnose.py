@@ -15,9 +15,9 @@ import json
 import pytest
 from bench.diagnosis_accuracy import CORPUS, manifest
 
-from fslab.analyze.attribution import Shift, classify
-from fslab.analyze.diagnose import describe_hypothesis, diagnose_campaign
-from fslab.analyze.mechanisms import Frame, load_rules, parse_rule
+from fslab.diagnose.attribution import Shift, classify
+from fslab.diagnose.diagnosis import describe_hypothesis, diagnose_campaign
+from fslab.diagnose.mechanisms import Frame, load_rules, parse_rule
 from fslab.stacks.profile import Profile
 from fslab.store.db import Store
 from fslab.store.exchange import import_campaign
@@ -237,8 +237,8 @@ def test_cached_write_at_1728_possible_cpus_names_the_watermark_first(tmp_path):
 
 def test_guest_campaign_report_and_comparison_name_the_guests(tmp_path):
     """Reports and `compare --by possible_cpus` say what each point ran in, TCG flagged."""
-    from fslab.analyze.comparisons import axis_comparisons
-    from fslab.analyze.dataset import load_campaign
+    from fslab.analyze.campaign.dataset import load_campaign
+    from fslab.analyze.versus.comparisons import axis_comparisons
     from fslab.report.model import build_report
     from fslab.report.text import render_text
 

@@ -18,8 +18,8 @@ from pathlib import Path
 
 import pytest
 
-from fslab.analyze.dataset import load_campaign, point_key
-from fslab.analyze.summary import summarize
+from fslab.analyze.campaign.dataset import load_campaign, point_key
+from fslab.analyze.campaign.summary import summarize
 from fslab.drive import rounds as adaptive
 from fslab.report.model import build_report
 from fslab.run.campaign import headline_role

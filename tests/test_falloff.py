@@ -11,12 +11,9 @@ import json
 import pytest
 from bench.diagnosis_accuracy import CORPUS
 
-from fslab.analyze import point_profile as pp
-from fslab.analyze.campaign_scaling import fit_campaign, unidentified_reason
-from fslab.analyze.comparisons import config_comparisons
-from fslab.analyze.dataset import load_campaign
-from fslab.analyze.diagnose import diagnose_campaign
-from fslab.analyze.falloff import (
+from fslab.analyze.campaign.dataset import load_campaign
+from fslab.analyze.curve import point_profile as pp
+from fslab.analyze.curve.falloff import (
     SweepPoint,
     _judge,
     campaign_falloffs,
@@ -25,6 +22,9 @@ from fslab.analyze.falloff import (
     knee,
     make_curve,
 )
+from fslab.analyze.curve.scaling import fit_campaign, unidentified_reason
+from fslab.analyze.versus.comparisons import config_comparisons
+from fslab.diagnose.diagnosis import diagnose_campaign
 from fslab.report.model import build_report
 from fslab.store.db import Store
 from fslab.store.exchange import import_campaign

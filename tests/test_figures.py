@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from fslab.analyze.figures import latency_distribution, wchan_rows, workqueue_rows
+from fslab.analyze.campaign.plotted import latency_distribution, wchan_rows, workqueue_rows
 from fslab.workload.fio_json import parse_fio_json
 
 

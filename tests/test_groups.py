@@ -22,7 +22,9 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from fslab.analyze.baselines import (
+from fslab.analyze.campaign.dataset import load_campaign
+from fslab.analyze.campaign.verdicts import FLAGGED
+from fslab.analyze.history.baselines import (
     baseline_campaigns,
     campaign_model,
     compare_with_noise,
@@ -32,10 +34,8 @@ from fslab.analyze.baselines import (
     level_check,
     noise_model,
 )
-from fslab.analyze.compare import FLAGGED
-from fslab.analyze.dataset import load_campaign
-from fslab.analyze.noise import TEST_NAME, fit_point_noise
-from fslab.analyze.series import build_series
+from fslab.analyze.history.series import build_series
+from fslab.analyze.noise.model import TEST_NAME, fit_point_noise
 from fslab.base.errors import UsageError
 from fslab.cli import app
 from fslab.store.db import CampaignRow, Store

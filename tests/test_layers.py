@@ -1,8 +1,9 @@
 """The layers hold: no upward import (import-linter's contract in pyproject.toml), no cycle.
 
-cli > report > drive > analyze > run > guest > measure > store > spec > collect/target/workload > base,
-as docs/architecture.md draws them. The contract is checked on the source tree,
-and once on a copy with one upward import added, to show that it would fail.
+cli > fleet > report/reproduce > drive > diagnose > analyze > run > guest > measure > store >
+spec > collect/target/workload > stacks > base, as docs/architecture.md draws them. The
+contract is checked on the source tree, and once on a copy with one upward import added, to
+show that it would fail.
 """
 
 from __future__ import annotations
@@ -43,7 +44,8 @@ def test_an_upward_import_fails_the_contract(tmp_path):
     units.write_text(units.read_text() + "\nfrom fslab.report import text  # noqa\n")
     result = _lint_imports(tmp_path)
     assert result.returncode != 0
-    assert "fslab.base.units is not allowed to import fslab.report" in result.stdout
+    assert "fslab.base is not allowed to import fslab.report" in result.stdout
+    assert "fslab.base.units -> fslab.report.text" in result.stdout
 
 
 def _cycles(edges: dict[str, set[str]]) -> list[list[str]]:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from fslab.analyze.levels import LevelMove, place
+from fslab.analyze.noise.levels import LevelMove, place
 
 DAY = "2026-12-01T"
 

@@ -19,13 +19,13 @@ from pathlib import Path
 
 import pytest
 
-from fslab.analyze.baselines import compare_with_noise, noise_model
-from fslab.analyze.bisect import ReferencesTooClose, decide
-from fslab.analyze.compare import FLAGGED
-from fslab.analyze.comparisons import campaign_comparisons
-from fslab.analyze.dataset import CampaignData, load_campaign
-from fslab.analyze.noise import TEST_NAME
-from fslab.analyze.series import build_series, select_campaigns
+from fslab.analyze.campaign.dataset import CampaignData, load_campaign
+from fslab.analyze.campaign.verdicts import FLAGGED
+from fslab.analyze.history.baselines import compare_with_noise, noise_model
+from fslab.analyze.history.position import ReferencesTooClose, decide
+from fslab.analyze.history.series import build_series, select_campaigns
+from fslab.analyze.noise.model import TEST_NAME
+from fslab.analyze.versus.comparisons import campaign_comparisons
 from fslab.store.db import CampaignRow, Store
 from fslab.store.exchange import import_campaign
 from tests.spaced_support import imported, spaced_exports

@@ -8,7 +8,7 @@ import subprocess
 import time
 from pathlib import Path
 
-from fslab.analyze.drift import load_drift
+from fslab.analyze.noise.drift import load_drift
 from fslab.collect.others import others_ticks, parse_pid_stat, snapshot
 from fslab.store.facts import PointFacts
 

@@ -13,7 +13,7 @@ import json
 
 import pytest
 
-from fslab.analyze.dataset import load_campaign
+from fslab.analyze.campaign.dataset import load_campaign
 from fslab.base.errors import UsageError
 from fslab.drive import rounds as adaptive
 from fslab.drive.questions import MAX_EVIDENCE_RUNS, campaign_questions

@@ -24,13 +24,13 @@ import pytest
 from bench.diagnosis_accuracy import CORPUS, manifest
 from typer.testing import CliRunner
 
-from fslab.analyze.comparisons import verdicts_at
-from fslab.analyze.dataset import load_campaign
-from fslab.analyze.diagnose import diagnose_campaign, judge_hypothesis
-from fslab.analyze.mechanisms import blamed_mechanism, load_rules
-from fslab.analyze.reported import match_figures, reporter_point
+from fslab.analyze.campaign.dataset import load_campaign
+from fslab.analyze.versus.comparisons import verdicts_at
+from fslab.analyze.versus.reported import match_figures, reporter_point
 from fslab.base.vocab import format_value
 from fslab.cli import app
+from fslab.diagnose.diagnosis import diagnose_campaign, judge_hypothesis
+from fslab.diagnose.mechanisms import blamed_mechanism, load_rules
 from fslab.report.reply import WIDTH, render_reply
 from fslab.report.reply_model import Reply, build_reply
 from fslab.reproduce.extract import extract_facts

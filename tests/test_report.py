@@ -166,7 +166,7 @@ def test_dd_campaign_says_why_latency_and_scaling_are_missing(
     point = next(p for p in r.store.points(r.campaign_id) if p.id == reproduced.point_id)
     assert ("fallocate -l" in r.text) == bool(point.facts.fill and point.facts.fill.bytes_filled)
     # a pre-filled point's recipe fills it the same way
-    from fslab.analyze.dataset import load_campaign
+    from fslab.analyze.campaign.dataset import load_campaign
     from fslab.report import model
 
     data = load_campaign(r.store, r.campaign_id)

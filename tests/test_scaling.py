@@ -8,7 +8,7 @@ import math
 import numpy as np
 import pytest
 
-from fslab.analyze.scaling import compare_fits, fit_usl, knee, n_star, usl
+from fslab.analyze.curve.usl import compare_fits, fit_usl, knee, n_star, usl
 from fslab.base.errors import FslabError
 
 DOUBLINGS = [1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024]

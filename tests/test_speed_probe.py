@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from fslab.analyze.baselines import compare_with_noise, fit_model
-from fslab.analyze.dataset import CampaignData, load_campaign
-from fslab.analyze.slowdown import COVARIATES, SPEED, STEAL, fit_slowdown, take_out_slowdown
+from fslab.analyze.campaign.dataset import CampaignData, load_campaign
+from fslab.analyze.history.baselines import compare_with_noise, fit_model
+from fslab.analyze.noise.slowdown import COVARIATES, SPEED, STEAL, fit_slowdown, take_out_slowdown
 from fslab.store.db import Store
 from tests.spaced_support import imported, spaced_exports
 

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 from scipy import stats as sps
 
-from fslab.analyze import stats
+from fslab.analyze.campaign import stats
 
 A = [1000.0, 1012.0, 987.0, 1030.0, 995.0, 1008.0]
 B = [951.0, 962.0, 940.0, 975.0, 948.0, 958.0]
@@ -140,7 +140,7 @@ def test_median_and_spread_is_median_min_max():
 
 
 def test_interval_verdict_floor_and_ceiling() -> None:
-    from fslab.analyze.stats import interval_verdict
+    from fslab.analyze.campaign.stats import interval_verdict
 
     # a floor (ratio at least 0.95): all above, all below, straddling
     assert interval_verdict(0.96, 1.02, 0.95) == "meets"

@@ -15,10 +15,10 @@ from pathlib import Path
 
 import pytest
 
-from fslab.analyze.baselines import baseline_campaigns, bisect_model, noise_model
-from fslab.analyze.bisect import ReferencesTooClose, Verdict, decide
-from fslab.analyze.dataset import CampaignData, load_campaign
-from fslab.analyze.slowdown import take_out_slowdown
+from fslab.analyze.campaign.dataset import CampaignData, load_campaign
+from fslab.analyze.history.baselines import baseline_campaigns, bisect_model, noise_model
+from fslab.analyze.history.position import ReferencesTooClose, Verdict, decide
+from fslab.analyze.noise.slowdown import take_out_slowdown
 from fslab.drive.bisection import judge_candidate
 from fslab.store.db import Store
 from tests.spaced_support import imported, spaced_exports, without_steal

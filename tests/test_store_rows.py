@@ -18,9 +18,9 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from fslab.analyze.baselines import same_spec
-from fslab.analyze.noise import spec_fingerprint
-from fslab.analyze.series import select_campaigns
+from fslab.analyze.history.baselines import same_spec
+from fslab.analyze.history.series import select_campaigns
+from fslab.analyze.noise.model import spec_fingerprint
 from fslab.base.errors import FslabError
 from fslab.base.hostfacts import HostFacts
 from fslab.cli import app

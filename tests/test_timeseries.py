@@ -12,9 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from fslab.analyze.bisect import bisect_list
-from fslab.analyze.drift import host_drift, load_drift
-from fslab.analyze.noise import fit_point_noise, spec_fingerprint
+from fslab.analyze.history.position import bisect_list
+from fslab.analyze.noise.drift import host_drift, load_drift
+from fslab.analyze.noise.model import fit_point_noise, spec_fingerprint
 from fslab.base.hostfacts import HostFacts
 from fslab.drive import bisection
 from fslab.report.model import build_report

@@ -1,5 +1,5 @@
 """Unsteady candidates: a campaign whose runs spread more than the spec's campaigns' runs
-do is not judged (analyze.noise.PointNoise.unsteady_p, analyze.compare.UNSTEADY_P).
+do is not judged (analyze.noise.PointNoise.unsteady_p, analyze.verdicts.UNSTEADY_P).
 
 Recorded case: bench/spaced/data/spaced8s (made by bench/spaced/record.sh, exported by
 bench/spaced/export.py; docs/statistics.md says what it shows). Its host's vCPUs slowed
@@ -15,10 +15,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from fslab.analyze import compare
-from fslab.analyze.baselines import bisect_model, compare_with_noise
-from fslab.analyze.dataset import CampaignData, load_campaign
-from fslab.analyze.noise import PointNoise, median_spread
+from fslab.analyze.campaign import verdicts
+from fslab.analyze.campaign.dataset import CampaignData, load_campaign
+from fslab.analyze.history.baselines import bisect_model, compare_with_noise
+from fslab.analyze.noise.model import PointNoise, median_spread
 from fslab.drive.bisection import judge_candidate
 from fslab.store.db import CampaignRow, Store
 from tests.spaced_support import imported, spaced_exports
@@ -44,7 +44,7 @@ def _base(store: Store) -> list[CampaignRow]:
 
 
 def _flagged(comparisons) -> bool:
-    return any(row.verdict in compare.FLAGGED for c in comparisons for row in c.table.rows)
+    return any(row.verdict in verdicts.FLAGGED for c in comparisons for row in c.table.rows)
 
 
 def test_the_f_test_holds_its_false_alarm_rate_and_finds_a_tripled_spread() -> None:
@@ -55,8 +55,8 @@ def test_the_f_test_holds_its_false_alarm_rate_and_finds_a_tripled_spread() -> N
     rng = np.random.default_rng(7)
     same = [noise.unsteady_p(rng.normal(0.0, 0.03, 5)) for _ in range(4000)]
     wide = [noise.unsteady_p(rng.normal(0.0, 0.09, 5)) for _ in range(2000)]
-    assert 0.005 <= np.mean(np.asarray(same) < compare.UNSTEADY_P) <= 0.016
-    assert np.mean(np.asarray(wide) < compare.UNSTEADY_P) >= 0.75
+    assert 0.005 <= np.mean(np.asarray(same) < verdicts.UNSTEADY_P) <= 0.016
+    assert np.mean(np.asarray(wide) < verdicts.UNSTEADY_P) >= 0.75
     assert np.isnan(noise.unsteady_p(np.asarray([0.1])))  # one run: no spread to test
 
 
@@ -78,14 +78,14 @@ def test_the_median_spread_holds_the_rate_and_sees_past_a_few_wide_campaigns() -
     for campaigns in (5, 30):
         noises = [_noise(list(rng.normal(0.0, 0.03, (campaigns, 5)))) for _ in range(3000)]
         ps = [noise.unsteady_p(rng.normal(0.0, 0.03, 5)) for noise in noises]
-        assert 0.005 <= np.mean(np.asarray(ps) < compare.UNSTEADY_P) <= 0.016, campaigns
+        assert 0.005 <= np.mean(np.asarray(ps) < verdicts.UNSTEADY_P) <= 0.016, campaigns
     median = pooled = 0
     for _ in range(2000):
         noise = _noise([*rng.normal(0.0, 0.03, (24, 5)), *rng.normal(0.0, 0.09, (6, 5))])
         candidate = rng.normal(0.0, 0.066, 5)
-        median += noise.unsteady_p(candidate) < compare.UNSTEADY_P
+        median += noise.unsteady_p(candidate) < verdicts.UNSTEADY_P
         plain = PointNoise(30, 150, 0.0, noise.within_var)  # no median: the pooled spread
-        pooled += plain.unsteady_p(candidate) < compare.UNSTEADY_P
+        pooled += plain.unsteady_p(candidate) < verdicts.UNSTEADY_P
     assert median / 2000 >= 0.35 and pooled / 2000 <= 0.2
 
 
@@ -112,7 +112,7 @@ def test_a_steady_candidate_is_judged_as_before(store, monkeypatch) -> None:
     (comparison,) = compare_with_noise(store, base[1].id, base[9].id)
     assert not any(row.unsteady for row in comparison.table.rows)
     assert not any(n.startswith("unsteady:") for n in comparison.notes)
-    monkeypatch.setattr(compare, "UNSTEADY_P", 0.0)
+    monkeypatch.setattr(verdicts, "UNSTEADY_P", 0.0)
     (before,) = compare_with_noise(store, base[1].id, base[9].id)
     assert [r.verdict for r in comparison.table.rows] == [r.verdict for r in before.table.rows]
 
@@ -128,7 +128,7 @@ def test_aa_with_the_unsteady_candidate(store, monkeypatch, dip) -> None:
     pairs = [(a, base[dip]) for a in base[:10]]
     with_rule = sum(_flagged(compare_with_noise(store, a.id, b.id)) for a, b in pairs)
     middle = sum(_flagged(compare_with_noise(store, a.id, base[DIP[1]].id)) for a, _ in pairs)
-    monkeypatch.setattr(compare, "UNSTEADY_P", 0.0)
+    monkeypatch.setattr(verdicts, "UNSTEADY_P", 0.0)
     without = sum(_flagged(compare_with_noise(store, a.id, b.id)) for a, b in pairs)
     assert (with_rule, without, middle) == (0, 10, 0)
 

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from fslab.analyze.metrics_catalog import CATALOG, metric_def
+from fslab.analyze.campaign.metrics_catalog import CATALOG, metric_def
 from fslab.base.vocab import (
     format_ns,
     format_value,

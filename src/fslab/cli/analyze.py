@@ -18,29 +18,29 @@ from rich import box
 from rich.markup import escape
 from rich.table import Table
 
-from fslab.analyze import point_profile as pp
-from fslab.analyze.baselines import compare_with_noise, compare_with_noise_groups
-from fslab.analyze.campaign_scaling import CurveFit, ScaleReport, fit_campaign
-from fslab.analyze.compare import RECOMMENDED_REPETITIONS, ComparisonRow
-from fslab.analyze.comparisons import (
+from fslab.analyze.campaign.dataset import CampaignData, load_campaign
+from fslab.analyze.campaign.stats import MIN_REPS
+from fslab.analyze.campaign.verdicts import RECOMMENDED_REPETITIONS, ComparisonRow
+from fslab.analyze.curve import point_profile as pp
+from fslab.analyze.curve.falloff import Curve
+from fslab.analyze.curve.scaling import CurveFit, ScaleReport, fit_campaign
+from fslab.analyze.curve.usl import UslFit
+from fslab.analyze.history.baselines import compare_with_noise, compare_with_noise_groups
+from fslab.analyze.noise.model import TEST_NAME as NOISE_TEST
+from fslab.analyze.versus.comparisons import (
     Comparison,
     axis_comparisons,
     config_comparisons,
     min_repetitions,
 )
-from fslab.analyze.dataset import CampaignData, load_campaign
-from fslab.analyze.falloff import Curve
-from fslab.analyze.hosts import HostFact, campaigns_across_hosts, host_facts_side_by_side
-from fslab.analyze.noise import TEST_NAME as NOISE_TEST
-from fslab.analyze.scaling import UslFit
-from fslab.analyze.stats import MIN_REPS
+from fslab.analyze.versus.hosts import HostFact, campaigns_across_hosts, host_facts_side_by_side
 from fslab.base.errors import UsageError
 from fslab.base.vocab import format_value, metric_label, point_label
 from fslab.cli.common import DbOption, JsonOption, app, err, guarded, open_store, out, print_json
-from fslab.report.comparison import SHARE_LEGEND
 from fslab.report.flamegraph import diff_flamegraph_svg, flamegraph_svg
 from fslab.report.speedscope import speedscope_json
 from fslab.report.terminal import comparison_tables, shows_call_chain_shares
+from fslab.report.verdict_cells import SHARE_LEGEND
 from fslab.stacks.fold import folded_to_text
 from fslab.stacks.profile import Profile, folded_diff_text, format_chains, format_diff
 from fslab.store.db import Store

@@ -6,7 +6,6 @@ from typing import Annotated
 
 import typer
 
-from fslab.analyze.diagnose import check_mechanism, describe_hypothesis, diagnose_campaign
 from fslab.cli.common import (
     DbOption,
     JsonOption,
@@ -18,6 +17,7 @@ from fslab.cli.common import (
     out,
     print_json,
 )
+from fslab.diagnose.diagnosis import check_mechanism, describe_hypothesis, diagnose_campaign
 
 
 @app.command()
@@ -36,7 +36,7 @@ def diagnose(
 ) -> None:
     """Rank the kernel mechanisms that explain each configuration's falloff.
 
-    Each mechanism (one rule file in fslab/analyze/rules/) is scored by the share
+    Each mechanism (one rule file in fslab/diagnose/rules/) is scored by the share
     of the change from the good point to the bad point it accounts for, in the
     off-CPU and on-CPU profiles and its own metrics; configurations that held up
     at the bad point confirm or weaken it; the strongest alternatives are ruled

@@ -2,14 +2,14 @@
 
 from __future__ import annotations
 
-from fslab.analyze.guests import guest_summary
-from fslab.analyze.summary import (
+from fslab.analyze.campaign.summary import (
     describe_outliers,
     describe_warmups,
     outlier_runs,
     summarize,
     warmup_runs,
 )
+from fslab.analyze.versus.guests import guest_summary
 from fslab.cli.common import out, print_json
 from fslab.report import terminal
 from fslab.store.db import Store

@@ -17,11 +17,17 @@ from typing import Annotated, Any
 import typer
 from typer.exceptions import TyperException
 
-from fslab.analyze.baselines import noise_model
-from fslab.analyze.bisect import EXIT_CODES, Decision, ReferencesTooClose, Verdict, bisect_list
-from fslab.analyze.dataset import load_campaign
-from fslab.analyze.noise import MIN_CAMPAIGNS, spec_fingerprint
-from fslab.analyze.series import P_VALUE, build_series, select_campaigns
+from fslab.analyze.campaign.dataset import load_campaign
+from fslab.analyze.history.baselines import noise_model
+from fslab.analyze.history.position import (
+    EXIT_CODES,
+    Decision,
+    ReferencesTooClose,
+    Verdict,
+    bisect_list,
+)
+from fslab.analyze.history.series import P_VALUE, build_series, select_campaigns
+from fslab.analyze.noise.model import MIN_CAMPAIGNS, spec_fingerprint
 from fslab.base.errors import FslabError, SpecError, UsageError
 from fslab.base.units import parse_duration_s
 from fslab.base.vocab import metric_label, point_label

@@ -28,10 +28,10 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from fslab.analyze.baselines import bisect_model
-from fslab.analyze.bisect import Verdict
-from fslab.analyze.dataset import CampaignData, load_campaign
-from fslab.analyze.drift import host_drift
+from fslab.analyze.campaign.dataset import CampaignData, load_campaign
+from fslab.analyze.history.baselines import bisect_model
+from fslab.analyze.history.position import Verdict
+from fslab.analyze.noise.drift import host_drift
 from fslab.drive.rounds import plan_round
 from fslab.run.campaign import ProgressSink, RunOptions, run_campaign, start_campaign
 from fslab.spec.model import Spec, validate_spec

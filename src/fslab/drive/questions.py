@@ -37,20 +37,20 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from fslab.analyze.comparisons import verdicts_at
-from fslab.analyze.dataset import CampaignData
-from fslab.analyze.diagnose import ConfigDiagnosis, diagnose_config
-from fslab.analyze.falloff import (
+from fslab.analyze.campaign.dataset import CampaignData
+from fslab.analyze.campaign.stats import MIN_REPS
+from fslab.analyze.curve.falloff import (
     FALLOFF_MIN_DROP,
     Falloff,
     campaign_falloffs,
     focus_config,
     steepest_fall,
 )
-from fslab.analyze.mechanisms import load_rules
-from fslab.analyze.stats import MIN_REPS
+from fslab.analyze.versus.comparisons import verdicts_at
 from fslab.base.roles import PointRole, counts_for_headline, is_evidence
 from fslab.base.vocab import PointKey, ScalarValue, format_p, point_key, point_label
+from fslab.diagnose.diagnosis import ConfigDiagnosis, diagnose_config
+from fslab.diagnose.mechanisms import load_rules
 from fslab.spec.model import ADAPTIVE_SCAN_RUNS
 from fslab.store.db import Store
 

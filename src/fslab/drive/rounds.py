@@ -31,9 +31,9 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from fslab.analyze import compare
-from fslab.analyze.dataset import CampaignData, load_campaign
-from fslab.analyze.stats import MIN_REPS
+from fslab.analyze.campaign import verdicts
+from fslab.analyze.campaign.dataset import CampaignData, load_campaign
+from fslab.analyze.campaign.stats import MIN_REPS
 from fslab.base.errors import UsageError
 from fslab.base.roles import PointRole, counts_for_headline, instrumented
 from fslab.base.units import parse_duration_s
@@ -97,7 +97,7 @@ def check_options(pct: float | None, max_repeat: int | None) -> int:
         return 0
     if not (pct > 0 and math.isfinite(pct)):
         raise UsageError(f"--until-ci must be a positive percentage, not {pct}")
-    cap = compare.RECOMMENDED_REPETITIONS if max_repeat is None else max_repeat
+    cap = verdicts.RECOMMENDED_REPETITIONS if max_repeat is None else max_repeat
     if cap < MIN_REPS:
         raise UsageError(f"--max-repeat must be at least {MIN_REPS} (a CI needs {MIN_REPS} runs)")
     return cap
@@ -116,7 +116,7 @@ def key_states(data: CampaignData) -> list[KeyState]:
             for p in rows
             if p.status == "ok" and data.headline in data.metrics.get(p.id, {})
         ]
-        width = compare.ci_half_width_pct(values) if data.headline else math.inf
+        width = verdicts.ci_half_width_pct(values) if data.headline else math.inf
         states.append(KeyState(config, dict(sweep), len(rows), values, width))
     return states
 

@@ -20,13 +20,13 @@ from html import escape
 
 from fslab.base.vocab import metric_label
 from fslab.report import text as tx
-from fslab.report.comparison import MARK_LEGEND
 from fslab.report.flamegraph import diff_flamegraph_svg, flamegraph_svg
 from fslab.report.html_diagnosis import entry_html
 from fslab.report.model import Report
 from fslab.report.plots import all_plots
 from fslab.report.series_text import series_lines
 from fslab.report.terminal import format_value
+from fslab.report.verdict_cells import MARK_LEGEND
 
 CSS = """
 :root { --fg: #1d1d1f; --muted: #5f6368; --rule: #d9d9de; --bg: #ffffff; --code: #f5f5f7; }

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from html import escape
 
-from fslab.analyze.diagnose import Candidate, ConfigDiagnosis, Finding, ruled_out_text
+from fslab.diagnose.diagnosis import Candidate, ConfigDiagnosis, Finding, ruled_out_text
 from fslab.report.model import DiagnosisEntry
 
 KIND_WORDS = {"offcpu": "threads waiting in its frames", "oncpu": "busy CPU in its frames"}

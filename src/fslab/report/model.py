@@ -28,12 +28,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from fslab.analyze.campaign_scaling import CurveFit, ScaleReport, fit_campaign
-from fslab.analyze.comparisons import Comparison, config_comparisons, with_profile_shares
-from fslab.analyze.dataset import CampaignData, load_campaign
-from fslab.analyze.diagnose import ConfigDiagnosis, diagnose_campaign
-from fslab.analyze.falloff import campaign_falloffs, focus_config
-from fslab.analyze.figures import (
+from fslab.analyze.campaign.dataset import CampaignData, load_campaign
+from fslab.analyze.campaign.plotted import (
     BarGroup,
     MetricPair,
     WchanRow,
@@ -44,11 +40,8 @@ from fslab.analyze.figures import (
     wchan_rows,
     workqueue_rows,
 )
-from fslab.analyze.guests import TCG_CAVEAT, guest_label, runs_under_tcg
-from fslab.analyze.point_profile import NoProfile, ProfileKind, load_profile
-from fslab.analyze.series import Series, build_series, select_campaigns
-from fslab.analyze.stats import MIN_REPS
-from fslab.analyze.summary import (
+from fslab.analyze.campaign.stats import MIN_REPS
+from fslab.analyze.campaign.summary import (
     SetAsideRun,
     SummaryRow,
     describe_outliers,
@@ -58,6 +51,12 @@ from fslab.analyze.summary import (
     warmup_runs,
     watermark_relevant,
 )
+from fslab.analyze.curve.falloff import campaign_falloffs, focus_config
+from fslab.analyze.curve.point_profile import NoProfile, ProfileKind, load_profile
+from fslab.analyze.curve.scaling import CurveFit, ScaleReport, fit_campaign
+from fslab.analyze.history.series import Series, build_series, select_campaigns
+from fslab.analyze.versus.comparisons import Comparison, config_comparisons, with_profile_shares
+from fslab.analyze.versus.guests import TCG_CAVEAT, guest_label, runs_under_tcg
 from fslab.base.errors import FslabError
 from fslab.base.hostfacts import HostFacts
 from fslab.base.roles import mode_of_roles
@@ -65,6 +64,7 @@ from fslab.base.timing import CampaignTiming
 from fslab.base.units import format_bytes
 from fslab.base.vocab import PERCENTILES, metric_label, point_key, point_label
 from fslab.collect.registry import ALL_COLLECTORS
+from fslab.diagnose.diagnosis import ConfigDiagnosis, diagnose_campaign
 from fslab.spec.model import FilesystemSpec
 from fslab.stacks.profile import DiffRow, HotChain, Profile, diff
 from fslab.store.db import PointRow, Store

@@ -14,10 +14,9 @@ from __future__ import annotations
 import shlex
 from collections.abc import Iterable, Mapping
 
-from fslab.analyze.compare import ComparisonRow
-from fslab.analyze.comparisons import PointVerdict
-from fslab.analyze.diagnose import Candidate, ConfigDiagnosis, ruled_out_reasons
-from fslab.analyze.reported import FigureMatch
+from fslab.analyze.campaign.verdicts import ComparisonRow
+from fslab.analyze.versus.comparisons import PointVerdict
+from fslab.analyze.versus.reported import FigureMatch
 from fslab.base.units import format_bytes
 from fslab.base.vocab import (
     PointKey,
@@ -27,10 +26,11 @@ from fslab.base.vocab import (
     point_key,
     point_label,
 )
-from fslab.report.comparison import comparison_cells
+from fslab.diagnose.diagnosis import Candidate, ConfigDiagnosis, ruled_out_reasons
 from fslab.report.model import FailedPoint, FilesystemSetup
 from fslab.report.reply_model import HypothesisReply, Reply, ScalingNote, build_reply
 from fslab.report.text import Table, shell_lines, wrap
+from fslab.report.verdict_cells import comparison_cells
 from fslab.spec.reported import ReportedFigure
 from fslab.store.db import Store
 

@@ -17,13 +17,13 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from fslab.analyze.comparisons import PointVerdict, verdicts_at
-from fslab.analyze.dataset import load_campaign
-from fslab.analyze.diagnose import ConfigDiagnosis, HypothesisJudgement, judge_hypothesis
-from fslab.analyze.falloff import Falloff
-from fslab.analyze.mechanisms import Blamed, blamed_mechanism, load_rules
-from fslab.analyze.reported import FigureMatch, match_figures
+from fslab.analyze.campaign.dataset import load_campaign
+from fslab.analyze.curve.falloff import Falloff
+from fslab.analyze.versus.comparisons import PointVerdict, verdicts_at
+from fslab.analyze.versus.reported import FigureMatch, match_figures
 from fslab.base.vocab import PointKey
+from fslab.diagnose.diagnosis import ConfigDiagnosis, HypothesisJudgement, judge_hypothesis
+from fslab.diagnose.mechanisms import Blamed, blamed_mechanism, load_rules
 from fslab.report.model import Report, build_report, rerun_argv
 from fslab.spec.comments import SpecComment, spec_comments
 from fslab.spec.reported import ReportedSpec

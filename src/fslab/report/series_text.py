@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import textwrap
 
-from fslab.analyze.series import Series
+from fslab.analyze.history.series import Series
 from fslab.base.vocab import format_value, metric_label, point_label
 
 

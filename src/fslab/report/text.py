@@ -15,7 +15,7 @@ import textwrap
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
-from fslab.analyze.compare import ComparisonRow
+from fslab.analyze.campaign.verdicts import ComparisonRow
 from fslab.base.units import format_bytes
 from fslab.base.vocab import (
     ScalarValue,
@@ -26,7 +26,6 @@ from fslab.base.vocab import (
     sweep_cell,
     value_label,
 )
-from fslab.report.comparison import MARK_LEGEND, SHARE_LEGEND, comparison_cells
 from fslab.report.model import (
     Comparisons,
     Contention,
@@ -39,6 +38,7 @@ from fslab.report.model import (
 )
 from fslab.report.series_text import series_lines
 from fslab.report.terminal import EVIDENCE_CAPTION, format_evidence
+from fslab.report.verdict_cells import MARK_LEGEND, SHARE_LEGEND, comparison_cells
 from fslab.stacks.profile import format_diff
 
 WIDTH = 80

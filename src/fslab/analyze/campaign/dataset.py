@@ -17,7 +17,7 @@ import statistics
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-from fslab.analyze.summary import Perturbation, perturbation_of
+from fslab.analyze.campaign.summary import Perturbation, perturbation_of
 from fslab.base.roles import counts_for_headline, is_evidence
 from fslab.base.vocab import PointKey, headline_metric, latency_metric, point_key
 from fslab.spec.model import CONCURRENCY_AXES

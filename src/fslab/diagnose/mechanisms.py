@@ -1,4 +1,4 @@
-"""The rule base: one TOML file per kernel mechanism in `analyze/rules/`, read into typed rules.
+"""The rule base: one TOML file per kernel mechanism in `diagnose/rules/`, read into typed rules.
 
 A rule says what defines a mechanism, so the diagnosis can measure how much
 of the change from a good to a bad point it accounts for (docs/diagnosis.md):
@@ -176,7 +176,7 @@ def parse_rule(data: Mapping[str, Any]) -> Rule:
 
 
 def load_rules() -> list[Rule]:
-    folder = resources.files("fslab.analyze").joinpath("rules")
+    folder = resources.files("fslab.diagnose").joinpath("rules")
     return [
         parse_rule(tomllib.loads(entry.read_text()))
         for entry in sorted(folder.iterdir(), key=lambda e: e.name)

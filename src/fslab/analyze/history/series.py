@@ -31,11 +31,11 @@ from typing import Any
 import numpy as np
 from scipy import stats as sps
 
-from fslab.analyze.compare import point_to_json
-from fslab.analyze.comparisons import samples
-from fslab.analyze.dataset import CampaignData, load_campaign
-from fslab.analyze.noise import spec_fingerprint
-from fslab.analyze.slowdown import SlowdownFit, take_out_slowdown
+from fslab.analyze.campaign.dataset import CampaignData, load_campaign
+from fslab.analyze.campaign.verdicts import point_to_json
+from fslab.analyze.noise.model import spec_fingerprint
+from fslab.analyze.noise.slowdown import SlowdownFit, take_out_slowdown
+from fslab.analyze.versus.comparisons import samples
 from fslab.base.vocab import PointKey, point_label
 from fslab.store.db import CampaignRow, Store
 

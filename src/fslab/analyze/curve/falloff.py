@@ -40,9 +40,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from fslab.analyze import stats
-from fslab.analyze.dataset import CampaignData
-from fslab.analyze.stats import Values
+from fslab.analyze.campaign import stats
+from fslab.analyze.campaign.dataset import CampaignData
+from fslab.analyze.campaign.stats import Values
 from fslab.base.vocab import PointKey, format_p, format_value, point_label
 
 FALLOFF_MIN_DROP = 0.15

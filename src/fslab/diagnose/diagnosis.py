@@ -42,10 +42,12 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from fslab.analyze.attribution import Shift, class_label, classify
-from fslab.analyze.dataset import CampaignData, load_campaign
-from fslab.analyze.falloff import FALLOFF_MIN_DROP, Falloff, campaign_falloffs
-from fslab.analyze.mechanisms import (
+from fslab.analyze.campaign.dataset import CampaignData, load_campaign
+from fslab.analyze.curve.falloff import FALLOFF_MIN_DROP, Falloff, campaign_falloffs
+from fslab.base.errors import UsageError
+from fslab.base.vocab import PointKey, format_value, point_label
+from fslab.diagnose.attribution import Shift, class_label, classify
+from fslab.diagnose.mechanisms import (
     PROFILE_KINDS,
     Condition,
     Frame,
@@ -54,8 +56,6 @@ from fslab.analyze.mechanisms import (
     Rule,
     load_rules,
 )
-from fslab.base.errors import UsageError
-from fslab.base.vocab import PointKey, format_value, point_label
 from fslab.stacks.profile import Profile
 from fslab.store.db import PointRow, Store
 

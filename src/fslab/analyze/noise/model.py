@@ -59,8 +59,8 @@ from dataclasses import dataclass, field
 import numpy as np
 from scipy import stats as sps
 
-from fslab.analyze import stats
-from fslab.analyze.compare import CONFIDENCE, ComparisonRow, unjudged_row
+from fslab.analyze.campaign import stats
+from fslab.analyze.campaign.verdicts import CONFIDENCE, ComparisonRow, unjudged_row
 from fslab.base.vocab import PointKey
 from fslab.spec.model import Spec
 from fslab.store.db import CampaignRow

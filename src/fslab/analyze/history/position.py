@@ -43,11 +43,11 @@ from typing import Literal
 import numpy as np
 from scipy import stats as sps
 
-from fslab.analyze.compare import UNSTEADY_P, least_p
-from fslab.analyze.comparisons import samples
-from fslab.analyze.dataset import CampaignData
-from fslab.analyze.noise import NoiseModel, PointNoise
-from fslab.analyze.slowdown import SlowdownFit
+from fslab.analyze.campaign.dataset import CampaignData
+from fslab.analyze.campaign.verdicts import UNSTEADY_P, least_p
+from fslab.analyze.noise.model import NoiseModel, PointNoise
+from fslab.analyze.noise.slowdown import SlowdownFit
+from fslab.analyze.versus.comparisons import samples
 from fslab.base.vocab import PointKey, format_value, point_label
 
 CONFIDENCE = 0.99  # of the combined position's interval

@@ -14,7 +14,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from fslab.analyze.noise import spec_fingerprint
+from fslab.analyze.noise.model import spec_fingerprint
 from fslab.base.errors import FslabError
 from fslab.base.units import format_bytes
 from fslab.store.db import CampaignRow, Store

@@ -1,6 +1,6 @@
 """Which points to compare, and with what: campaigns and configurations.
 
-`fslab.analyze.compare` judges baseline vs candidate samples; this module
+`fslab.analyze.campaign.verdicts` judges baseline vs candidate samples; this module
 builds those samples from stored campaigns. Two shapes are compared:
 
 - two campaigns (the same spec on two kernels, hosts or commits): points
@@ -37,13 +37,12 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from fslab.analyze.compare import ComparisonRow, ComparisonTable, compare, judge, least_p
-from fslab.analyze.dataset import CampaignData
-from fslab.analyze.drift import Drift, host_drift, load_drift
-from fslab.analyze.falloff import campaign_falloffs
-from fslab.analyze.guests import guest_summary
-from fslab.analyze.levels import LevelCheck
-from fslab.analyze.noise import (
+from fslab.analyze.campaign.dataset import CampaignData
+from fslab.analyze.campaign.verdicts import ComparisonRow, ComparisonTable, compare, judge, least_p
+from fslab.analyze.curve.falloff import campaign_falloffs
+from fslab.analyze.noise.drift import Drift, host_drift, load_drift
+from fslab.analyze.noise.levels import LevelCheck
+from fslab.analyze.noise.model import (
     MIN_CAMPAIGNS,
     TEST_NAME,
     NoiseModel,
@@ -53,6 +52,7 @@ from fslab.analyze.noise import (
     model_row,
     spec_fingerprint,
 )
+from fslab.analyze.versus.guests import guest_summary
 from fslab.base.errors import UsageError
 from fslab.base.vocab import PointKey, headline_metric, metric_label, point_key, point_label
 

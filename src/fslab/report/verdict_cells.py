@@ -18,7 +18,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from fslab.analyze.compare import ComparisonRow, Verdict
+from fslab.analyze.campaign.verdicts import ComparisonRow, Verdict
 from fslab.base.vocab import format_p, format_value, metric_label, point_label
 
 CALL_CHAIN_SHARE = "profile.inclusive."

@@ -17,8 +17,8 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from fslab.analyze.dataset import CampaignData
-from fslab.analyze.falloff import campaign_falloffs, config_falloff, focus_config
+from fslab.analyze.campaign.dataset import CampaignData
+from fslab.analyze.curve.falloff import campaign_falloffs, config_falloff, focus_config
 from fslab.base.errors import FslabError, UsageError
 from fslab.base.vocab import point_label
 from fslab.stacks import profile as prof

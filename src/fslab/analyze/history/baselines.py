@@ -24,19 +24,19 @@ from __future__ import annotations
 from collections.abc import Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
-from fslab.analyze.bisect import Verdict, decide
-from fslab.analyze.comparisons import (
+from fslab.analyze.campaign.dataset import CampaignData, load_campaign
+from fslab.analyze.history.position import Verdict, decide
+from fslab.analyze.history.series import series_of
+from fslab.analyze.noise.levels import LevelCheck, LevelMove, place
+from fslab.analyze.noise.model import NoiseModel, fit_point_noise, host_key, spec_fingerprint
+from fslab.analyze.noise.slowdown import SlowdownFit, take_out_slowdown
+from fslab.analyze.versus.comparisons import (
     Comparison,
     campaign_comparisons,
     group_comparisons,
     samples,
     select_metrics,
 )
-from fslab.analyze.dataset import CampaignData, load_campaign
-from fslab.analyze.levels import LevelCheck, LevelMove, place
-from fslab.analyze.noise import NoiseModel, fit_point_noise, host_key, spec_fingerprint
-from fslab.analyze.series import series_of
-from fslab.analyze.slowdown import SlowdownFit, take_out_slowdown
 from fslab.base.errors import UsageError
 from fslab.base.vocab import PointKey, point_label
 from fslab.store.db import CampaignRow, Store

@@ -9,9 +9,9 @@ import statistics
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from fslab.analyze import stats
-from fslab.analyze.dataset import CampaignData
-from fslab.analyze.stats import MIN_REPS
+from fslab.analyze.campaign import stats
+from fslab.analyze.campaign.dataset import CampaignData
+from fslab.analyze.campaign.stats import MIN_REPS
 from fslab.base.vocab import ScalarValue, point_label
 from fslab.workload.fio_json import latency_histogram
 

@@ -1,6 +1,6 @@
 """USL fits of a stored campaign: one per configuration and concurrency curve.
 
-`fslab.analyze.scaling` fits one curve; this module finds the curves in a
+`fslab.analyze.curve.usl` fits one curve; this module finds the curves in a
 campaign (per configuration, and per value of any other sweep axis), reads
 each with `analyze.falloff` (peak, knee, cliff: the measured facts every
 command shares) and fits the USL only where the fit is identified:
@@ -25,11 +25,17 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from fslab.analyze import falloff
-from fslab.analyze.dataset import CONCURRENCY_AXES, CampaignData
-from fslab.analyze.falloff import Curve
-from fslab.analyze.metrics_catalog import metric_def
-from fslab.analyze.scaling import MIN_POINTS_ADVISED, MIN_POINTS_FIT, UslFit, compare_fits, fit_usl
+from fslab.analyze.campaign.dataset import CONCURRENCY_AXES, CampaignData
+from fslab.analyze.campaign.metrics_catalog import metric_def
+from fslab.analyze.curve import falloff
+from fslab.analyze.curve.falloff import Curve
+from fslab.analyze.curve.usl import (
+    MIN_POINTS_ADVISED,
+    MIN_POINTS_FIT,
+    UslFit,
+    compare_fits,
+    fit_usl,
+)
 from fslab.base.errors import FslabError, UsageError
 from fslab.base.roles import counts_for_headline
 from fslab.base.vocab import PointKey, format_value, point_key, point_label

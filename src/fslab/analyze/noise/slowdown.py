@@ -49,7 +49,7 @@ from dataclasses import dataclass
 import numpy as np
 from scipy import stats as sps
 
-from fslab.analyze.dataset import CampaignData
+from fslab.analyze.campaign.dataset import CampaignData
 from fslab.base.vocab import metric_label, point_key
 from fslab.store.facts import HostCpuFacts
 

@@ -42,7 +42,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from itertools import pairwise
 
-from fslab.analyze.noise import MIN_CAMPAIGNS
+from fslab.analyze.noise.model import MIN_CAMPAIGNS
 from fslab.base.vocab import format_value, metric_label
 
 

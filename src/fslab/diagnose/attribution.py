@@ -27,7 +27,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
-from fslab.analyze.mechanisms import Frame, ProfileKind
+from fslab.diagnose.mechanisms import Frame, ProfileKind
 from fslab.stacks.profile import Profile
 
 MIN_CHANGE = 0.05  # below this the two compositions are the same within sampling noise

@@ -47,9 +47,9 @@ from typing import Any, Literal, TypedDict
 
 import numpy as np
 
-from fslab.analyze import stats
-from fslab.analyze.metrics_catalog import metric_def
-from fslab.analyze.stats import MIN_REPS
+from fslab.analyze.campaign import stats
+from fslab.analyze.campaign.metrics_catalog import metric_def
+from fslab.analyze.campaign.stats import MIN_REPS
 from fslab.base.vocab import PointKey, point_label
 
 Samples = Mapping[PointKey, Mapping[str, Sequence[float]]]

@@ -14,7 +14,7 @@ import statistics
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 
-from fslab.analyze.stats import outlier_mask
+from fslab.analyze.campaign.stats import outlier_mask
 from fslab.base.roles import counts_for_headline, is_warmup
 from fslab.base.vocab import (
     PointKey,

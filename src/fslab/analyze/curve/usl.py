@@ -43,8 +43,8 @@ from typing import Any
 import numpy as np
 from scipy.optimize import least_squares
 
-from fslab.analyze import stats
-from fslab.analyze.falloff import KNEE_GAIN, Cliff, find_cliff, knee
+from fslab.analyze.campaign import stats
+from fslab.analyze.curve.falloff import KNEE_GAIN, Cliff, find_cliff, knee
 from fslab.base.errors import FslabError
 
 CONFIDENCE = 0.95

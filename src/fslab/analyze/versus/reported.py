@@ -19,8 +19,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from fslab.analyze.dataset import CampaignData
-from fslab.analyze.falloff import as_number
+from fslab.analyze.campaign.dataset import CampaignData
+from fslab.analyze.curve.falloff import as_number
 from fslab.base.vocab import PointKey, point_label
 from fslab.spec.reported import ReportedFigure, ReportedSpec
 
