@@ -16,8 +16,9 @@ import pytest
 from bench.diagnosis_accuracy import CORPUS, manifest
 
 from fslab.diagnose.attribution import Shift, classify
-from fslab.diagnose.diagnosis import describe_hypothesis, diagnose_campaign
+from fslab.diagnose.diagnosis import diagnose_campaign
 from fslab.diagnose.mechanisms import Frame, load_rules, parse_rule
+from fslab.report.diagnosis_text import describe_diagnosis, describe_hypothesis
 from fslab.stacks.profile import Profile
 from fslab.store.db import Store
 from fslab.store.exchange import import_campaign
@@ -49,14 +50,14 @@ def _diagnose(tmp_path, path, mutate=None):
 def test_corpus_case_is_ranked_right(tmp_path, case):
     """The true mechanism of every recorded case is ranked first (or: nothing to explain)."""
     diagnosis = _diagnose(tmp_path, CORPUS / case["file"])[case["config"]]
-    text = "\n".join(diagnosis.describe())
+    text = "\n".join(describe_diagnosis(diagnosis))
     if case["truth"] == "none":
         assert diagnosis.top is None, text
         assert "no falloff: nothing to explain" in text
     else:
         assert diagnosis.top == case["truth"], text
         assert diagnosis.margin is not None and diagnosis.margin > 0
-    assert all(len(line) <= 80 for line in diagnosis.describe())
+    assert all(len(line) <= 80 for line in describe_diagnosis(diagnosis))
     json.dumps(diagnosis.to_dict())
 
 
@@ -161,7 +162,7 @@ def test_quick_preset_recording_ranks_credits_first(tmp_path):
 def test_single_point_has_nothing_to_explain(tmp_path):
     default = _diagnose(tmp_path, DATA_DIR / "diagnose_fsync_2048_single.json")["ext4-default"]
     assert default.falloff.kind == "single" and default.top is None
-    assert "no falloff: nothing to explain" in "\n".join(default.describe())
+    assert "no falloff: nothing to explain" in "\n".join(describe_diagnosis(default))
 
 
 def test_cached_write_is_not_blamed_on_the_watermark_on_two_cpus(tmp_path):
@@ -226,11 +227,11 @@ def test_cached_write_at_1728_possible_cpus_names_the_watermark_first(tmp_path):
     no such watermark."""
     by_config = _diagnose(tmp_path, GUEST_CACHED)
     ext4, xfs = by_config["ext4"], by_config["xfs"]
-    text = "\n".join(ext4.describe())
+    text = "\n".join(describe_diagnosis(ext4))
     assert ext4.top == "percpu-counter-watermark", text
     assert ext4.margin is not None and ext4.margin > 0
     assert dict(ext4.falloff.worst.key)["possible_cpus"] == 1728, text
-    assert xfs.top != "percpu-counter-watermark", "\n".join(xfs.describe())
+    assert xfs.top != "percpu-counter-watermark", "\n".join(describe_diagnosis(xfs))
     watermark = xfs.candidate("percpu-counter-watermark")
     assert watermark is None or watermark.ruled_out
 

@@ -29,7 +29,8 @@ from fslab.analyze.versus.comparisons import verdicts_at
 from fslab.analyze.versus.reported import match_figures, reporter_point
 from fslab.base.vocab import format_value
 from fslab.cli import app
-from fslab.diagnose.diagnosis import diagnose_campaign, judge_hypothesis
+from fslab.diagnose.diagnosis import diagnose_campaign
+from fslab.diagnose.hypotheses import judge_hypothesis
 from fslab.diagnose.mechanisms import blamed_mechanism, load_rules
 from fslab.report.reply import WIDTH, render_reply
 from fslab.report.reply_model import Reply, build_reply

@@ -17,7 +17,9 @@ from fslab.cli.common import (
     out,
     print_json,
 )
-from fslab.diagnose.diagnosis import check_mechanism, describe_hypothesis, diagnose_campaign
+from fslab.diagnose.diagnosis import diagnose_campaign
+from fslab.diagnose.hypotheses import check_mechanism
+from fslab.report.diagnosis_text import describe_diagnosis, describe_hypothesis
 
 
 @app.command()
@@ -61,7 +63,7 @@ def diagnose(
             lines = (
                 describe_hypothesis(diagnosis, hypothesis)
                 if hypothesis is not None
-                else diagnosis.describe()
+                else describe_diagnosis(diagnosis)
             )
             for line in lines:
                 out.print(line, markup=False, highlight=False)

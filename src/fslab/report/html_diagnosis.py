@@ -7,7 +7,9 @@ from __future__ import annotations
 
 from html import escape
 
-from fslab.diagnose.diagnosis import Candidate, ConfigDiagnosis, Finding, ruled_out_text
+from fslab.diagnose.diagnosis import ConfigDiagnosis, ruled_out_text
+from fslab.diagnose.judge import Finding
+from fslab.diagnose.score import Candidate
 from fslab.report.model import DiagnosisEntry
 
 KIND_WORDS = {"offcpu": "threads waiting in its frames", "oncpu": "busy CPU in its frames"}

@@ -65,6 +65,7 @@ from fslab.base.units import format_bytes
 from fslab.base.vocab import PERCENTILES, metric_label, point_key, point_label
 from fslab.collect.registry import ALL_COLLECTORS
 from fslab.diagnose.diagnosis import ConfigDiagnosis, diagnose_campaign
+from fslab.report.diagnosis_text import describe_diagnosis
 from fslab.spec.model import FilesystemSpec
 from fslab.stacks.profile import DiffRow, HotChain, Profile, diff
 from fslab.store.db import PointRow, Store
@@ -1072,7 +1073,7 @@ def _diagnosis(store: Store, data: CampaignData, worst: PointRef | None) -> Diag
         return Diagnosis(False, [], [f"diagnosis unavailable: {type(exc).__name__}: {exc}"])
     focus = worst.config if worst is not None else None
     entries = [
-        DiagnosisEntry(d.config, list(d.describe()), d.to_dict(), d.config == focus, d)
+        DiagnosisEntry(d.config, list(describe_diagnosis(d)), d.to_dict(), d.config == focus, d)
         for d in found
     ]
     notes = [] if entries else ["diagnosis found no configuration to diagnose"]

@@ -26,7 +26,9 @@ from fslab.base.vocab import (
     point_key,
     point_label,
 )
-from fslab.diagnose.diagnosis import Candidate, ConfigDiagnosis, ruled_out_reasons
+from fslab.diagnose.diagnosis import ConfigDiagnosis, ruled_out_reasons
+from fslab.diagnose.score import Candidate
+from fslab.report.diagnosis_text import candidate_evidence
 from fslab.report.model import FailedPoint, FilesystemSetup
 from fslab.report.reply_model import HypothesisReply, Reply, ScalingNote, build_reply
 from fslab.report.text import Table, shell_lines, wrap
@@ -421,7 +423,7 @@ def _mechanism(reply: Reply) -> list[str]:
             f"most from {d.good_label} to {d.bad_label}:"
         ) + _bullets(d.fallback)
     top = d.candidates[0]
-    evidence = top.evidence_lines(d.good_label, d.bad_label)
+    evidence = candidate_evidence(top, d.good_label, d.bad_label)
     counterfactuals = [f"{cf.verdict}: {cf.text}" for cf in top.counterfactuals]
     ruled_out = [
         f"{c.title} [{c.mechanism}]: {'; '.join(ruled_out_reasons(c, d))}" for c in d.ruled_out
@@ -479,7 +481,7 @@ def _judged(hypothesis: HypothesisReply, d: ConfigDiagnosis | None) -> list[str]
     if c is not None and judged.verdict == "supported":
         lines += _bullets(
             [
-                *c.evidence_lines(d.good_label, d.bad_label),
+                *candidate_evidence(c, d.good_label, d.bad_label),
                 *(f"{cf.verdict}: {cf.text}" for cf in c.counterfactuals),
             ]
         )

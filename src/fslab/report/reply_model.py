@@ -22,7 +22,8 @@ from fslab.analyze.curve.falloff import Falloff
 from fslab.analyze.versus.comparisons import PointVerdict, verdicts_at
 from fslab.analyze.versus.reported import FigureMatch, match_figures
 from fslab.base.vocab import PointKey
-from fslab.diagnose.diagnosis import ConfigDiagnosis, HypothesisJudgement, judge_hypothesis
+from fslab.diagnose.diagnosis import ConfigDiagnosis
+from fslab.diagnose.hypotheses import HypothesisJudgement, judge_hypothesis
 from fslab.diagnose.mechanisms import Blamed, blamed_mechanism, load_rules
 from fslab.report.model import Report, build_report, rerun_argv
 from fslab.spec.comments import SpecComment, spec_comments
