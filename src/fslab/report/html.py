@@ -22,10 +22,10 @@ from fslab.base.vocab import metric_label
 from fslab.report import text as tx
 from fslab.report.flamegraph import diff_flamegraph_svg, flamegraph_svg
 from fslab.report.html_diagnosis import entry_html
-from fslab.report.model import Report
 from fslab.report.plots import all_plots
 from fslab.report.series_text import series_lines
 from fslab.report.terminal import format_value
+from fslab.report.tree import Report
 from fslab.report.verdict_cells import MARK_LEGEND
 
 CSS = """

@@ -8,7 +8,7 @@ from __future__ import annotations
 from html import escape
 
 from fslab.diagnose.diagnosis import Candidate, ConfigDiagnosis, Finding, ruled_out_text
-from fslab.report.model import DiagnosisEntry
+from fslab.report.tree import DiagnosisEntry
 
 KIND_WORDS = {"offcpu": "threads waiting in its frames", "oncpu": "busy CPU in its frames"}
 KIND_LINKS = {"offcpu": "#contention-wchan", "oncpu": "#flame-graph"}

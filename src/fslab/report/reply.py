@@ -27,9 +27,9 @@ from fslab.base.vocab import (
     point_label,
 )
 from fslab.diagnose.diagnosis import Candidate, ConfigDiagnosis, ruled_out_reasons
-from fslab.report.model import FailedPoint, FilesystemSetup
 from fslab.report.reply_model import HypothesisReply, Reply, ScalingNote, build_reply
 from fslab.report.text import Table, shell_lines, wrap
+from fslab.report.tree import FailedPoint, FilesystemSetup
 from fslab.report.verdict_cells import comparison_cells
 from fslab.spec.reported import ReportedFigure
 from fslab.store.db import Store

@@ -26,7 +26,10 @@ from fslab.base.vocab import (
     sweep_cell,
     value_label,
 )
-from fslab.report.model import (
+from fslab.report.recipe import rerun_argv
+from fslab.report.series_text import series_lines
+from fslab.report.terminal import EVIDENCE_CAPTION, format_evidence
+from fslab.report.tree import (
     Comparisons,
     Contention,
     EvidenceRun,
@@ -34,10 +37,7 @@ from fslab.report.model import (
     Report,
     Results,
     Step,
-    rerun_argv,
 )
-from fslab.report.series_text import series_lines
-from fslab.report.terminal import EVIDENCE_CAPTION, format_evidence
 from fslab.report.verdict_cells import MARK_LEGEND, SHARE_LEGEND, comparison_cells
 from fslab.stacks.profile import format_diff
 
