@@ -26,7 +26,8 @@ from fslab.report.html import inline_svg, render_html
 from fslab.report.json_report import render_json, report_data
 from fslab.report.model import build_report
 from fslab.report.terminal import format_value
-from fslab.report.text import render_text, shell_lines
+from fslab.report.text import render_text
+from fslab.report.text_blocks import shell_lines
 from fslab.report.tree import Report
 from fslab.store.db import Store
 from fslab.store.exchange import import_campaign

@@ -28,7 +28,7 @@ from fslab.base.vocab import (
 )
 from fslab.diagnose.diagnosis import Candidate, ConfigDiagnosis, ruled_out_reasons
 from fslab.report.reply_model import HypothesisReply, Reply, ScalingNote, build_reply
-from fslab.report.text import Table, shell_lines, wrap
+from fslab.report.text_blocks import Table, shell_lines, wrap
 from fslab.report.tree import FailedPoint, FilesystemSetup
 from fslab.report.verdict_cells import comparison_cells
 from fslab.spec.reported import ReportedFigure
