@@ -24,9 +24,11 @@ from typer.testing import CliRunner
 from fslab.cli import app
 from fslab.report.html import inline_svg, render_html
 from fslab.report.json_report import render_json, report_data
-from fslab.report.model import Report, build_report
+from fslab.report.model import build_report
 from fslab.report.terminal import format_value
-from fslab.report.text import render_text, shell_lines
+from fslab.report.text import render_text
+from fslab.report.text_blocks import shell_lines
+from fslab.report.tree import Report
 from fslab.store.db import Store
 from fslab.store.exchange import import_campaign
 
@@ -167,11 +169,12 @@ def test_dd_campaign_says_why_latency_and_scaling_are_missing(
     assert ("fallocate -l" in r.text) == bool(point.facts.fill and point.facts.fill.bytes_filled)
     # a pre-filled point's recipe fills it the same way
     from fslab.analyze.campaign.dataset import load_campaign
-    from fslab.report import model
+    from fslab.report.evidence import point_ref
+    from fslab.report.recipe import build_reproduce
 
     data = load_campaign(r.store, r.campaign_id)
     filled = next(p for p in data.ok_points() if p.facts.fill and p.facts.fill.bytes_filled)
-    recipe = model._reproduce(r.store, data, model._ref(data, filled))
+    recipe = build_reproduce(r.store, data, point_ref(data, filled))
     steps = [step.argv for step in recipe.steps if step.argv]
     names = [argv[0] for argv in steps]
     assert names[0] == "truncate" and names.index("fallocate") == names.index("mount") + 1

@@ -29,7 +29,7 @@ from fslab.cli.common import (
 )
 
 if TYPE_CHECKING:  # the renderers import matplotlib: loaded only when a report is made
-    from fslab.report.model import Report
+    from fslab.report.tree import Report
 
 
 class ReportFormat(StrEnum):

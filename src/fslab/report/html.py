@@ -19,13 +19,14 @@ from collections.abc import Iterable, Sequence
 from html import escape
 
 from fslab.base.vocab import metric_label
-from fslab.report import text as tx
+from fslab.report import text_blocks as tb
+from fslab.report import text_tables as tt
 from fslab.report.flamegraph import diff_flamegraph_svg, flamegraph_svg
 from fslab.report.html_diagnosis import entry_html
-from fslab.report.model import Report
 from fslab.report.plots import all_plots
 from fslab.report.series_text import series_lines
 from fslab.report.terminal import format_value
+from fslab.report.tree import Report
 from fslab.report.verdict_cells import MARK_LEGEND
 
 CSS = """
@@ -89,7 +90,7 @@ def render_html(report: Report) -> str:
     title = f"fslab report: campaign {c.id}, {c.name}"
     body = [
         f"<h1>{escape(title)} <span class='muted'>({escape(c.status)})</span></h1>",
-        *_p_lines(tx.title_parts(report)),
+        *_p_lines(tt.title_parts(report)),
         "<nav>"
         + "".join(f"<a href='#{key}'>{escape(name)}</a>" for key, name in SECTIONS)
         + "</nav>",
@@ -136,7 +137,7 @@ def _pre(lines: Iterable[str] | str) -> str:
     return f"<pre>{escape(body.rstrip())}</pre>"
 
 
-def _table(table: tx.Table, group_rows: bool = False) -> str:
+def _table(table: tb.Table, group_rows: bool = False) -> str:
     head = "".join(
         f"<th class='{a}'>{escape(h)}</th>" for h, a in zip(table.headers, table.align, strict=True)
     )
@@ -200,11 +201,11 @@ def _diagnosis(report: Report) -> str:
 
 
 def _setup(report: Report) -> str:
-    parts = [_kv(tx.setup_rows(report))]
+    parts = [_kv(tt.setup_rows(report))]
     for fs in report.setup.filesystems:
         head = f"{fs.config} ({fs.fs_type})" + (f": {fs.description}" if fs.description else "")
-        parts += [f"<h3>{escape(head)}</h3>", _kv(tx.filesystem_rows(fs))]
-    command = tx.invocation(report)
+        parts += [f"<h3>{escape(head)}</h3>", _kv(tt.filesystem_rows(fs))]
+    command = tt.invocation(report)
     if command:
         parts.append(f"<p>made with <code>{escape(command)}</code></p>")
     return _section("setup", "Setup", parts + _notes(report.setup.notes))
@@ -214,7 +215,7 @@ def _reproduce(report: Report) -> str:
     r = report.reproduce
     if r.point is None:
         return _section("reproduce", "Reproduce one point by hand", _notes(r.notes))
-    lines = [line for step in r.steps for line in tx.step_lines(step)]
+    lines = [line for step in r.steps for line in tt.step_lines(step)]
     intro = (
         f"{r.point.label}, {r.why}, exactly as fslab ran it (as root; the loop device and "
         "mount point were this run's, any free ones will do):"
@@ -230,9 +231,9 @@ def _results(report: Report) -> str:
     res = report.results
     parts = []
     if res.headline:
-        parts.append(_table(tx.results_table(res)))
-        parts += _p_lines([tx.results_explanation(res)], "muted")
-        lat = tx.latency_table(res)
+        parts.append(_table(tt.results_table(res)))
+        parts += _p_lines([tt.results_explanation(res)], "muted")
+        lat = tt.latency_table(res)
         if lat is not None:
             parts += [f"<h3>{escape(metric_label(res.latency_family))} percentiles</h3>"]
             parts.append(_table(lat))
@@ -244,12 +245,12 @@ def _results(report: Report) -> str:
             [
                 f"#{f.seq}",
                 f.config,
-                tx.sweep_text(f.sweep),
-                f.error + _tail(tx.new_stderr_lines(f.error, f.stderr_tail)),
+                tb.sweep_text(f.sweep),
+                f.error + _tail(tb.new_stderr_lines(f.error, f.stderr_tail)),
             ]
             for f in res.failures
         ]
-        parts.append(_table(tx.Table(["seq", "config", "point", "reason"], rows, "llll")))
+        parts.append(_table(tb.Table(["seq", "config", "point", "reason"], rows, "llll")))
     return _section("results", "Results", parts)
 
 
@@ -307,7 +308,7 @@ def _comparisons(report: Report, svg: str | None) -> str:
     for item in c.items:
         parts.append(f"<h3>{escape(item.candidate)} vs {escape(item.baseline)} (baseline)</h3>")
         if item.table.rows:
-            parts.append(_table(tx.comparison_table(item.table.rows), group_rows=True))
+            parts.append(_table(tt.comparison_table(item.table.rows), group_rows=True))
         parts += _p_lines(item.table.describe()[-1:], "muted")
     if c.items:
         parts += _p_lines([MARK_LEGEND], "muted")
@@ -331,7 +332,7 @@ def _profiles(report: Report) -> str:
         return _section("profiles", "Profiles", _notes(p.notes))
     headline = format_value(report.results.headline, p.worst.headline)
     parts = _p_lines([f"{p.worst.label}: {headline} {report.results.headline_label}; {p.why}."])
-    parts += _p_lines(tx.evidence_sentences(p.worst_evidence, p.best_evidence), "muted")
+    parts += _p_lines(tt.evidence_sentences(p.worst_evidence, p.best_evidence), "muted")
     on = p.oncpu
     if on.profile is not None:
         parts.append("<h3 id='flame-graph'>Flame graph of the worst point (on-CPU)</h3>")
@@ -359,10 +360,10 @@ def _profiles(report: Report) -> str:
             parts += _notes(section.notes)
             continue
         unit = "samples" if section.kind == "oncpu" else "thread-samples"
-        idle = f", {tx.fmt_pct(section.idle_share)} idle" if section.idle_share is not None else ""
+        idle = f", {tb.fmt_pct(section.idle_share)} idle" if section.idle_share is not None else ""
         parts += _p_lines([f"{section.samples} {unit}{idle}"], "muted")
         parts.append(_pre(section.chains_text))
-    diff_lines = tx.diff_lines(report)
+    diff_lines = tt.diff_lines(report)
     if diff_lines:
         parts.append("<h3>What changed from the best to the worst point</h3>")
         parts.append(_pre(diff_lines[1:]))
@@ -374,8 +375,8 @@ def _contention(report: Report) -> str:
     if c.worst is None:
         return _section("contention", "Contention evidence", _notes(c.notes))
     parts = _p_lines([f"best: {c.best.label if c.best else 'none'}; worst: {c.worst.label}"])
-    parts += _p_lines(tx.evidence_sentences(c.worst_evidence, c.best_evidence), "muted")
-    wq = tx.workqueue_table(c)
+    parts += _p_lines(tt.evidence_sentences(c.worst_evidence, c.best_evidence), "muted")
+    wq = tt.workqueue_table(c)
     if wq is not None:
         parts += [
             "<h3 id='contention-workqueues'>Workqueues</h3>",
@@ -389,10 +390,10 @@ def _contention(report: Report) -> str:
             ),
             _table(wq),
         ]
-    jbd2 = tx.jbd2_table(c)
+    jbd2 = tt.jbd2_table(c)
     if jbd2 is not None:
         parts += ["<h3 id='contention-jbd2'>jbd2 journal</h3>", _table(jbd2)]
-    wchan = tx.wchan_table(c)
+    wchan = tt.wchan_table(c)
     if wchan is not None:
         parts += [
             "<h3 id='contention-wchan'>Where the workload's threads wait (off-CPU, wchan)</h3>",

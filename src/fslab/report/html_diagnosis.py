@@ -10,7 +10,7 @@ from html import escape
 from fslab.diagnose.diagnosis import ConfigDiagnosis, ruled_out_text
 from fslab.diagnose.judge import Finding
 from fslab.diagnose.score import Candidate
-from fslab.report.model import DiagnosisEntry
+from fslab.report.tree import DiagnosisEntry
 
 KIND_WORDS = {"offcpu": "threads waiting in its frames", "oncpu": "busy CPU in its frames"}
 KIND_LINKS = {"offcpu": "#contention-wchan", "oncpu": "#flame-graph"}

@@ -3,7 +3,8 @@
 Schema: docs/report-json.md (tests check every key against it). The tree is
 the model's dataclasses turned into objects field by field, so a field added
 to the model appears here without a second list to keep in step; analysis
-objects (USL fits, comparison tables) use their own `to_dict`. Profiles
+objects (USL fits, comparison tables) use their own `to_dict`, and the
+spec's parts (the workload) the fields the spec set. Profiles
 themselves are not included (they are stored artifacts, `fslab export` has
 them); their hottest chains and differences are. NaN and infinities become
 null: JSON has no representation for them.
@@ -16,7 +17,9 @@ import json
 import math
 from typing import Any
 
-from fslab.report.model import PointRef, Report
+from pydantic import BaseModel
+
+from fslab.report.tree import PointRef, Report
 from fslab.stacks.profile import DiffRow, HotChain
 
 FORMAT = "fslab-report"
@@ -56,6 +59,8 @@ def plain(value: Any) -> Any:
         return {**plain(dataclasses.asdict(value)), "delta": _number(value.delta)}
     if hasattr(value, "to_dict") and callable(value.to_dict):
         return plain(value.to_dict())
+    if isinstance(value, BaseModel):  # the spec's own parts (setup.workload): the fields it set
+        return plain(value.model_dump(mode="json", exclude_unset=True))
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
         return {
             f.name: plain(getattr(value, f.name))

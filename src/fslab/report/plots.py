@@ -28,7 +28,7 @@ from matplotlib.ticker import FuncFormatter, NullLocator
 from matplotlib.typing import RcKeyType
 
 from fslab.base.vocab import ScalarValue, format_value, point_label
-from fslab.report.model import Comparisons, Latency, Report, Scaling
+from fslab.report.tree import Comparisons, Latency, Report, Scaling
 
 FIG_SIZE_IN = (7.5, 3.9)
 _RC: dict[RcKeyType, Any] = {

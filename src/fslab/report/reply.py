@@ -29,9 +29,9 @@ from fslab.base.vocab import (
 from fslab.diagnose.diagnosis import ConfigDiagnosis, ruled_out_reasons
 from fslab.diagnose.score import Candidate
 from fslab.report.diagnosis_text import candidate_evidence
-from fslab.report.model import FailedPoint, FilesystemSetup
 from fslab.report.reply_model import HypothesisReply, Reply, ScalingNote, build_reply
-from fslab.report.text import Table, shell_lines, wrap
+from fslab.report.text_blocks import Table, shell_lines, wrap
+from fslab.report.tree import FailedPoint, FilesystemSetup
 from fslab.report.verdict_cells import comparison_cells
 from fslab.spec.reported import ReportedFigure
 from fslab.store.db import Store

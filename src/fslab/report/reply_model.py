@@ -25,7 +25,9 @@ from fslab.base.vocab import PointKey
 from fslab.diagnose.diagnosis import ConfigDiagnosis
 from fslab.diagnose.hypotheses import HypothesisJudgement, judge_hypothesis
 from fslab.diagnose.mechanisms import Blamed, blamed_mechanism, load_rules
-from fslab.report.model import Report, build_report, rerun_argv
+from fslab.report.model import build_report
+from fslab.report.recipe import rerun_argv
+from fslab.report.tree import Report
 from fslab.spec.comments import SpecComment, spec_comments
 from fslab.spec.reported import ReportedSpec
 from fslab.store.db import Store
