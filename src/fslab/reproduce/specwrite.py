@@ -43,7 +43,8 @@ from fslab.reproduce.scale import (
     target_size_bytes,
 )
 from fslab.reproduce.text import without_prompt
-from fslab.spec.model import MAX_NUMJOBS, Spec, validate_spec
+from fslab.spec.load import validate_spec
+from fslab.spec.model import MAX_NUMJOBS, Spec
 from fslab.spec.reported import (
     ReportedFact,
     ReportedFigure,
