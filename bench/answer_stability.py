@@ -34,7 +34,7 @@ from fslab.analyze.campaign.dataset import load_campaign
 from fslab.analyze.versus.comparisons import verdicts_at
 from fslab.diagnose.diagnosis import diagnose_campaign
 from fslab.drive.questions import campaign_questions
-from fslab.spec.model import expand_points
+from fslab.spec.points import expand_points
 from fslab.store.db import Store
 
 PRESET = "ext4-fsync-storm"

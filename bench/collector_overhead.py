@@ -63,7 +63,9 @@ from fslab.collect.base import PendingResult, PointContext
 from fslab.collect.sysstat import parse_proc_stat
 from fslab.measure import plan
 from fslab.measure.point import RunOptions, collecting, collector_classes, run_point
-from fslab.spec.model import CollectSpec, expand_points, load_spec
+from fslab.spec.load import load_spec
+from fslab.spec.model import CollectSpec
+from fslab.spec.points import expand_points
 from fslab.target.fs import Mount, make_filesystem
 from fslab.target.loop import LoopImage
 

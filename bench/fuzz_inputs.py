@@ -793,7 +793,9 @@ def check_spec(source: str, overrides: list[str], quick: bool) -> list[str]:
     """What `fslab run` checks before it creates anything (nothing runs); returns the
     properties broken: an option that needs the opt-in passing without it."""
     from fslab.measure import plan
-    from fslab.spec.model import FioWorkload, expand_points, load_spec
+    from fslab.spec.load import load_spec
+    from fslab.spec.model import FioWorkload
+    from fslab.spec.points import expand_points
     from fslab.workload import fio_trust
 
     spec, _ = load_spec(source, overrides=overrides, quick=quick)
@@ -875,7 +877,7 @@ class SpecSurface(Surface):
 
     def __init__(self, rng: random.Random, sandbox: Sandbox, cli: Cli) -> None:
         super().__init__(rng, sandbox, cli)
-        from fslab.spec.model import PRESET_DIR
+        from fslab.spec.load import PRESET_DIR
 
         paths = sorted(PRESET_DIR.glob("*.toml")) + sorted(
             (DATA / "corpus" / "specs").glob("*.toml")
@@ -1027,7 +1029,7 @@ class SpecSurface(Surface):
         return overrides
 
     def case(self, index: int) -> Case:
-        from fslab.spec.model import MAX_SPEC_BYTES
+        from fslab.spec.load import MAX_SPEC_BYTES
 
         name = self.rng.choice(self.names)
         labels = [name]

@@ -31,7 +31,9 @@ from fslab.guest.kernels import resolve_kernel
 from fslab.guest.probe import kvm_device_problem
 from fslab.guest.session import GuestSession, probe_kvm_boot
 from fslab.measure.point import RunOptions, run_point
-from fslab.spec.model import Point, Spec, expand_points, load_spec
+from fslab.spec.load import load_spec
+from fslab.spec.model import Spec
+from fslab.spec.points import Point, expand_points
 from fslab.spec.vm import GuestConfig
 
 

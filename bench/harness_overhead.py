@@ -43,7 +43,9 @@ from fslab.base.hostfacts import HostFacts, collect_host_facts
 from fslab.base.timing import CampaignTiming
 from fslab.measure.point import RunOptions, run_point
 from fslab.run.campaign import run_campaign, start_campaign
-from fslab.spec.model import Point, Spec, expand_points, load_spec
+from fslab.spec.load import load_spec
+from fslab.spec.model import Spec
+from fslab.spec.points import Point, expand_points
 from fslab.store.db import Store
 from fslab.target.loop import image_name
 

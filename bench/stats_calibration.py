@@ -144,7 +144,7 @@ from fslab.analyze.versus.comparisons import (
     samples,
     select_metrics,
 )
-from fslab.spec.model import load_spec
+from fslab.spec.load import load_spec
 from fslab.store.db import Store
 from fslab.store.exchange import import_campaign
 
@@ -199,7 +199,7 @@ REAL_SPEC = {
 def record_real_campaign(db: Path) -> int:
     """Run REAL_SPEC (2 points x 32 repetitions, 2 s each) into `db`; return its id."""
     from fslab.run.campaign import RunOptions, run_campaign, start_campaign
-    from fslab.spec.model import validate_spec
+    from fslab.spec.load import validate_spec
     from fslab.store.db import Store
 
     spec = validate_spec(REAL_SPEC)

@@ -34,7 +34,8 @@ from scipy import stats
 from fslab.analyze.campaign.dataset import load_campaign
 from fslab.base.hostfacts import collect_host_facts
 from fslab.measure.point import RunOptions, run_point
-from fslab.spec.model import expand_points, load_spec
+from fslab.spec.load import load_spec
+from fslab.spec.points import expand_points
 from fslab.store.db import Store
 
 MIN_CAMPAIGNS = 4  # a slope and its residual spread need a few

@@ -18,7 +18,8 @@ from fslab.analyze.campaign.dataset import load_campaign
 from fslab.base.errors import UsageError
 from fslab.drive import rounds as adaptive
 from fslab.run.campaign import point_from_row
-from fslab.spec.model import expand_points, validate_spec
+from fslab.spec.load import validate_spec
+from fslab.spec.points import expand_points
 from fslab.store.db import PlannedPoint, PointOutcome, Store
 from fslab.store.exchange import import_campaign
 

@@ -15,7 +15,8 @@ from fslab.guest.protocol import (
     request_from_json,
     request_to_json,
 )
-from fslab.spec.model import expand_points, load_spec
+from fslab.spec.load import load_spec
+from fslab.spec.points import expand_points
 from fslab.spec.vm import GuestConfig
 from fslab.store.db import PointOutcome
 

@@ -34,7 +34,8 @@ from fslab.guest.kernels import (
 )
 from fslab.guest.runner import check_guests
 from fslab.guest.vng import BootPlan, stage_kernel, vng_argv
-from fslab.spec.model import Spec, validate_spec
+from fslab.spec.load import validate_spec
+from fslab.spec.model import Spec
 from tests.guest_support import guest_kernel, require_qemu
 
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from fslab.measure import plan
-from fslab.spec.model import load_spec, validate_spec
+from fslab.spec.load import load_spec, validate_spec
 
 PASTED = {
     "name": "p",

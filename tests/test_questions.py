@@ -168,7 +168,8 @@ class NearestReplay:
 
 
 def _adaptive_campaign(store: Store) -> tuple[int, dict]:
-    from fslab.spec.model import expand_points, validate_spec
+    from fslab.spec.load import validate_spec
+    from fslab.spec.points import expand_points
 
     grid = json.loads(GRID.read_text())
     data = {**grid["campaign"]["spec"]}

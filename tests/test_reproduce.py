@@ -22,7 +22,8 @@ from fslab.reproduce.scale import GIB, MIB, HostShape, numjobs_ladder, per_job_s
 from fslab.reproduce.specwrite import Reproduction, build_spec
 from fslab.run.campaign import RunOptions, start_campaign
 from fslab.spec.comments import spec_comments
-from fslab.spec.model import LimitsSpec, load_spec, validate_spec
+from fslab.spec.load import load_spec, validate_spec
+from fslab.spec.model import LimitsSpec
 from fslab.store.db import Store
 from tests.test_fio_import import SEED_OPTIONS
 

@@ -7,7 +7,8 @@ from collections import Counter
 import pytest
 
 from fslab.base.roles import counts_for_headline, instrumented, mode_of_roles, repetition_roles
-from fslab.spec.model import expand_points, load_spec
+from fslab.spec.load import load_spec
+from fslab.spec.points import expand_points
 
 
 @pytest.mark.parametrize(

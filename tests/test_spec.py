@@ -9,16 +9,16 @@ import pytest
 from fslab.base.errors import SpecError
 from fslab.drive.rounds import QUICK_BUDGET_S
 from fslab.measure import plan
-from fslab.spec.model import (
+from fslab.spec.load import (
     apply_override,
-    expand_points,
     guest_overrides,
     load_spec,
     parse_override,
     preset_names,
-    sweep_combinations,
     validate_spec,
 )
+from fslab.spec.model import sweep_combinations
+from fslab.spec.points import expand_points
 from fslab.store.db import Store
 
 MINIMAL = {
@@ -154,7 +154,7 @@ def test_dd_workload_axes():
 
 
 def test_target_option_forms():
-    from fslab.spec.model import target_overrides
+    from fslab.spec.load import target_overrides
 
     spec, _ = load_spec("cached-write-ext4-vs-xfs", overrides=target_overrides("file:/var/tmp"))
     assert (spec.target.kind, spec.target.path) == ("file", "/var/tmp")
@@ -168,7 +168,7 @@ def test_target_option_forms():
 
 
 def test_target_limits_are_parsed_and_checked():
-    from fslab.spec.model import load_spec
+    from fslab.spec.load import load_spec
 
     spec, _ = load_spec(
         "ext4-fsync-storm",

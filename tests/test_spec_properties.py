@@ -35,7 +35,8 @@ from typer.testing import CliRunner
 from fslab import cli
 from fslab.base.errors import SpecError
 from fslab.run import preflight
-from fslab.spec.model import Spec, load_spec, preset_names, preset_path, validate_spec
+from fslab.spec.load import load_spec, preset_names, preset_path, validate_spec
+from fslab.spec.model import Spec
 from tests.conftest import requires_root
 from tests.pid_leaks import owned_by
 

@@ -24,7 +24,8 @@ from fslab.analyze.noise.model import spec_fingerprint
 from fslab.base.errors import FslabError
 from fslab.base.hostfacts import HostFacts
 from fslab.cli import app
-from fslab.spec.model import Spec, validate_spec
+from fslab.spec.load import validate_spec
+from fslab.spec.model import Spec
 from fslab.store.db import PlannedPoint, PointOutcome, Store
 from fslab.store.exchange import export_campaign, import_campaign
 from fslab.store.facts import FilesystemFacts, PointFacts

@@ -19,7 +19,8 @@ from fslab.base.hostfacts import HostFacts
 from fslab.drive import bisection
 from fslab.report.model import build_report
 from fslab.report.text import render_text
-from fslab.spec.model import Spec, load_spec
+from fslab.spec.load import load_spec
+from fslab.spec.model import Spec
 from fslab.store.db import Store
 from fslab.store.exchange import import_campaign
 from fslab.store.facts import PointFacts

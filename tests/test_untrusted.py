@@ -23,7 +23,7 @@ from fslab.measure import plan
 from fslab.reproduce.extract import extract_facts
 from fslab.reproduce.scale import GIB, HostShape
 from fslab.reproduce.specwrite import build_spec
-from fslab.spec.model import load_spec
+from fslab.spec.load import load_spec
 from fslab.store.db import Store
 from fslab.store.exchange import export_campaign, import_campaign
 from fslab.workload import fio_trust

@@ -6,7 +6,7 @@ from __future__ import annotations
 import tomllib
 from typing import Any
 
-from fslab.spec.model import validate_spec
+from fslab.spec.load import validate_spec
 
 
 def tiny_spec(name: str, numjobs: tuple[int, ...] = (1,), repeat: int = 2) -> str:

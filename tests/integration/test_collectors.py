@@ -233,7 +233,8 @@ def test_an_evidence_point_states_what_each_collector_added_to_its_setup_and_tea
     collector, on evidence runs only (a clean run has no instrument to account for)."""
     from fslab.base.hostfacts import collect_host_facts
     from fslab.run.campaign import RunOptions, run_point
-    from fslab.spec.model import expand_points, load_spec
+    from fslab.spec.load import load_spec
+    from fslab.spec.points import expand_points
 
     on = ("jbd2", "sysstat", "tpcounters")
     spec, _ = load_spec(

@@ -18,7 +18,7 @@ from tests.conftest import requires_root
 from tests.pid_leaks import owned_by
 
 from fslab.run.campaign import RunOptions, run_campaign, start_campaign
-from fslab.spec.model import validate_spec
+from fslab.spec.load import validate_spec
 from fslab.store.db import Store
 
 pytestmark = [requires_root, pytest.mark.root]

@@ -32,7 +32,8 @@ from fslab.base.errors import UsageError
 from fslab.base.hostfacts import ext4_free_clusters_watermark
 from fslab.guest import probe
 from fslab.guest.session import GuestError, GuestSession
-from fslab.spec.model import expand_points, load_spec, validate_spec
+from fslab.spec.load import load_spec, validate_spec
+from fslab.spec.points import expand_points
 from fslab.spec.vm import GuestConfig
 from fslab.target.limits import GUEST_BLKIO_ROOT
 

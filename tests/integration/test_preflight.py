@@ -20,7 +20,7 @@ from typer.testing import CliRunner
 from fslab import cli
 from fslab.base.errors import SpecError
 from fslab.run.preflight import check_mkfs, run_preflight
-from fslab.spec.model import load_spec, validate_spec
+from fslab.spec.load import load_spec, validate_spec
 from fslab.store.db import Store
 
 pytestmark = [requires_root, pytest.mark.root]

@@ -12,7 +12,7 @@ from fslab.cli.common import DbOption, JsonOption, app, err, guarded, out, print
 from fslab.fleet.campaigns import fleet_campaign
 from fslab.fleet.run import FleetPlan, run_fleet
 from fslab.fleet.state import FleetState, HostOutcome, host_outcomes
-from fslab.spec.model import load_spec
+from fslab.spec.load import load_spec
 from fslab.store.db import Store, StoreUnavailable, default_db
 
 fleet_app = typer.Typer(

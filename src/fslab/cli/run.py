@@ -31,8 +31,7 @@ from fslab.run.campaign import (
     start_campaign,
 )
 from fslab.run.preflight import run_preflight
-from fslab.spec.model import (
-    Spec,
+from fslab.spec.load import (
     guest_overrides,
     load_spec,
     preset_names,
@@ -40,6 +39,7 @@ from fslab.spec.model import (
     spec_data,
     target_overrides,
 )
+from fslab.spec.model import Spec
 
 presets_app = typer.Typer(help="Built-in experiments (the seed reports among them).")
 app.add_typer(presets_app, name="presets")

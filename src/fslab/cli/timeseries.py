@@ -36,7 +36,8 @@ from fslab.cli.progress import RichProgress
 from fslab.drive.bisection import DEFAULT_MAX_REPEAT, LocalRunner, judge_candidate, kernel_runner
 from fslab.report.series_text import series_lines
 from fslab.run.campaign import RunOptions, run_campaign, start_campaign
-from fslab.spec.model import Spec, load_spec, read_spec_source
+from fslab.spec.load import load_spec, read_spec_source
+from fslab.spec.model import Spec
 from fslab.store.db import CampaignRow, Store
 
 SetOption = Annotated[

@@ -34,7 +34,8 @@ from fslab.analyze.history.position import Verdict
 from fslab.analyze.noise.drift import host_drift
 from fslab.drive.rounds import plan_round
 from fslab.run.campaign import ProgressSink, RunOptions, run_campaign, start_campaign
-from fslab.spec.model import Spec, validate_spec
+from fslab.spec.load import validate_spec
+from fslab.spec.model import Spec
 from fslab.store.db import Store
 
 DEFAULT_MAX_REPEAT = 16  # runs per point before an undecided candidate is skipped

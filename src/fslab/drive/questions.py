@@ -51,7 +51,7 @@ from fslab.base.roles import PointRole, counts_for_headline, is_evidence
 from fslab.base.vocab import PointKey, ScalarValue, format_p, point_key, point_label
 from fslab.diagnose.diagnosis import ConfigDiagnosis, diagnose_config
 from fslab.diagnose.mechanisms import load_rules
-from fslab.spec.model import ADAPTIVE_SCAN_RUNS
+from fslab.spec.points import ADAPTIVE_SCAN_RUNS
 from fslab.store.db import Store
 
 MAX_CLEAN_RUNS = 12

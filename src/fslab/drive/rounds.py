@@ -48,7 +48,8 @@ from fslab.run.campaign import (
     headline_role,
     run_campaign,
 )
-from fslab.spec.model import ScalarValue, Spec, expand_points
+from fslab.spec.model import ScalarValue, Spec
+from fslab.spec.points import expand_points
 from fslab.store.db import PlannedPoint, PointRow, Store
 
 Key = tuple[str, PointKey]  # (config, sweep point)

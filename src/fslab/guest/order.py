@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from fslab.spec.model import Point
+from fslab.spec.points import Point
 from fslab.spec.vm import GuestConfig
 
 

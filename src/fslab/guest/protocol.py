@@ -16,7 +16,9 @@ from pathlib import Path
 from typing import Any
 
 from fslab.base.roles import PointRole
-from fslab.spec.model import Point, Spec, validate_spec
+from fslab.spec.load import validate_spec
+from fslab.spec.model import Spec
+from fslab.spec.points import Point
 from fslab.spec.vm import GUEST_AXES
 from fslab.store.db import PointOutcome
 

@@ -21,7 +21,8 @@ from fslab.base.errors import UsageError
 from fslab.guest.kernels import limits_problem
 from fslab.guest.order import boot_groups
 from fslab.guest.session import GuestError, GuestSession, check_guest
-from fslab.spec.model import Point, Spec, expand_points
+from fslab.spec.model import Spec
+from fslab.spec.points import Point, expand_points
 from fslab.spec.vm import GuestConfig
 from fslab.store.db import PointOutcome, PointRow, Store, utc_now
 

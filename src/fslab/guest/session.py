@@ -50,7 +50,8 @@ from fslab.guest.protocol import (
 )
 from fslab.guest.vng import BootPlan, check_host_tools, stage_kernel, vng_argv, vng_binary, vng_env
 from fslab.measure import plan as workload_plan
-from fslab.spec.model import Point, Spec
+from fslab.spec.model import Spec
+from fslab.spec.points import Point
 from fslab.spec.vm import Accel, GuestConfig
 from fslab.store.db import PointOutcome, utc_now
 

@@ -418,7 +418,7 @@ def preset_fio_argv(preset: str, directory: str, numjobs: int, runtime_s: float)
     Tests, captures and benchmarks that need "the seed workload" take it from
     the preset, so there is one definition of it.
     """
-    from fslab.spec.model import load_spec
+    from fslab.spec.load import load_spec
 
     spec, _ = load_spec(preset, overrides=[f'run.runtime="{runtime_s:g}s"', 'run.ramp="0s"'])
     return fio_argv_for_point(spec, {"numjobs": numjobs}, directory)

@@ -40,7 +40,8 @@ from fslab.collect.registry import ALL_COLLECTORS
 from fslab.collect.sysstat import all_cpu_ticks, host_cpu_share
 from fslab.measure import plan
 from fslab.measure.post import PostProcessing
-from fslab.spec.model import DdWorkload, FioWorkload, Point, Spec
+from fslab.spec.model import DdWorkload, FioWorkload, Spec
+from fslab.spec.points import Point
 from fslab.store.db import PointOutcome, utc_now
 from fslab.target import fill as fill_mod
 from fslab.target.fs import Mount, describe_filesystem, make_filesystem

@@ -32,7 +32,8 @@ from fslab.measure import plan
 from fslab.measure.point import RunOptions, measure_point
 from fslab.measure.post import PostProcessing
 from fslab.measure.progress import ProgressSink, SilentProgress
-from fslab.spec.model import Point, Spec, expand_points
+from fslab.spec.model import Spec
+from fslab.spec.points import Point, expand_points
 from fslab.store.db import CampaignRow, PlannedPoint, PointRow, Store
 from fslab.target.guard import check_device
 from fslab.target.leftovers import find_leftovers

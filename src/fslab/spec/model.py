@@ -1,21 +1,15 @@
-"""The experiment spec: what to build, what to run, what to sweep.
+"""The experiment spec's model: what to build, what to run, what to sweep.
 
-A spec is TOML validated by pydantic. `load_spec` reads a file or a built-in
-preset, applies `--quick` and `--set` overrides to the raw data (so an override
-is validated exactly like the file), and `expand_points` turns the result into
-the ordered list of points the runner executes.
+A spec is TOML validated by these pydantic models; every rule a spec must
+keep is checked here, so a spec that validates is one fslab can run.
+Reading a spec and its overrides is fslab.spec.load's job, and turning it
+into the runs of a campaign is fslab.spec.points'.
 """
 
 from __future__ import annotations
 
 import itertools
-import json
-import random
-import re
-import tomllib
-from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
-from pathlib import Path
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 from pydantic import (
@@ -28,8 +22,6 @@ from pydantic import (
     model_validator,
 )
 
-from fslab.base.errors import SpecError
-from fslab.base.roles import CollectMode, PointRole, repetition_roles
 from fslab.base.units import parse_duration_s, parse_size_bytes
 from fslab.collect.base import CollectorOptions
 from fslab.collect.registry import ALL_COLLECTORS
@@ -37,21 +29,13 @@ from fslab.spec.reported import ReportedSpec
 from fslab.spec.vm import GUEST_AXES, GuestConfig
 from fslab.target.limits import DeviceLimits
 
-PRESET_DIR = Path(__file__).parent / "presets"
 FS_TYPES = ("ext4", "xfs", "btrfs")
 MAX_NUMJOBS = 4096  # fio's compiled-in REAL_MAX_JOBS
 WARMUP_RUNTIME_S = 5.0
 """The workload's runtime in a warm-up run (spec.warmup_form)."""
-ADAPTIVE_SPACING = 8.0
-"""An adaptive scan's first points are the sweep's values at least this factor apart."""
-ADAPTIVE_SCAN_RUNS = 2
-"""Runs each point of an adaptive scan starts with (at most run.repeat)."""
-CONCURRENCY_AXES = ("numjobs", "iodepth", "cpus")
-"""Sweep axes along which load grows, in the order one is chosen as the curve's axis."""
 MAX_POINTS = 10_000
 """Runs in one campaign (configurations x sweep points x repetitions): weeks of machine
 time at the shortest runtimes; a larger spec is a mistake, refused before expansion."""
-MAX_SPEC_BYTES = 1024**2
 SPECIAL_AXES = ("fill_percent", "fill_leave_free")
 DD_AXES = ("bs", "count", "conv", "oflag")
 # Axes that are not workload options: fslab's fill axes and the guest's (kernel, CPUs)
@@ -481,240 +465,6 @@ def _check_guest_axis(axis: str, values: SweepValues) -> None:
             raise ValueError(f"sweep.{axis}: values must be integers of at least 1: {value!r}")
 
 
-# ---------------------------------------------------------------- loading
-
-
-def preset_names() -> list[str]:
-    return sorted(p.stem for p in PRESET_DIR.glob("*.toml"))
-
-
-def preset_path(name: str) -> Path:
-    path = PRESET_DIR / f"{name}.toml"
-    if not path.is_file():
-        raise SpecError(f"no preset named '{name}'. Presets: {', '.join(preset_names())}")
-    return path
-
-
-def read_spec_source(source: str) -> tuple[str, Path | None]:
-    """Return (TOML text, file path or None) for a preset name or a spec file path."""
-    candidate = Path(source)
-    if candidate.suffix == ".toml" or candidate.exists():
-        if not candidate.is_file():
-            raise SpecError(f"spec file not found: {source}")
-        try:
-            if candidate.stat().st_size > MAX_SPEC_BYTES:
-                raise SpecError(
-                    f"{source}: the spec is larger than {MAX_SPEC_BYTES // 1024**2} MiB, "
-                    "the most fslab reads"
-                )
-            return candidate.read_text(), candidate
-        except UnicodeDecodeError as exc:
-            raise SpecError(f"{source}: not valid TOML: not UTF-8 text ({exc.reason})") from None
-        except OSError as exc:
-            raise SpecError(f"{source}: cannot read the spec file: {exc.strerror}") from None
-    return preset_path(source).read_text(), None
-
-
-def parse_override(text: str) -> tuple[list[str], Any]:
-    """Parse `key.path=value`; the value is TOML when it parses as TOML, else a string."""
-    if "=" not in text:
-        raise SpecError(f"--set {text!r}: expected key=value, e.g. --set run.repeat=5")
-    key, raw_value = text.split("=", 1)
-    path = [part for part in key.strip().split(".") if part]
-    if not path:
-        raise SpecError(f"--set {text!r}: empty key")
-    try:
-        value = tomllib.loads(f"v = {raw_value}")["v"]
-    except ValueError:  # TOMLDecodeError, or an integer of thousands of digits
-        value = raw_value
-    except RecursionError:
-        raise SpecError(f"--set {key.strip()}: the value nests deeper than TOML is read") from None
-    return path, value
-
-
-def apply_override(data: dict[str, Any], path: list[str], value: Any) -> None:
-    """Set data[path] = value; numeric path parts index into lists (filesystems.0.type)."""
-    node: Any = data
-    for depth, part in enumerate(path[:-1]):
-        where = ".".join(path[: depth + 1])
-        if isinstance(node, list):
-            node = node[_list_index(node, part, where)]
-        elif isinstance(node, dict):
-            node = node.setdefault(part, {})
-        else:
-            raise SpecError(f"--set {'.'.join(path)}: '{where}' is not a table")
-    last = path[-1]
-    if isinstance(node, list):
-        node[_list_index(node, last, ".".join(path))] = value
-    elif isinstance(node, dict):
-        node[last] = value
-    else:
-        raise SpecError(f"--set {'.'.join(path)}: parent is not a table")
-
-
-def _list_index(node: list[Any], part: str, where: str) -> int:
-    if not part.isdigit() or int(part) >= len(node):
-        raise SpecError(f"--set: '{where}' must be a list index below {len(node)}")
-    return int(part)
-
-
-def target_overrides(text: str) -> list[str]:
-    """`--target ram | file:DIR | device:PATH` as --set overrides of [target]."""
-    kind, _, path = text.partition(":")
-    if kind == "ram" and not path:
-        return ["target.kind=ram", 'target.path=""']
-    if kind in ("file", "device") and path:
-        return [f"target.kind={kind}", f"target.path={json.dumps(path)}"]
-    raise SpecError(f"--target {text!r}: expected ram, file:DIR or device:/dev/X")
-
-
-def guest_overrides(flags: Mapping[str, ScalarValue | None], swept: Iterable[str]) -> list[str]:
-    """`--kernel`, `--cpus`, `--possible-cpus`, `--memory` as --set overrides of [vm].
-
-    A flag for an axis the spec sweeps replaces that sweep with its one value
-    (`--possible-cpus 1728` on a spec sweeping [2, 1728] runs 1728 only), so the
-    points keep their labels and every point runs what was asked.
-    """
-    swept = set(swept)
-    overrides = []
-    for key, value in flags.items():
-        if value is None:
-            continue
-        overrides.append(f"vm.{key}={json.dumps(value)}")
-        if key in swept:
-            overrides.append(f"sweep.{key}=[{json.dumps(value)}]")
-    return overrides
-
-
-def apply_quick(data: dict[str, Any]) -> None:
-    """Shrink a spec to its smoke-sized form, as declared in its [quick] table.
-
-    Shapes are checked here, before anything is indexed, so a malformed [quick]
-    table is a SpecError naming it rather than a Python error.
-    """
-    quick = data.get("quick") or {}
-    if not isinstance(quick, dict):
-        raise SpecError("quick: must be a table (filesystems = [labels] and [quick.set])")
-    keep = quick.get("filesystems")
-    if keep:
-        if not isinstance(keep, list) or not all(isinstance(label, str) for label in keep):
-            raise SpecError("quick.filesystems: must be a list of configuration labels")
-        filesystems = data.get("filesystems")
-        if isinstance(filesystems, list):
-            labels = [fs.get("label") for fs in filesystems if isinstance(fs, dict)]
-            unknown = [label for label in keep if label not in labels]
-            if unknown:
-                raise SpecError(
-                    f"quick.filesystems: {', '.join(unknown)} name no configuration "
-                    f"(labels: {', '.join(map(str, labels)) or 'none'})"
-                )
-            data["filesystems"] = [
-                fs for fs in filesystems if isinstance(fs, dict) and fs.get("label") in keep
-            ]
-    overrides = quick.get("set") or {}
-    if not isinstance(overrides, dict):
-        raise SpecError("quick.set: must be a table of field = value, like --set")
-    for key, value in overrides.items():
-        path = [part for part in str(key).split(".") if part]
-        if not path:
-            raise SpecError(f"quick.set: empty key {key!r}")
-        if path[0] not in Spec.model_fields:
-            raise SpecError(f"quick.set: {key!r}: '{path[0]}' is not a spec field")
-        try:
-            apply_override(data, path, value)
-        except SpecError as exc:
-            raise SpecError(f"quick.set: {exc}") from None
-    if not quick:
-        run = data.setdefault("run", {})
-        if isinstance(run, dict):
-            run["runtime"] = "3s"
-            run["repeat"] = 1
-        sweep = data.get("sweep") or {}
-        if isinstance(sweep, dict):
-            data["sweep"] = {
-                axis: values[:2] if isinstance(values, list) else values
-                for axis, values in sweep.items()
-            }
-
-
-def load_spec(
-    source: str, *, overrides: Iterable[str] = (), quick: bool = False
-) -> tuple[Spec, str]:
-    """Load a preset or file, apply --quick and --set, validate. Returns (spec, source TOML)."""
-    data, text = spec_data(source, overrides=overrides, quick=quick)
-    return validate_spec(data, source), text
-
-
-def spec_data(
-    source: str, *, overrides: Iterable[str] = (), quick: bool = False
-) -> tuple[dict[str, Any], str]:
-    """A spec's raw TOML data with --quick and --set applied, not yet validated."""
-    text, _ = read_spec_source(source)
-    try:
-        data = tomllib.loads(text)
-    except ValueError as exc:  # TOMLDecodeError, or an integer of thousands of digits
-        raise SpecError(f"{source}: not valid TOML: {exc}") from exc
-    except RecursionError:
-        raise SpecError(f"{source}: not valid TOML: nested deeper than fslab reads") from None
-    if quick:
-        apply_quick(data)
-    for override in overrides:
-        path, value = parse_override(override)
-        apply_override(data, path, value)
-    return data, text
-
-
-def validate_spec(data: Mapping[str, Any], source: str = "spec") -> Spec:
-    try:
-        return Spec.model_validate(data)
-    except ValidationError as exc:
-        raise SpecError(format_validation_error(exc, source)) from None
-    except ValueError as exc:  # raised outside pydantic's wrapping, e.g. by a size parser
-        raise SpecError(f"{source}: {exc}") from None
-
-
-def format_validation_error(exc: ValidationError, source: str) -> str:
-    lines = [f"{source}: invalid spec ({exc.error_count()} problem(s)):"]
-    for error in exc.errors():
-        location = ".".join(
-            str(part) if part != "" else '""' for part in error["loc"] if part not in ("fio", "dd")
-        )
-        message = error["msg"].removeprefix("Value error, ")
-        if error["type"] == "extra_forbidden":
-            message = "unknown field (check the spelling; `fslab presets show` prints examples)"
-        if error["type"] in ("union_tag_invalid", "union_tag_not_found"):
-            expected = error.get("ctx", {}).get("expected_tags", "'fio', 'dd'")
-            location = f"{location}.kind" if location else "kind"
-            message = f"must be one of {expected}"
-        if not location and re.match(r"^[\w.]+: ", message):  # a model check naming its field
-            lines.append(f"  - {message}")
-        else:
-            lines.append(f"  - {location or '(top level)'}: {message}")
-    return "\n".join(lines)
-
-
-# ---------------------------------------------------------------- expansion
-
-
-@dataclass(frozen=True)
-class Point:
-    """One run: a configuration, one value per sweep axis, a repetition index, a role."""
-
-    seq: int
-    filesystem: FilesystemSpec
-    sweep: tuple[tuple[str, ScalarValue], ...]
-    repeat: int
-    role: PointRole = "clean"  # see fslab.base.roles: clean, evidence or inline
-
-    @property
-    def sweep_dict(self) -> dict[str, ScalarValue]:
-        return dict(self.sweep)
-
-    def key(self) -> tuple[str, tuple[tuple[str, ScalarValue], ...]]:
-        """Identity across repetitions: configuration and sweep values."""
-        return (self.filesystem.label, self.sweep)
-
-
 Combo = tuple[tuple[str, ScalarValue], ...]
 
 
@@ -722,100 +472,3 @@ def sweep_combinations(sweep: Mapping[str, SweepValues]) -> list[Combo]:
     """Cartesian product of sweep axes, in declaration order (no axes: one empty combo)."""
     axes = list(sweep)
     return [tuple(zip(axes, values, strict=True)) for values in itertools.product(*sweep.values())]
-
-
-def expand_points(spec: Spec, collect: CollectMode = "off") -> list[Point]:
-    """All points in run order.
-
-    interleaved: repetition, then sweep value, then configuration innermost, so
-    neighbouring runs alternate configurations and slow drift hits all alike.
-    sequential: configuration, then sweep value, then repetition.
-    random: interleaved order shuffled with run.seed.
-    The repetitions of a sweep point are its runs under the collection mode
-    (fslab.base.roles.repetition_roles: with 'separate', one evidence run among
-    the clean ones, placed in their middle).
-    """
-    combos = sweep_combinations(spec.sweep)
-    runs = repetition_roles(spec.run.repeat, collect)
-    heaviest = heaviest_combination(spec.sweep)
-    if spec.run.adaptive and concurrency_axis(spec.sweep) is not None:
-        return _adaptive_scan(spec, collect, heaviest)
-    warmups: list[tuple[FilesystemSpec, Combo, int, PointRole]] = [
-        (fs, heaviest, rep, "warmup") for fs in spec.filesystems for rep in range(spec.run.warmup)
-    ]
-    if spec.run.order == "sequential":
-        quads = [
-            quad
-            for fs in spec.filesystems
-            for quad in [
-                *(w for w in warmups if w[0] is fs),
-                *((fs, combo, rep, role) for combo in combos for role, rep in runs),
-            ]
-        ]
-    else:
-        quads = [
-            (fs, combo, rep, role)
-            for role, rep in runs
-            for combo in combos
-            for fs in spec.filesystems
-        ]
-        if spec.run.order == "random":
-            random.Random(spec.run.seed).shuffle(quads)
-        quads = warmups + quads
-    return [Point(seq, fs, combo, rep, role) for seq, (fs, combo, rep, role) in enumerate(quads)]
-
-
-def concurrency_axis(sweep: Mapping[str, SweepValues]) -> str | None:
-    """The sweep's axis along which load grows (CONCURRENCY_AXES), if it has one."""
-    return next((a for a in CONCURRENCY_AXES if a in sweep), None)
-
-
-def coarse_values(values: Sequence[ScalarValue]) -> list[ScalarValue]:
-    """An adaptive scan's first values of a concurrency axis: the smallest, then each next
-    one at least ADAPTIVE_SPACING times the last, and the largest."""
-    numbers = sorted(
-        float(v) for v in values if isinstance(v, int | float) and not isinstance(v, bool)
-    )
-    if not numbers:
-        return list(values)
-    picked: list[float] = [numbers[0]]
-    for value in numbers[1:]:
-        if value >= picked[-1] * ADAPTIVE_SPACING:
-            picked.append(value)
-    if picked[-1] != numbers[-1]:
-        picked.append(numbers[-1])
-    return [int(v) if v.is_integer() else v for v in picked]
-
-
-def _adaptive_scan(spec: Spec, collect: CollectMode, heaviest: Combo) -> list[Point]:
-    """Warm-ups for every configuration, then the first configuration's coarse curve: its
-    clean runs only (the questions add evidence runs where the answer is read)."""
-    axis = concurrency_axis(spec.sweep)
-    assert axis is not None
-    sweep = {k: coarse_values(v) if k == axis else v for k, v in spec.sweep.items()}
-    scan_mode: CollectMode = "off" if collect == "separate" else collect
-    runs = repetition_roles(min(spec.run.repeat, ADAPTIVE_SCAN_RUNS), scan_mode)
-    first = spec.filesystems[0]
-    quads: list[tuple[FilesystemSpec, Combo, int, PointRole]] = [
-        (fs, heaviest, rep, "warmup") for fs in spec.filesystems for rep in range(spec.run.warmup)
-    ]
-    quads += [
-        (first, combo, rep, role) for role, rep in runs for combo in sweep_combinations(sweep)
-    ]
-    return [Point(seq, fs, combo, rep, role) for seq, (fs, combo, rep, role) in enumerate(quads)]
-
-
-def heaviest_combination(sweep: Mapping[str, SweepValues]) -> Combo:
-    """The sweep point a warm-up runs at: the largest value of the concurrency axis (the
-    most threads, files and memory), the other axes at their last value; without one,
-    the last combination."""
-    combos = sweep_combinations(sweep)
-    axis = concurrency_axis(sweep)
-    if axis is None:
-        return combos[-1]
-
-    def load(combo: Combo) -> float:
-        value = dict(combo)[axis]
-        return float(value) if isinstance(value, int | float) and not isinstance(value, bool) else 0
-
-    return max(reversed(combos), key=load)

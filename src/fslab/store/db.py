@@ -49,7 +49,8 @@ from fslab.base.errors import FslabError, UsageError
 from fslab.base.hostfacts import HostFacts
 from fslab.base.roles import PointRole
 from fslab.base.vocab import ScalarValue
-from fslab.spec.model import Spec, validate_spec
+from fslab.spec.load import validate_spec
+from fslab.spec.model import Spec
 from fslab.store import migrate, tables
 from fslab.store.facts import CampaignOverrides, DeviceFacts, PointFacts
 from fslab.store.lock import campaign_lock, campaign_running, write_turn

@@ -31,11 +31,12 @@ from pydantic import (
     ValidationError,
 )
 
-from fslab.base.errors import UsageError
+from fslab.base.errors import SpecError, UsageError
 from fslab.base.hostfacts import HostFacts
 from fslab.base.roles import POINT_ROLES, PointRole
 from fslab.base.vocab import ScalarValue
-from fslab.spec.model import FS_TYPES, SpecError, validate_spec
+from fslab.spec.load import validate_spec
+from fslab.spec.model import FS_TYPES
 from fslab.store.db import (
     CampaignStatus,
     CollectorStatus,

@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from fslab.analyze.campaign.summary import Perturbation, perturbation_of
 from fslab.base.roles import counts_for_headline, is_evidence
 from fslab.base.vocab import PointKey, headline_metric, latency_metric, point_key
-from fslab.spec.model import CONCURRENCY_AXES
+from fslab.spec.points import CONCURRENCY_AXES
 from fslab.store.db import CampaignRow, PointRow, Store
 
 __all__ = ["CONCURRENCY_AXES", "CampaignData", "Perturbation", "load_campaign"]

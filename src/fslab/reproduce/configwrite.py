@@ -1,0 +1,126 @@
+"""The configurations of a written spec: [[filesystems]] from the report's setup.
+
+The reporter's setup comes first, then the obvious counterpart (another
+filesystem the report names, else the filesystem's defaults when the
+reporter gave options), then what the report's own remedy names (a bigger
+journal). ext4 gets fslab's lazy-init options, said in a comment.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import tomlkit
+from tomlkit.items import Table
+
+from fslab.reproduce.draft import Draft
+from fslab.reproduce.facts import QuestionFact
+from fslab.reproduce.tomlitems import wrap
+
+LAZY_INIT = ["-E", "lazy_itable_init=0,lazy_journal_init=0"]
+LAZY_INIT_WHY = (
+    "fslab adds -E lazy_itable_init=0,lazy_journal_init=0 so ext4's background "
+    "zeroing does not run during the measurement"
+)
+BIG_JOURNAL_MIB = 1024
+
+
+@dataclass
+class Config:
+    label: str
+    type: str
+    description: str
+    mkfs_options: list[str] = field(default_factory=list)
+    mount_options: list[str] = field(default_factory=list)
+    comments: list[str] = field(default_factory=list)
+
+
+def configurations(draft: Draft) -> list[Config]:
+    facts = draft.facts
+    types = facts.filesystem_types()
+    if not types:
+        types = ["ext4"]
+        draft.questions.append(QuestionFact("filesystem", "the report names no filesystem", "ext4"))
+    reporter = types[0]
+    configs: list[Config] = []
+    for fs_type in types:
+        mkfs, mount, lines = _options_of(draft, fs_type)
+        where = f" (line {', '.join(map(str, lines))})" if lines else ""
+        own = fs_type == reporter
+        label = f"{fs_type}-reported" if own and (mkfs or mount) else fs_type
+        description = (
+            "the reporter's setup"
+            if own
+            else "the other filesystem the report names, same workload"
+        ) + where
+        configs.append(_config(label, fs_type, description, mkfs, mount))
+    if len(types) == 1 and (configs[0].mkfs_options or configs[0].mount_options):
+        configs.append(
+            _config(f"{reporter}-default", reporter, "counterpart: mkfs and mount defaults", [], [])
+        )
+    for lever in facts.levers:
+        if lever.lever == "bigger-journal" and reporter == "ext4":
+            base = configs[0]
+            draft.questions.append(
+                QuestionFact(
+                    "journal size",
+                    "the report names a bigger journal but no size",
+                    f"{BIG_JOURNAL_MIB} MiB (mkfs.ext4 -J size={BIG_JOURNAL_MIB})",
+                    lever.source,
+                )
+            )
+            configs.append(
+                _config(
+                    f"ext4-journal{BIG_JOURNAL_MIB // 1024}g",
+                    "ext4",
+                    f'the remedy the report names: "{lever.text}" (line {lever.source.number})',
+                    [*_user_mkfs(base), "-J", f"size={BIG_JOURNAL_MIB}"],
+                    base.mount_options,
+                )
+            )
+    return configs
+
+
+def _options_of(draft: Draft, fs_type: str) -> tuple[list[str], list[str], list[int]]:
+    mkfs: list[str] = []
+    mount: list[str] = []
+    lines: list[int] = []
+    for fs in draft.facts.filesystems:
+        if fs.type != fs_type or not (fs.mkfs_options or fs.mount_options):
+            continue
+        mkfs += [o for o in fs.mkfs_options if o not in mkfs]
+        mount += [o for o in fs.mount_options if o not in mount]
+        lines.append(fs.source.number)
+    return mkfs, mount, lines
+
+
+def _config(
+    label: str, fs_type: str, description: str, mkfs: list[str], mount: list[str]
+) -> Config:
+    config = Config(label, fs_type, description, list(mkfs), list(mount))
+    if fs_type == "ext4" and "-E" not in mkfs:
+        config.mkfs_options = [*LAZY_INIT, *mkfs]
+        config.comments.append(LAZY_INIT_WHY)
+    return config
+
+
+def config_table(config: Config) -> Table:
+    table = tomlkit.table()
+    for comment in config.comments:
+        for line in wrap(comment):
+            table.add(tomlkit.comment(line))
+    table["label"] = config.label
+    table["type"] = config.type
+    table["description"] = config.description
+    if config.mkfs_options:
+        table["mkfs_options"] = config.mkfs_options
+    if config.mount_options:
+        table["mount_options"] = config.mount_options
+    return table
+
+
+def _user_mkfs(config: Config) -> list[str]:
+    options = list(config.mkfs_options)
+    if options[:2] == LAZY_INIT:
+        options = options[2:]
+    return options

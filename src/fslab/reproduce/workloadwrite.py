@@ -1,0 +1,308 @@
+"""The workload of a written spec: [workload], [sweep] and [run] from the report's.
+
+A fio job keeps fio's own options, with the report's loops as sweeps, a
+ladder of job counts up to the reporter's, and file sizes scaled to this
+machine; several jobs that differ in one option become a sweep of it. dd
+runs sustained (write + delete for the runtime). Each value the report
+gives that fslab cannot run becomes a question with what was assumed.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import tomlkit
+from tomlkit.items import Table
+
+from fslab.base.units import parse_size_bytes
+from fslab.measure.plan import fio_seconds
+from fslab.reproduce.configwrite import Config
+from fslab.reproduce.draft import Draft
+from fslab.reproduce.facts import DdFact, FioFact, QuestionFact
+from fslab.reproduce.scale import (
+    DEFAULT_RAMP_S,
+    QUICK_RAMP_S,
+    QUICK_REPEAT,
+    QUICK_RUNTIME_S,
+    file_budget_bytes,
+    fio_size_text,
+    human_bytes,
+    leave_free_bytes,
+    numjobs_ladder,
+    per_job_size,
+    quick_numjobs,
+    runtime_s,
+)
+from fslab.reproduce.tomlitems import add, toml_value, wrap
+from fslab.spec.model import MAX_NUMJOBS
+
+DD_MAX_BS = 1024**3  # spec.DdWorkload's bounds
+DD_MAX_COUNT = 10_000_000
+
+
+def workload_tables(
+    draft: Draft, target_bytes: int, configs: list[Config]
+) -> tuple[Table, Table, Table, dict]:
+    if draft.facts.fio:
+        return _fio(draft, target_bytes)
+    return _dd(draft, configs)
+
+
+def _fio(draft: Draft, target_bytes: int) -> tuple[Table, Table, Table, dict]:
+    chosen, swept = _one_fio_job(draft)
+    options = dict(chosen.options)
+    _host_cpus(draft, chosen, options)
+    sweep = tomlkit.table()
+    quick: dict[str, Any] = {}
+    for axis, values in [*chosen.sweeps, *swept.items()]:
+        if axis == "numjobs":
+            values = _job_counts(draft, chosen, [str(v) for v in values])
+            if not values:
+                options.pop(axis, None)
+                continue
+        sweep.add(
+            tomlkit.comment(f"the reporter ran these one by one (line {chosen.source.number})")
+        )
+        sweep[axis] = [toml_value(v) for v in values]
+        options.pop(axis, None)
+    jobs_text = options.get("numjobs") or "1"
+    counted = _job_counts(draft, chosen, [jobs_text])
+    if not counted:
+        options.pop("numjobs")
+        jobs_text = "1"
+    elif counted[0] != jobs_text:
+        jobs_text = options["numjobs"] = counted[0]
+    jobs_max = max([int(v) for v in sweep.get("numjobs", [])] or [int(jobs_text)])
+    if "numjobs" not in sweep and int(jobs_text) > 1:
+        ladder = numjobs_ladder(int(jobs_text))
+        sweep.add(
+            tomlkit.comment(
+                f"1 up to the reporter's {jobs_text} jobs (line "
+                f"{chosen.source.number}), to show where throughput falls off"
+            )
+        )
+        sweep["numjobs"] = ladder
+        options.pop("numjobs")
+        draft.reported_point["numjobs"] = int(jobs_text)
+        quick["sweep.numjobs"] = quick_numjobs(ladder)
+    workload = tomlkit.table()
+    workload["kind"] = "fio"
+    for line in wrap(
+        f"the report's fio {chosen.form} (line {chosen.source.number}); "
+        f"fio's own options, with these changes: " + ("; ".join(chosen.notes) or "none")
+    ):
+        workload.add(tomlkit.comment(line))
+    table = tomlkit.table()
+    comments = _scale_files(draft, options, jobs_max, target_bytes)
+    for key, value in options.items():
+        add(table, key, True if value is None else toml_value(value), comments.get(key, ""))
+    workload["options"] = table
+    run = tomlkit.table()
+    reported_runtime = fio_seconds(options.get("runtime")) or None
+    scaled = runtime_s(reported_runtime)
+    add(run, "runtime", scaled.value, scaled.comment)
+    ramp = fio_seconds(options.get("ramp_time"))
+    if ramp:
+        add(run, "ramp", f"{ramp:g}s", "the reporter's ramp_time")
+    else:
+        add(
+            run,
+            "ramp",
+            f"{DEFAULT_RAMP_S}s",
+            "fslab's warm-up, left out of the figures (the report had none)",
+        )
+    quick["run.runtime"] = f"{QUICK_RUNTIME_S}s"
+    quick["run.ramp"] = f"{QUICK_RAMP_S}s"
+    quick["run.repeat"] = QUICK_REPEAT
+    return workload, sweep, run, quick
+
+
+def _host_cpus(draft: Draft, job: FioFact, options: dict[str, Any]) -> None:
+    """Options the report set to its machine's CPU count take this host's."""
+    for name in job.host_cpus:
+        draft.questions.append(
+            QuestionFact(
+                f"fio --{name}",
+                f"the report's --{name}={options[name]} counts the reporter's CPUs",
+                f"this host's {draft.host.online_cpus}",
+                job.source,
+            )
+        )
+        options[name] = str(draft.host.online_cpus)
+
+
+def _job_counts(draft: Draft, job: FioFact, values: list[str]) -> list[str]:
+    """The report's job counts fio can run: [] (asked) if one is not a count, those
+    above fio's limit left out (asked), the limit itself if none is left."""
+    if not all(v.isdigit() and int(v) >= 1 for v in values):
+        _not_a_count(draft, job, "numjobs", ", ".join(values))
+        return []
+    kept = [v for v in values if int(v) <= MAX_NUMJOBS]
+    if len(kept) < len(values):
+        over = ", ".join(v for v in values if int(v) > MAX_NUMJOBS)
+        draft.questions.append(
+            QuestionFact(
+                "fio --numjobs",
+                f"the report's --numjobs={over} is more than fio runs ({MAX_NUMJOBS}, its "
+                "compiled-in limit)",
+                ", ".join(kept) if kept else str(MAX_NUMJOBS),
+                job.source,
+            )
+        )
+    return kept or [str(MAX_NUMJOBS)]
+
+
+def _not_a_count(draft: Draft, job: FioFact, name: str, value: str) -> None:
+    draft.questions.append(
+        QuestionFact(
+            f"fio --{name}",
+            f"the report's --{name}={value} is not a count of jobs",
+            "left out: fslab's ladder of job counts",
+            job.source,
+        )
+    )
+
+
+def _one_fio_job(draft: Draft) -> tuple[FioFact, dict[str, list[str]]]:
+    """The report's fio job; several that differ in one option become a sweep of it."""
+    jobs = draft.facts.fio
+    first = jobs[0]
+    if len(jobs) == 1:
+        return first, {}
+    differing = {
+        k
+        for job in jobs[1:]
+        for k in set(first.options) | set(job.options)
+        if job.options.get(k) != first.options.get(k)
+    }
+    if len(differing) == 1 and all(set(j.options) == set(first.options) for j in jobs):
+        axis = differing.pop()
+        values = list(dict.fromkeys(str(j.options[axis]) for j in jobs))
+        return first, {axis: values}
+    lines = ", ".join(str(j.source.number) for j in jobs[1:])
+    draft.questions.append(
+        QuestionFact(
+            "fio workload",
+            f"the report shows {len(jobs)} different fio jobs (also lines {lines})",
+            f"the first one (line {first.source.number}); run the others as their own specs",
+            first.source,
+        )
+    )
+    return first, {}
+
+
+def _scale_files(
+    draft: Draft, options: dict[str, Any], jobs: int, target_bytes: int
+) -> dict[str, str]:
+    key = "filesize" if "filesize" in options else "size"
+    text = options.get(key)
+    block = _block_bytes(options)
+    try:
+        reported = parse_size_bytes(str(text)) if text and "%" not in str(text) else None
+    except ValueError:
+        return {}
+    if text and reported is None:
+        return {}
+    scaled = per_job_size(reported, jobs, file_budget_bytes(target_bytes, draft.host), block)
+    if scaled is None:
+        return {}
+    options[key] = fio_size_text(int(scaled.value))
+    return {key: scaled.comment}
+
+
+def _dd_amount(draft: Draft, run: DdFact) -> tuple[str, int]:
+    """The report's dd bs and count as fslab runs them; another value is asked about."""
+    bs, count = run.operand("bs", "512"), run.operand("count", "1")
+    try:
+        bs_ok = 0 < parse_size_bytes(bs) <= DD_MAX_BS
+    except ValueError:
+        bs_ok = False
+    if not bs_ok:
+        draft.questions.append(
+            QuestionFact(
+                "dd bs",
+                f"the report's dd bs={bs} is not a block size fslab runs (1 byte to 1GiB)",
+                "bs=1M",
+                run.source,
+            )
+        )
+        bs = "1M"
+    if not (count.isdigit() and 0 < int(count) <= DD_MAX_COUNT):
+        draft.questions.append(
+            QuestionFact(
+                "dd count",
+                f"the report's dd count={count} is not a count fslab runs (1 to {DD_MAX_COUNT:,})",
+                "count=1",
+                run.source,
+            )
+        )
+        count = "1"
+    return bs, int(count)
+
+
+def _dd(draft: Draft, configs: list[Config]) -> tuple[Table, Table, Table, dict]:
+    runs = draft.facts.dd
+    first = runs[0]
+    workload = tomlkit.table()
+    workload["kind"] = "dd"
+    workload.add(
+        tomlkit.comment(
+            f"the report's dd (line {first.source.number}): "
+            f"{' '.join('='.join(o) for o in first.operands)}"
+        )
+    )
+    bs, count = _dd_amount(draft, first)
+    workload["bs"] = bs
+    workload["count"] = count
+    for operand in ("conv", "oflag"):
+        if first.operand(operand):
+            workload[operand] = first.operand(operand)
+    others = {(r.operand("bs"), r.operand("count")) for r in runs[1:]}
+    others.discard((first.operand("bs"), first.operand("count")))
+    if others:
+        draft.questions.append(
+            QuestionFact(
+                "dd",
+                "the report's dd runs write different amounts ("
+                + ", ".join(
+                    f"line {r.source.number}: bs={r.operand('bs')} count={r.operand('count')}"
+                    for r in runs
+                )
+                + ")",
+                f"every configuration runs the first: bs={first.operand('bs')} count={count}",
+                first.source,
+            )
+        )
+    add(
+        workload,
+        "mode",
+        "sustained",
+        "one dd takes milliseconds here; fslab repeats it "
+        "(write + delete) for the runtime, for a stable figure",
+    )
+    sweep = tomlkit.table()
+    written = parse_size_bytes(bs) * count
+    for lever in draft.facts.levers:
+        if lever.lever == "free-space" and any(c.type == "ext4" for c in configs):
+            leave = leave_free_bytes(written)
+            for line in wrap(
+                f'the report\'s analysis names free space ("{lever.text}", line '
+                f"{lever.source.number}): each point runs on a fresh filesystem "
+                f"and on one pre-filled to leave {human_bytes(leave)} free "
+                f"(4x what one dd writes, at least 64 MiB)"
+            ):
+                sweep.add(tomlkit.comment(line))
+            sweep["fill_leave_free"] = ["", human_bytes(leave)]
+            draft.reported_point["fill_leave_free"] = ""
+    run = tomlkit.table()
+    add(run, "runtime", "10s", "sustained dd for 10 s per point")
+    return workload, sweep, run, {"run.runtime": "3s", "run.repeat": QUICK_REPEAT}
+
+
+def _block_bytes(options: dict[str, Any]) -> int:
+    text = str(options.get("bs") or options.get("blocksize") or "4k").split(",")[0].split("-")[-1]
+    try:
+        size = parse_size_bytes(text)
+    except ValueError:
+        return 4096
+    return size if size > 0 else 4096  # bs=0 is fio's error to report, not a size to divide by
