@@ -63,9 +63,7 @@ def test_until_ci_appends_and_runs_repetitions_up_to_the_cap(tmp_path: Path, no_
         assert campaign.status == "complete"
     (warmup, *measured) = points
     assert warmup.role == "warmup" and warmup.status == "ok"
-    assert [(p.seq, p.repeat, p.status) for p in measured] == [
-        (i + 1, i, "ok") for i in range(4)
-    ]
+    assert [(p.seq, p.repeat, p.status) for p in measured] == [(i + 1, i, "ok") for i in range(4)]
 
 
 @requires_root
