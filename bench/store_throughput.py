@@ -71,7 +71,7 @@ sys.path.insert(0, str(ROOT))
 from tests.pgcluster import Cluster, running_cluster  # noqa: E402
 
 from fslab.store.db import PlannedPoint, PointOutcome, Store  # noqa: E402
-from fslab.store.exchange import _outcome  # noqa: E402
+from fslab.store.exchange import recorded_outcomes  # noqa: E402
 
 CAMPAIGN = ROOT / "tests" / "data" / "campaign_fsync_quick.json"
 ROUNDS = 10
@@ -93,7 +93,7 @@ def _recorded() -> tuple[list[PointOutcome], float]:
         for p in done
         if p.get("started_at") and p.get("ended_at")
     ]
-    return [_outcome(p) for p in done], statistics.median(walls)
+    return recorded_outcomes(data), statistics.median(walls)
 
 
 def paced_cadence_s(point_wall_s: float, compression: float) -> float:

@@ -352,6 +352,12 @@ def _short(value: object) -> str:
     return shown if len(shown) <= 60 else shown[:57] + "..."
 
 
+def recorded_outcomes(data: Mapping[str, Any]) -> list[PointOutcome]:
+    """The outcomes of an export's points that ran, checked as an import checks them
+    (benchmarks replay them)."""
+    return [_outcome(p) for p in check_export(data).points if p.status != "pending"]
+
+
 def _outcome(point: _Point) -> PointOutcome:
     return PointOutcome(
         status=point.status,
