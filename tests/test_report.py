@@ -21,6 +21,8 @@ from typing import Any
 import pytest
 from typer.testing import CliRunner
 
+from fslab.analyze.campaign.dataset import load_campaign
+from fslab.analyze.versus.comparisons import config_comparisons
 from fslab.cli import app
 from fslab.report.html import inline_svg, render_html
 from fslab.report.json_report import render_json, report_data
@@ -192,6 +194,33 @@ def test_failed_points_are_listed_with_reasons(rendered: dict[str, Rendered]) ->
     assert xfs.notes and "no point succeeded" in xfs.notes[0] and "mounting" in xfs.notes[0]
     assert "<h3>Failed points</h3>" in r.html
     assert len(r.json["results"]["failures"]) == len(failures)
+
+
+def test_report_and_compare_name_one_baseline_when_the_first_configuration_failed(
+    tmp_path: Path,
+) -> None:
+    """The recorded campaign with its configurations' order swapped: xfs-badopt, whose every
+    point failed, comes first. `compare --by filesystem` and the report both compare against
+    ext4 (CampaignData.baseline_config); compare used to take xfs-badopt and compare nothing."""
+    data = json.loads((DATA / CAMPAIGNS["failed"]).read_text())
+    for point in data["points"]:
+        point["seq"] ^= 1  # ext4 ran at even seqs, xfs-badopt at odd ones
+    store, cid = _import(tmp_path, data)
+    campaign = load_campaign(store, cid)
+    assert campaign.configs() == ["xfs-badopt", "ext4"]
+    assert campaign.baseline_config() == "ext4"
+    report = build_report(store, cid)
+    (comparison,) = config_comparisons(campaign)
+    assert report.comparisons.baseline == comparison.baseline == "ext4"
+    assert comparison.candidate == "xfs-badopt"
+    flat = " ".join(render_text(report).split())
+    assert "the first configuration, xfs-badopt, has no successful point; ext4 is the" in flat
+    result = CliRunner().invoke(
+        app,
+        ["compare", str(cid), "--by", "filesystem", "--json", "--db", str(tmp_path / "results.db")],
+    )
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.output)["comparisons"][0]["baseline"] == "ext4"
 
 
 def test_single_point_without_sweep(rendered: dict[str, Rendered]) -> None:

@@ -93,7 +93,8 @@ def compare(
         str | None,
         typer.Option(
             "--baseline",
-            help="With --by: the baseline configuration, or the axis value (default: the first).",
+            help="With --by: the baseline configuration, or the axis value (default: the "
+            "first configuration with a successful point, or the first value).",
         ),
     ] = None,
     fail_on_regression: Annotated[
@@ -111,7 +112,8 @@ def compare(
 
     Two campaigns (A baseline, B candidate; points matched by configuration
     and sweep values), or with --by filesystem the configurations inside
-    campaign A, each against the first (or --baseline), or with --by host
+    campaign A, each against the first with a successful point (or
+    --baseline), or with --by host
     campaign A against the same spec run on each other host of a shared
     store, after a table of what differs between the machines, or with
     --by AXIS (kernel, possible_cpus, any sweep axis) that axis's values

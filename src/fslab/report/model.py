@@ -287,7 +287,7 @@ def _cdf(store: Store, ref: PointRef, family: str, role: str) -> tuple[LatencyCd
 
 def _comparisons(data: CampaignData) -> Comparisons:
     configs = data.configs()
-    with_results = [c for c in configs if data.ok_points(c)]
+    with_results = data.configs_with_results()
     notes: list[str] = []
     metrics = [m for m in (data.headline, data.latency) if m]
     if len(configs) < 2:
@@ -296,13 +296,13 @@ def _comparisons(data: CampaignData) -> Comparisons:
     if not with_results:
         notes.append("no configuration has a successful point: nothing to compare")
         return Comparisons(None, metrics, [], [], data.headline, 0, notes)
-    baseline = configs[0]
-    if baseline not in with_results:
+    baseline = data.baseline_config()
+    assert baseline is not None  # there are configurations with results
+    if baseline != configs[0]:
         notes.append(
-            f"the first configuration, {baseline}, has no successful point; "
-            f"{with_results[0]} is the baseline instead"
+            f"the first configuration, {configs[0]}, has no successful point; "
+            f"{baseline} is the baseline instead"
         )
-        baseline = with_results[0]
     items: list[Comparison] = []
     try:
         items = [

@@ -46,6 +46,17 @@ class CampaignData:
     def configs(self) -> list[str]:
         return list(dict.fromkeys(p.config for p in self.points))
 
+    def configs_with_results(self) -> list[str]:
+        """The configurations with a successful headline repetition, in configuration order."""
+        ok = {p.config for p in self.ok_points()}
+        return [c for c in self.configs() if c in ok]
+
+    def baseline_config(self) -> str | None:
+        """The configuration every other is compared against, by `compare` and the report alike:
+        the first one with a successful headline repetition (a first configuration whose every
+        point failed has nothing to be compared against), else the first; None without points."""
+        return next(iter(self.configs_with_results()), None) or next(iter(self.configs()), None)
+
     def fs_type(self, config: str) -> str:
         return next(p.fs_type for p in self.points if p.config == config)
 

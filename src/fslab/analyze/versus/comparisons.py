@@ -6,7 +6,8 @@ builds those samples from stored campaigns. Two shapes are compared:
 - two campaigns (the same spec on two kernels, hosts or commits): points
   match by configuration and sweep values, so the key carries the config;
 - two configurations of one campaign (`--by filesystem`): points match by
-  sweep values alone, each config against one baseline config;
+  sweep values alone, each config against one baseline config (the first
+  with a successful point: CampaignData.baseline_config, as the report's);
 - two values of one sweep axis of one campaign (`--by kernel`, `--by
   possible_cpus`, any axis): points match by config and the other sweep
   values, each value against the first (or the baseline value). Guests
@@ -264,9 +265,10 @@ def unmodelled_rows(table: ComparisonTable) -> list[ComparisonRow]:
 def compare_configs(
     data: CampaignData, baseline: str | None = None, metrics: Iterable[str] | None = None
 ) -> dict[str, ComparisonTable]:
-    """Every other configuration against `baseline` (default: the first), by sweep point."""
+    """Every other configuration against `baseline` (default: the campaign's,
+    CampaignData.baseline_config), by sweep point."""
     configs = data.configs()
-    base = baseline or (configs[0] if configs else None)
+    base = baseline or data.baseline_config()
     if base is None or base not in configs:
         raise UsageError(
             f"no configuration {base!r} in campaign {data.id} (it has: {', '.join(configs)})"
@@ -500,8 +502,9 @@ def config_comparisons(
 ) -> list[Comparison]:
     """What `fslab compare ID --by filesystem` shows: one table per other config."""
     names = select_metrics([data], patterns)
-    tables = compare_configs(data, baseline, names)
-    base = baseline or data.configs()[0]
+    base = baseline or data.baseline_config()
+    tables = compare_configs(data, base, names)
+    assert base is not None  # compare_configs raised for a campaign without configurations
     falloffs = campaign_falloffs(data)  # where each side falls off: the one falloff model
 
     def details(config: str) -> dict[str, str]:
