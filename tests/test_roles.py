@@ -2,13 +2,36 @@
 
 from __future__ import annotations
 
+import json
+import re
 from collections import Counter
+from pathlib import Path
+from typing import NamedTuple
 
 import pytest
 
-from fslab.base.roles import counts_for_headline, instrumented, mode_of_roles, repetition_roles
+from fslab.analyze.campaign.dataset import load_campaign
+from fslab.analyze.campaign.summary import summarize
+from fslab.base.roles import (
+    POINT_ROLES,
+    counts_for_headline,
+    instrumented,
+    is_clean,
+    is_evidence,
+    is_evidence_run,
+    is_headline_run,
+    is_warmup,
+    mode_of_roles,
+    repetition_roles,
+)
+from fslab.drive.rounds import key_states
 from fslab.spec.load import load_spec
 from fslab.spec.points import expand_points
+from fslab.store.db import Store
+from fslab.store.exchange import import_campaign
+
+ROOT = Path(__file__).resolve().parents[1]
+DATA = Path(__file__).parent / "data"
 
 
 @pytest.mark.parametrize(
@@ -37,6 +60,61 @@ def test_roles_say_what_counts_and_what_is_instrumented():
         True,
     ]
     assert [instrumented(r) for r in ("clean", "evidence", "inline")] == [False, True, True]
+
+
+class _Run(NamedTuple):
+    role: str
+    status: str
+
+
+def test_which_rows_count_is_one_rule_over_role_and_status():
+    assert [is_clean(r) for r in POINT_ROLES] == [True, False, False, False]
+    assert [is_evidence(r) for r in POINT_ROLES] == [False, True, False, False]
+    assert [is_warmup(r) for r in POINT_ROLES] == [False, False, False, True]
+    for role in POINT_ROLES:
+        for status in ("ok", "failed", "pending"):
+            run = _Run(role, status)
+            assert is_headline_run(run) == (status == "ok" and counts_for_headline(role))
+            assert is_evidence_run(run) == (status == "ok" and is_evidence(role))
+
+
+def test_every_reader_counts_the_same_rows(tmp_path):
+    """A recorded campaign with failed clean and evidence runs: the dataset, the results
+    table and --until-ci's rounds all count exactly the rows base.roles says count."""
+    with Store(tmp_path / "r.db") as store:
+        data = json.loads((DATA / "report_campaign_failed_points.json").read_text())
+        campaign = load_campaign(store, import_campaign(store, data))
+    headline_runs = [p for p in campaign.points if is_headline_run(p)]
+    assert campaign.ok_points() == headline_runs
+    assert campaign.evidence_points() == [p for p in campaign.points if is_evidence_run(p)]
+    assert 0 < len(headline_runs) < sum(counts_for_headline(p.role) for p in campaign.points)
+    rows = summarize(campaign.points, campaign.metrics)
+    assert sum(r.n_ok for r in rows) == len(headline_runs)
+    failed = [p for p in campaign.points if counts_for_headline(p.role) and p.status == "failed"]
+    assert sum(r.n_failed for r in rows) == len(failed)
+    assert sum(r.evidence is not None for r in rows) == len(campaign.evidence_points())
+    assert sum(len(s.values) for s in key_states(campaign)) == len(headline_runs)
+
+
+# a role compared with a literal outside base/roles.py: a second rule for which rows count
+_ROLE_LITERAL = re.compile(r"\b(p|point|row|r|run)\.role\s*(==|!=|in\b|not in\b)")
+_STATUS_AND_ROLE = re.compile(
+    r"status == .ok..*(counts_for_headline|is_evidence)\(|"
+    r"(counts_for_headline|is_evidence)\(.*status == .ok."
+)
+
+
+def test_no_module_decides_again_which_rows_count():
+    found = [
+        f"{path.relative_to(ROOT)}:{n}: {line.strip()}"
+        for path in sorted((ROOT / "src" / "fslab").rglob("*.py"))
+        if path.name != "roles.py"
+        for n, line in enumerate(path.read_text().splitlines(), 1)
+        if _ROLE_LITERAL.search(line) or _STATUS_AND_ROLE.search(line)
+    ]
+    assert not found, "use fslab.base.roles (is_headline_run, is_evidence_run, ...):\n" + (
+        "\n".join(found)
+    )
 
 
 def test_the_mode_is_recovered_from_the_roles():

@@ -31,7 +31,7 @@ an interrupted campaign has its headline figures first.
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import Literal, get_args
+from typing import Literal, Protocol, get_args
 
 PointRole = Literal["clean", "evidence", "inline", "warmup"]
 CollectMode = Literal["separate", "inline", "off"]
@@ -52,6 +52,12 @@ def is_evidence(role: str) -> bool:
     return role == "evidence"
 
 
+def is_clean(role: str) -> bool:
+    """True for the headline repetitions no collector ran in: what a perturbation is
+    measured against."""
+    return role == "clean"
+
+
 def is_warmup(role: str) -> bool:
     """True for the discarded warm-up runs."""
     return role == "warmup"
@@ -60,6 +66,27 @@ def is_warmup(role: str) -> bool:
 def instrumented(role: str) -> bool:
     """True when the collectors run at a point of this role."""
     return role in INSTRUMENTED_ROLES
+
+
+class Run(Protocol):
+    """What the rules below read of a stored point (fslab.store.db.PointRow)."""
+
+    @property
+    def role(self) -> str: ...
+
+    @property
+    def status(self) -> str: ...
+
+
+def is_headline_run(run: Run) -> bool:
+    """A successful headline repetition: the one rule for which rows headline figures
+    (values, curves, summaries, comparisons, scaling, --until-ci) are computed from."""
+    return run.status == "ok" and counts_for_headline(run.role)
+
+
+def is_evidence_run(run: Run) -> bool:
+    """A successful evidence run: the rows the diagnosis reads collectors' evidence from."""
+    return run.status == "ok" and is_evidence(run.role)
 
 
 def repetition_role(mode: CollectMode) -> PointRole:

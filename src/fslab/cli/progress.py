@@ -13,6 +13,7 @@ from rich.progress import (
     TimeRemainingColumn,
 )
 
+from fslab.base.roles import is_evidence, is_warmup
 from fslab.base.vocab import format_value, headline_metric, point_label
 from fslab.store.db import PointOutcome, PointRow
 
@@ -48,15 +49,15 @@ class RichProgress:
 
     def point_started(self, point: PointRow) -> None:
         sweep = point_label(point.sweep, empty="")
-        run = point.role if point.role in ("evidence", "warmup") else f"#{point.repeat}"
+        run = point.role if is_evidence(point.role) or is_warmup(point.role) else f"#{point.repeat}"
         if self.task_id is not None:
             self.progress.update(self.task_id, description=f"{point.config} {sweep} {run}")
 
     def point_finished(self, point: PointRow, outcome: PointOutcome) -> None:
         sweep = point_label(point.sweep, empty="")
-        if point.role == "evidence":
+        if is_evidence(point.role):
             sweep += " (evidence run)"
-        elif point.role == "warmup":
+        elif is_warmup(point.role):
             sweep += " (warm-up, discarded)"
         if outcome.status == "ok":
             headline = headline_metric([outcome.metrics])

@@ -35,7 +35,7 @@ from fslab.analyze.campaign import verdicts
 from fslab.analyze.campaign.dataset import CampaignData, load_campaign
 from fslab.analyze.campaign.stats import MIN_REPS
 from fslab.base.errors import UsageError
-from fslab.base.roles import PointRole, counts_for_headline, instrumented
+from fslab.base.roles import PointRole, counts_for_headline, instrumented, is_headline_run
 from fslab.base.units import parse_duration_s
 from fslab.base.vocab import PointKey, point_key, point_label
 from fslab.drive.questions import Question, Want, campaign_questions
@@ -115,7 +115,7 @@ def key_states(data: CampaignData) -> list[KeyState]:
         values = [
             data.metrics[p.id][data.headline]
             for p in rows
-            if p.status == "ok" and data.headline in data.metrics.get(p.id, {})
+            if is_headline_run(p) and data.headline in data.metrics.get(p.id, {})
         ]
         width = verdicts.ci_half_width_pct(values) if data.headline else math.inf
         states.append(KeyState(config, dict(sweep), len(rows), values, width))

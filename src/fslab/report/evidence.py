@@ -20,6 +20,7 @@ from fslab.analyze.campaign.dataset import CampaignData
 from fslab.analyze.campaign.plotted import jbd2_pairs, wchan_rows, workqueue_rows
 from fslab.analyze.curve.falloff import campaign_falloffs, focus_config
 from fslab.analyze.curve.point_profile import NoProfile, ProfileKind, load_profile
+from fslab.base.roles import is_evidence
 from fslab.base.vocab import metric_label, point_key
 from fslab.collect.registry import ALL_COLLECTORS
 from fslab.report.tree import Contention, EvidenceRun, PointRef, Profiles, ProfileSection
@@ -51,7 +52,7 @@ def evidence_run(data: CampaignData, ref: PointRef | None) -> EvidenceRun | None
     row = data.evidence_row(ref.config, key)
     perturbation = data.perturbation(ref.config, key)
     pct = perturbation.pct if perturbation else None
-    if row is not None and row.role == "evidence":
+    if row is not None and is_evidence(row.role):
         statement = (
             perturbation.describe()
             if perturbation
@@ -69,7 +70,7 @@ def evidence_run(data: CampaignData, ref: PointRef | None) -> EvidenceRun | None
     failed = [
         p
         for p in data.points
-        if p.role == "evidence"
+        if is_evidence(p.role)
         and p.status == "failed"
         and p.config == ref.config
         and point_key(p.sweep) == key

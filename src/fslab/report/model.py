@@ -29,7 +29,7 @@ from fslab.analyze.curve.scaling import ScaleReport, fit_campaign
 from fslab.analyze.history.series import Series, build_series, select_campaigns
 from fslab.analyze.versus.comparisons import Comparison, config_comparisons, with_profile_shares
 from fslab.base.errors import FslabError
-from fslab.base.roles import mode_of_roles
+from fslab.base.roles import is_evidence, mode_of_roles
 from fslab.base.timing import CampaignTiming
 from fslab.base.vocab import PERCENTILES, metric_label, point_key
 from fslab.diagnose.diagnosis import diagnose_campaign
@@ -106,7 +106,7 @@ def _campaign_info(data: CampaignData) -> CampaignInfo:
         points_ok=counts["ok"],
         points_failed=counts["failed"],
         points_pending=counts["pending"],
-        points_evidence=sum(1 for p in data.points if p.role == "evidence"),
+        points_evidence=sum(1 for p in data.points if is_evidence(p.role)),
         collect_mode=mode,
         collect_text=COLLECT_TEXT.get(mode, mode),
         timing=CampaignTiming.total(timings) if timings else None,

@@ -4,11 +4,11 @@ Analysis reads only the store (one direction: docs/architecture.md); this module
 place that turns rows into the shapes the statistics want: per-repetition
 values keyed by sweep point, and curves over a concurrency axis.
 
-It is also the one place that applies the run model (fslab.base.roles): headline
-statistics (values, curves, summaries, comparisons, scaling, --until-ci) see
-only the headline rows, clean and inline; collector evidence is read through
-`evidence_row`, and how much the instruments moved a point through
-`perturbation`.
+It applies the run model's one rule for which rows count (fslab.base.roles,
+is_headline_run): headline statistics (values, curves, summaries,
+comparisons, scaling, --until-ci) see only the headline rows, clean and
+inline; collector evidence is read through `evidence_row`, and how much the
+instruments moved a point through `perturbation`.
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from fslab.analyze.campaign.summary import Perturbation, perturbation_of
-from fslab.base.roles import counts_for_headline, is_evidence
+from fslab.base.roles import instrumented, is_evidence_run, is_headline_run
 from fslab.base.vocab import PointKey, headline_metric, latency_metric, point_key
 from fslab.spec.points import CONCURRENCY_AXES
 from fslab.store.db import CampaignRow, PointRow, Store
@@ -69,19 +69,13 @@ class CampaignData:
     def ok_points(self, config: str | None = None) -> list[PointRow]:
         """Successful headline repetitions (clean and inline; never evidence runs)."""
         return [
-            p
-            for p in self.points
-            if p.status == "ok"
-            and counts_for_headline(p.role)
-            and (config is None or p.config == config)
+            p for p in self.points if is_headline_run(p) and (config is None or p.config == config)
         ]
 
     def evidence_points(self, config: str | None = None) -> list[PointRow]:
         """Successful evidence runs."""
         return [
-            p
-            for p in self.points
-            if p.status == "ok" and is_evidence(p.role) and (config is None or p.config == config)
+            p for p in self.points if is_evidence_run(p) and (config is None or p.config == config)
         ]
 
     def evidence_row(self, config: str, key: PointKey) -> PointRow | None:
@@ -96,7 +90,7 @@ class CampaignData:
         if at_key:
             return at_key[-1]
         inline = [
-            p for p in self.ok_points(config) if p.role == "inline" and point_key(p.sweep) == key
+            p for p in self.ok_points(config) if instrumented(p.role) and point_key(p.sweep) == key
         ]
         if not inline:
             return None

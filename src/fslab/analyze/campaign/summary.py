@@ -15,7 +15,14 @@ from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 
 from fslab.analyze.campaign.stats import outlier_mask
-from fslab.base.roles import counts_for_headline, is_warmup
+from fslab.base.roles import (
+    counts_for_headline,
+    is_clean,
+    is_evidence,
+    is_evidence_run,
+    is_headline_run,
+    is_warmup,
+)
 from fslab.base.vocab import (
     PointKey,
     ScalarValue,
@@ -67,19 +74,28 @@ def perturbation_of(
     """
     if headline is None:
         return None
-    evidence = [
-        metrics[p.id][headline]
-        for p in members
-        if p.role == "evidence" and p.status == "ok" and headline in metrics.get(p.id, {})
-    ]
+    evidence = _evidence_values(members, metrics, headline)
     clean = [
         metrics[p.id][headline]
         for p in members
-        if p.role == "clean" and p.status == "ok" and headline in metrics.get(p.id, {})
+        if is_headline_run(p) and is_clean(p.role) and headline in metrics.get(p.id, {})
     ]
     if not evidence or not clean or statistics.median(clean) <= 0:
         return None
     return Perturbation(headline, evidence[-1], statistics.median(clean), len(clean))
+
+
+def _evidence_values(
+    members: Sequence[PointRow], metrics: Mapping[int, Mapping[str, float]], headline: str | None
+) -> list[float]:
+    """The headline of each successful evidence run among one sweep point's rows."""
+    if headline is None:
+        return []
+    return [
+        metrics[p.id][headline]
+        for p in members
+        if is_evidence_run(p) and headline in metrics.get(p.id, {})
+    ]
 
 
 @dataclass
@@ -127,9 +143,7 @@ def summarize(
     points: Sequence[PointRow], metrics: Mapping[int, Mapping[str, float]]
 ) -> list[SummaryRow]:
     """One row per (configuration, sweep values), in first-seen spec order."""
-    ok_metrics = [
-        metrics.get(p.id, {}) for p in points if p.status == "ok" and counts_for_headline(p.role)
-    ]
+    ok_metrics = [metrics.get(p.id, {}) for p in points if is_headline_run(p)]
     headline = headline_metric(ok_metrics)
     latency = latency_metric(ok_metrics)
     groups: dict[tuple[str, PointKey], list[PointRow]] = {}
@@ -152,16 +166,9 @@ def _row(
     latency: str | None,
 ) -> SummaryRow:
     headline_rows = [p for p in members if counts_for_headline(p.role)]
-    ok = [p for p in headline_rows if p.status == "ok"]
+    ok = [p for p in members if is_headline_run(p)]
     perturbation = perturbation_of(members, metrics, headline)
-    evidence = [
-        metrics[p.id][headline]
-        for p in members
-        if p.role == "evidence"
-        and p.status == "ok"
-        and headline
-        and headline in metrics.get(p.id, {})
-    ]
+    evidence = _evidence_values(members, metrics, headline)
     values = [metrics[p.id][headline] for p in ok if headline and headline in metrics.get(p.id, {})]
     lat_values = [
         metrics[p.id][latency] for p in ok if latency and latency in metrics.get(p.id, {})
@@ -192,7 +199,7 @@ def _row(
         facts=facts,
         evidence=evidence[-1] if evidence else None,
         perturbation_pct=perturbation.pct if perturbation else None,
-        evidence_failed=any(p.role == "evidence" and p.status == "failed" for p in members),
+        evidence_failed=any(is_evidence(p.role) and p.status == "failed" for p in members),
     )
 
 
@@ -255,7 +262,7 @@ def outlier_runs(
     groups: dict[tuple[str, PointKey], list[tuple[PointRow, float]]] = {}
     for p in sorted(points, key=lambda p: p.seq):
         value = metrics.get(p.id, {}).get(headline)
-        if p.status == "ok" and counts_for_headline(p.role) and value is not None:
+        if is_headline_run(p) and value is not None:
             groups.setdefault((p.config, point_key(p.sweep)), []).append((p, value))
     found = []
     for runs in groups.values():
