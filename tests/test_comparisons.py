@@ -19,6 +19,7 @@ from pathlib import Path
 import pytest
 
 from fslab.analyze.campaign.dataset import CampaignData, load_campaign
+from fslab.analyze.campaign.summary import campaign_metrics, summarize
 from fslab.analyze.curve import point_profile as pp
 from fslab.analyze.curve.scaling import fit_campaign
 from fslab.analyze.versus import comparisons as cmps
@@ -66,6 +67,19 @@ def _row(table, metric: str, config: str | None = None, **point):
 
 def test_default_metrics_are_headline_then_latency(quick):
     assert cmps.default_metrics(quick) == ["fio.write.iops", "fio.sync.lat_ns_p99"]
+
+
+def test_one_headline_for_the_campaign_its_results_and_its_tables(quick):
+    """campaign_metrics picks the headline once; the dataset, the results table and a
+    comparison table (ComparisonTable.headline) carry the same one."""
+    assert campaign_metrics(quick.points, quick.metrics) == (quick.headline, quick.latency)
+    assert {row.headline for row in summarize(quick.points, quick.metrics)} == {quick.headline}
+    table = cmps.compare_configs(quick)["ext4-journal1g"]
+    assert table.headline == quick.headline == "fio.write.iops"
+    latency_only = cmps.compare_configs(quick, metrics=["fio.sync.lat_ns_p99"])
+    assert latency_only["ext4-journal1g"].headline is None
+    (verdict, *_) = cmps.verdicts_at(quick, "ext4-default", (("numjobs", 1),))
+    assert verdict.row.metric == table.headline
 
 
 def test_configs_compared_point_by_point(quick):

@@ -17,9 +17,9 @@ import statistics
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-from fslab.analyze.campaign.summary import Perturbation, perturbation_of
+from fslab.analyze.campaign.summary import Perturbation, campaign_metrics, perturbation_of
 from fslab.base.roles import instrumented, is_evidence_run, is_headline_run
-from fslab.base.vocab import PointKey, headline_metric, latency_metric, point_key
+from fslab.base.vocab import PointKey, point_key
 from fslab.spec.points import CONCURRENCY_AXES
 from fslab.store.db import CampaignRow, PointRow, Store
 
@@ -35,9 +35,7 @@ class CampaignData:
     latency: str | None = field(init=False)
 
     def __post_init__(self) -> None:
-        ok = [self.metrics.get(p.id, {}) for p in self.ok_points()]
-        self.headline = headline_metric(ok)
-        self.latency = latency_metric(ok)
+        self.headline, self.latency = campaign_metrics(self.points, self.metrics)
 
     @property
     def id(self) -> int:

@@ -98,6 +98,15 @@ def _evidence_values(
     ]
 
 
+def campaign_metrics(
+    points: Sequence[PointRow], metrics: Mapping[int, Mapping[str, float]]
+) -> tuple[str | None, str | None]:
+    """The campaign's headline and latency metric, the ones each of its tables carries: the
+    first candidates (base.vocab) any successful headline repetition has."""
+    ok = [metrics.get(p.id, {}) for p in points if is_headline_run(p)]
+    return headline_metric(ok), latency_metric(ok)
+
+
 @dataclass
 class RowFacts:
     """What a row's points say about free space and ext4's free-cluster watermark."""
@@ -143,9 +152,7 @@ def summarize(
     points: Sequence[PointRow], metrics: Mapping[int, Mapping[str, float]]
 ) -> list[SummaryRow]:
     """One row per (configuration, sweep values), in first-seen spec order."""
-    ok_metrics = [metrics.get(p.id, {}) for p in points if is_headline_run(p)]
-    headline = headline_metric(ok_metrics)
-    latency = latency_metric(ok_metrics)
+    headline, latency = campaign_metrics(points, metrics)
     groups: dict[tuple[str, PointKey], list[PointRow]] = {}
     for point in sorted(points, key=lambda p: p.seq):
         groups.setdefault((point.config, point_key(point.sweep)), []).append(point)

@@ -50,7 +50,7 @@ import numpy as np
 from fslab.analyze.campaign import stats
 from fslab.analyze.campaign.metrics_catalog import metric_def
 from fslab.analyze.campaign.stats import MIN_REPS
-from fslab.base.vocab import PointKey, point_label
+from fslab.base.vocab import PointKey, headline_metric, point_label
 
 Samples = Mapping[PointKey, Mapping[str, Sequence[float]]]
 Verdict = Literal["better", "worse", "changed", "no change shown", "needs more runs"]
@@ -169,6 +169,12 @@ class ComparisonTable:
     only_in_baseline: list[PointKey] = field(default_factory=list)
     only_in_candidate: list[PointKey] = field(default_factory=list)
     settings: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def headline(self) -> str | None:
+        """The headline metric the table carries: the first of base.vocab's candidates among
+        its rows' metrics (None: no throughput row)."""
+        return headline_metric([dict.fromkeys((row.metric for row in self.rows), 0.0)])
 
     def flagged(self) -> list[ComparisonRow]:
         """Rows with a real change: better, worse, or changed (evidence metrics)."""

@@ -55,7 +55,7 @@ from fslab.analyze.noise.model import (
 )
 from fslab.analyze.versus.guests import guest_summary
 from fslab.base.errors import UsageError
-from fslab.base.vocab import PointKey, headline_metric, metric_label, point_key, point_label
+from fslab.base.vocab import PointKey, metric_label, point_key, point_label
 
 Samples = dict[PointKey, dict[str, list[float]]]
 
@@ -185,7 +185,7 @@ def _spread_to_point(table: ComparisonTable) -> None:
     """Where the candidate's headline runs spread out at a point, the machine was unsteady
     for every metric measured in those runs: each row there takes the headline's F test
     p when it is the smaller (rows the model did not test keep NaN: a no-op for groups)."""
-    headline = headline_metric([dict.fromkeys((row.metric for row in table.rows), 0.0)])
+    headline = table.headline
     at_point = {row.point: row.unsteady_p for row in table.rows if row.metric == headline}
     for row in table.rows:
         row.unsteady_p = least_p(row.unsteady_p, at_point.get(row.point, math.nan))
@@ -625,10 +625,9 @@ def verdicts_at(data: CampaignData, baseline: str, point: PointKey) -> list[Poin
         return []
     found = []
     for comparison in config_comparisons(data, baseline):
-        row = next(
-            (r for r in comparison.table.rows if r.point == point and r.metric == data.headline),
-            None,
-        )
+        table = comparison.table
+        headline = table.headline
+        row = next((r for r in table.rows if r.point == point and r.metric == headline), None)
         if row is not None:
             found.append(PointVerdict(baseline, comparison.candidate, row))
     return found
