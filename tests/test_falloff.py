@@ -7,6 +7,7 @@ Pure rules are checked on numbers; agreement between `scale`, `diagnose`,
 from __future__ import annotations
 
 import json
+import re
 
 import pytest
 from bench.diagnosis_accuracy import CORPUS
@@ -16,11 +17,15 @@ from fslab.analyze.curve import point_profile as pp
 from fslab.analyze.curve.falloff import (
     SweepPoint,
     _judge,
+    best_point,
+    beyond,
     campaign_falloffs,
     config_falloff,
     find_cliff,
     knee,
     make_curve,
+    peak_index,
+    worst_point,
 )
 from fslab.analyze.curve.scaling import fit_campaign, unidentified_reason
 from fslab.analyze.versus.comparisons import config_comparisons
@@ -54,6 +59,16 @@ def test_a_cliff_is_a_threshold_not_a_steady_decline():
     overlapping = [[100.0, 30], [50.0, 40], [45.0]]  # runs overlap across the step
     assert find_cliff([1, 2, 4], overlapping, [65.0, 45.0, 45.0]) is None
     assert find_cliff([16, 1024], [[100.0], [10.0]], [100.0, 10.0]) is None  # two points
+
+
+def test_best_and_worst_are_read_past_the_peak_first_on_a_tie():
+    curve = _curve([1, 4, 16, 64], [[5.0], [40.0], [40.0], [20.0]])
+    assert peak_index([5.0, 40.0, 40.0, 20.0]) == 1
+    assert curve.peak == best_point(curve.points) == curve.points[1]
+    assert beyond(curve, curve.peak) == curve.points[1:]
+    # N=1 is lower, but below the peak it is merely not loaded yet
+    assert curve.low == worst_point(curve.points[1:]) == curve.points[3]
+    assert worst_point(curve.points) == curve.points[0]
 
 
 def test_usl_is_not_fitted_where_it_is_not_identified():
@@ -95,6 +110,11 @@ def test_every_command_names_the_same_points_and_cliff(journal):
     # scale: the same cliff, read from the same medians
     (curve,) = [c for c in fit_campaign(data, n_boot=0).curves if c.config == "ext4-default"]
     assert curve.measured.cliff == falloff.cliff
+    # and the same best and worst point, which its "observed peak" lines name
+    assert (curve.measured.peak, curve.measured.low) == (falloff.best, falloff.worst)
+    observed = "\n".join(curve.observed())
+    assert re.search(rf"observed peak .* at {falloff.best.label}\n", observed)
+    assert re.search(rf"falloff beyond it: .* at {falloff.worst.label} \(x", observed)
     # diagnose: the same good and bad point
     by_config = {d.config: d for d in diagnose_campaign(store, cid)}
     diagnosis = by_config["ext4-default"]

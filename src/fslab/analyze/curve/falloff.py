@@ -243,13 +243,40 @@ class Curve:
 
     @property
     def peak(self) -> SweepPoint:
-        return max(self.points, key=lambda p: p.median)
+        """The curve's best point."""
+        return best_point(self.points)
+
+    @property
+    def low(self) -> SweepPoint:
+        """The curve's worst point: the lowest median at or beyond its peak."""
+        return worst_point(beyond(self, self.peak))
+
+
+def peak_index(medians: Sequence[float]) -> int:
+    """Where a sequence of medians is highest, the first on a tie: the best point's rule."""
+    return max(range(len(medians)), key=lambda i: medians[i])
+
+
+def best_point(points: Sequence[SweepPoint]) -> SweepPoint:
+    """The sweep point with the highest median (the first on a tie)."""
+    return points[peak_index([p.median for p in points])]
+
+
+def worst_point(points: Sequence[SweepPoint]) -> SweepPoint:
+    """The sweep point with the lowest median (the first on a tie)."""
+    return min(points, key=lambda p: p.median)
+
+
+def beyond(curve: Curve, best: SweepPoint) -> list[SweepPoint]:
+    """The curve's points at and beyond `best` on its axis: where throughput can fall off
+    (a point below the best is merely not loaded yet)."""
+    return [p for p in curve.points if p.n is not None and p.n >= (best.n or 0.0)]
 
 
 def steepest_fall(curve: Curve) -> tuple[SweepPoint, SweepPoint] | None:
     """The adjacent points past the curve's best between which it falls most per doubling
     of N, when that step falls by FALLOFF_MIN_DROP or more (None: no such step)."""
-    points = curve.points[curve.points.index(curve.peak) :]
+    points = beyond(curve, curve.peak)
     steps = [
         (_fall_per_doubling(a.n, b.n, a.median, b.median), a, b)
         for a, b in itertools.pairwise(points)
@@ -434,7 +461,7 @@ def config_falloff(data: CampaignData, config: str, metric: str | None = None) -
     points = sweep_points(data, config, metric)
     if not points:
         return None
-    best = max(points, key=lambda p: p.median)
+    best = best_point(points)
     axis = data.concurrency_axis()
     curve = None
     candidates = points
@@ -442,8 +469,8 @@ def config_falloff(data: CampaignData, config: str, metric: str | None = None) -
         rest = tuple((k, v) for k, v in best.key if k != axis)
         curve = next((c for c in curves(data, config, metric, axis) if c.rest == rest), None)
         if curve is not None:
-            candidates = [p for p in curve.points if p.n is not None and p.n >= best.n]
-    worst = min(candidates, key=lambda p: p.median)
+            candidates = beyond(curve, best)
+    worst = worst_point(candidates)
     if len(points) == 1:
         reason = f"a single sweep point ({best.label}): no falloff to judge"
         return Falloff(config, metric, axis, points, best, worst, "single", reason, curve)

@@ -77,9 +77,7 @@ class CurveFit:
         if self.measured is None or not self.measured.points:
             return []
         curve, axis = self.measured, self.axis
-        peak = curve.peak
-        after = [p for p in curve.points if (p.n or 0) >= (peak.n or 0)]
-        low = min(after, key=lambda p: p.median)
+        peak, low = curve.peak, curve.low
         fmt = format_value
         lines = [f"observed peak {fmt(self.metric, peak.median)} at {axis}={_num(peak.n or 0)}"]
         if low is not peak:
@@ -260,7 +258,7 @@ def unidentified_reason(curve: Curve) -> str | None:
         before = [p for p in curve.points if (p.n or 0) < curve.cliff.n_after]
         if len(before) >= MIN_POINTS_FIT:
             fitted = before
-    peak = max(range(len(fitted)), key=lambda i: fitted[i].median)
+    peak = falloff.peak_index([p.median for p in fitted])
     where = " before the cliff" if fitted is not curve.points else ""
     if peak == 0:
         return (

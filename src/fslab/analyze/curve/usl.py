@@ -44,7 +44,7 @@ import numpy as np
 from scipy.optimize import least_squares
 
 from fslab.analyze.campaign import stats
-from fslab.analyze.curve.falloff import KNEE_GAIN, Cliff, find_cliff, knee
+from fslab.analyze.curve.falloff import KNEE_GAIN, Cliff, find_cliff, knee, peak_index
 from fslab.base.errors import FslabError
 
 CONFIDENCE = 0.95
@@ -424,7 +424,7 @@ def _curve_warnings(
     warnings: list[str],
 ) -> None:
     fitted_max = float(ns[n_fitted - 1])
-    if int(np.argmax(medians[:n_fitted])) == n_fitted - 1:
+    if peak_index(list(medians[:n_fitted])) == n_fitted - 1:
         warnings.append(
             f"no point past the peak: throughput is highest at the largest N "
             f"({_num(fitted_max)}), so a fall beyond it can be neither seen nor ruled out"
