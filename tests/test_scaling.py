@@ -8,7 +8,15 @@ import math
 import numpy as np
 import pytest
 
-from fslab.analyze.curve.usl import compare_fits, fit_usl, knee, n_star, usl
+from fslab.analyze.curve.usl import (
+    MIN_POINTS_FIT,
+    compare_fits,
+    enough_points,
+    fit_usl,
+    knee,
+    n_star,
+    usl,
+)
 from fslab.base.errors import FslabError
 
 DOUBLINGS = [1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024]
@@ -116,6 +124,20 @@ def test_few_points_warn_and_too_few_refuse():
     assert any("only 4 sweep points" in w for w in fit.warnings)
     with pytest.raises(FslabError):
         fit_usl([1, 2], [[1.0], [2.0]])
+
+
+def test_three_points_are_too_few_for_the_usl_wherever_it_is_fitted():
+    """MIN_POINTS_FIT through enough_points: fit_usl used to fit 3 points that `scale`
+    refused, so a 4-point curve with one point of zeros got a fit without a residual."""
+    assert not enough_points(MIN_POINTS_FIT - 1) and enough_points(MIN_POINTS_FIT)
+    ns = [1, 4, 16]
+    with pytest.raises(FslabError, match=f"at least {MIN_POINTS_FIT} sweep points"):
+        fit_usl(ns, _curve(ns, 1000.0, 0.05, 1e-4, seed=7), n_boot=20, rng=7)
+    ns = [1, 4, 16, 64]
+    reps = _curve(ns, 1000.0, 0.05, 1e-4, seed=7)
+    reps[0] = [0.0, 0.0, 0.0]
+    with pytest.raises(FslabError, match="got 3"):
+        fit_usl(ns, reps, n_boot=20, rng=7)
 
 
 def test_single_repetition_points_use_residual_bootstrap():

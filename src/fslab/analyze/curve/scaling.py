@@ -34,6 +34,7 @@ from fslab.analyze.curve.usl import (
     MIN_POINTS_FIT,
     UslFit,
     compare_fits,
+    enough_points,
     fit_usl,
 )
 from fslab.base.errors import FslabError, UsageError
@@ -247,7 +248,7 @@ def _fit_one(curve: CurveFit, n_boot: int) -> None:
 def unidentified_reason(curve: Curve) -> str | None:
     """Why the USL cannot be identified from these points (None: it can be fitted)."""
     axis, k = curve.axis, len(curve.points)
-    if k < MIN_POINTS_FIT:
+    if not enough_points(k):
         return (
             f"{k} {axis} value(s); the USL's three parameters need at least {MIN_POINTS_FIT} "
             f"points ({MIN_POINTS_ADVISED} advised): with {k} no residual is left to judge "
@@ -256,7 +257,7 @@ def unidentified_reason(curve: Curve) -> str | None:
     fitted = curve.points
     if curve.cliff is not None:
         before = [p for p in curve.points if (p.n or 0) < curve.cliff.n_after]
-        if len(before) >= MIN_POINTS_FIT:
+        if enough_points(len(before)):
             fitted = before
     peak = falloff.peak_index([p.median for p in fitted])
     where = " before the cliff" if fitted is not curve.points else ""

@@ -167,6 +167,13 @@ def n_star(sigma: float, kappa: float) -> float:
 # --- fitting ----------------------------------------------------------------------------------
 
 
+def enough_points(k: int) -> bool:
+    """Whether k sweep points can identify the USL's three parameters: at least
+    MIN_POINTS_FIT, so a residual is left to judge the fit and draw an interval from.
+    The one rule for fitting at all and for refitting to the points before a cliff."""
+    return k >= MIN_POINTS_FIT
+
+
 def fit_usl(
     n: Sequence[float],
     x_by_rep: Sequence[RepValues],
@@ -178,8 +185,8 @@ def fit_usl(
 
     x_by_rep[i] may be a list of per-repetition throughputs or one number.
     Non-positive and non-finite values are dropped (a log-space fit cannot
-    use them) with a warning. Raises FslabError with fewer than 3 usable
-    points.
+    use them) with a warning. Raises FslabError with too few usable points
+    (enough_points).
     """
     warnings: list[str] = []
     ns, reps = _clean_points(n, x_by_rep, warnings)
@@ -191,7 +198,7 @@ def fit_usl(
     n_fitted, r2_all = len(ns), None
     if cliff is not None:
         before = int(np.searchsorted(ns, cliff.n_after))
-        if before >= MIN_POINTS_FIT:
+        if enough_points(before):
             n_fitted, r2_all = before, _r_squared(ns, medians, theta_all)
         else:
             warnings.append(
@@ -220,9 +227,10 @@ def _clean_points(
     if dropped:
         warnings.append(f"{dropped} non-positive or missing values left out of the fit")
     points = sorted((n_i, np.array(values)) for n_i, values in by_n.items())
-    if len(points) < 3:
+    if not enough_points(len(points)):
         raise FslabError(
-            f"USL fit needs at least 3 sweep points with throughput; got {len(points)}"
+            f"USL fit needs at least {MIN_POINTS_FIT} sweep points with throughput; "
+            f"got {len(points)}"
         )
     if len(points) < MIN_POINTS_ADVISED:
         warnings.append(
