@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import inspect
 import math
+import re
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -10,6 +13,7 @@ from scipy import stats as sps
 
 from fslab.analyze.campaign import stats
 
+ROOT = Path(__file__).resolve().parents[1]
 A = [1000.0, 1012.0, 987.0, 1030.0, 995.0, 1008.0]
 B = [951.0, 962.0, 940.0, 975.0, 948.0, 958.0]
 
@@ -151,3 +155,33 @@ def test_interval_verdict_floor_and_ceiling() -> None:
     assert interval_verdict(1.05, 1.09, 1.10, at_least=False) == "meets"
     assert interval_verdict(1.11, 1.20, 1.10, at_least=False) == "fails"
     assert interval_verdict(1.08, 1.12, 1.10, at_least=False) == "inconclusive"
+
+
+# --- one significance level --------------------------------------------------------------------
+
+# a significance level written as a number outside stats.py: a second alpha
+_HARD_ALPHA = re.compile(r"\bp\w* <=? 0\.0[0-9]*5\b|ppf\(0\.975|ppf\(0\.025|1 - 0\.05\b")
+
+
+def test_every_test_decides_at_the_one_alpha():
+    from fslab.analyze.campaign import verdicts
+    from fslab.analyze.noise.model import PointNoise
+    from fslab.report.verdict_cells import MARK_LEGEND
+
+    for function in (
+        verdicts.compare,
+        verdicts.judge,
+        PointNoise.runs_to_find,
+        PointNoise.campaigns_to_find,
+    ):
+        assert inspect.signature(function).parameters["alpha"].default is stats.ALPHA
+    assert not hasattr(verdicts, "ALPHA")  # no second name to drift
+    assert f"p < {stats.ALPHA:g} " in MARK_LEGEND
+    found = [
+        f"{path.relative_to(ROOT)}:{n}: {line.strip()}"
+        for path in sorted((ROOT / "src" / "fslab").rglob("*.py"))
+        if path.name != "stats.py"
+        for n, line in enumerate(path.read_text().splitlines(), 1)
+        if _HARD_ALPHA.search(line)
+    ]
+    assert not found, "use stats.ALPHA:\n" + "\n".join(found)

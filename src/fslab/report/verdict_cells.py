@@ -18,6 +18,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+from fslab.analyze.campaign.stats import ALPHA
 from fslab.analyze.campaign.verdicts import ComparisonRow, Verdict
 from fslab.base.vocab import format_p, format_value, metric_label, point_label
 
@@ -30,7 +31,7 @@ MARKS: dict[Verdict, str] = {
     "needs more runs": "?",
 }
 MARK_LEGEND = (
-    "verdict marks: + better, - worse (BH-adjusted p < 0.05 and a change beyond "
+    f"verdict marks: + better, - worse (BH-adjusted p < {ALPHA:g} and a change beyond "
     "the run-to-run noise), ~ changed (evidence metric), = no change shown, "
     "? needs more runs"
 )

@@ -13,7 +13,7 @@ Verdict rules, in order (g is the magnitude gate, max(2%, 1 x baseline CV)):
    a candidate campaign whose runs spread more than the spec's campaigns do
    (analyze.noise: F test p < UNSTEADY_P, set only where the noise model
    judges one campaign against its baselines)           -> "needs more runs"
-2. BH-adjusted p < 0.05, the interval excludes 1 on the side of the change,
+2. BH-adjusted p < stats.ALPHA (0.05), the interval excludes 1 on the side of the change,
    and the measured change (ratio - 1) is at least g     -> "better" / "worse"
    (metrics whose declared direction is "none": "changed")
 3. interval excludes 1 and the change is at least g, but the test is not
@@ -55,7 +55,6 @@ from fslab.base.vocab import PointKey, headline_metric, point_label
 Samples = Mapping[PointKey, Mapping[str, Sequence[float]]]
 Verdict = Literal["better", "worse", "changed", "no change shown", "needs more runs"]
 
-ALPHA = stats.ALPHA  # BH-adjusted significance level
 CONFIDENCE = 0.95  # of the ratio interval
 GATE_FLOOR = 0.02  # smallest change ever reported: 2%
 GATE_CV_FACTOR = 1.0  # gate grows with the baseline's run-to-run CV
@@ -219,7 +218,7 @@ def compare(
     candidate: Samples,
     *,
     metrics: Iterable[str] | None = None,
-    alpha: float = ALPHA,
+    alpha: float = stats.ALPHA,
     gate_floor: float = GATE_FLOOR,
     gate_cv_factor: float = GATE_CV_FACTOR,
     min_reps: int = MIN_REPS,
@@ -305,7 +304,7 @@ def _kept(values: Sequence[float]) -> list[float]:
 def judge(
     rows: Sequence[ComparisonRow],
     *,
-    alpha: float = ALPHA,
+    alpha: float = stats.ALPHA,
     gate_floor: float = GATE_FLOOR,
     gate_cv_factor: float = GATE_CV_FACTOR,
     min_reps: int = MIN_REPS,

@@ -43,6 +43,7 @@ from typing import Literal
 import numpy as np
 from scipy import stats as sps
 
+from fslab.analyze.campaign import stats
 from fslab.analyze.campaign.dataset import CampaignData
 from fslab.analyze.campaign.verdicts import UNSTEADY_P, least_p
 from fslab.analyze.noise.model import NoiseModel, PointNoise
@@ -201,11 +202,12 @@ def decide(
 
 
 def _differ(delta: float, refs: PointNoise, n_good: int, n_bad: int) -> bool:
-    """The references' levels differ at 95% (a t test on the difference of mean logs)."""
+    """The references' levels differ (a two-sided t test on the difference of mean logs,
+    at stats.ALPHA)."""
     var = refs.mean_var(n_good) + refs.mean_var(n_bad)
     if var == 0:
         return delta != 0
-    critical = float(sps.t.ppf(0.975, max(refs.df(n_good, n_bad), 1.0)))
+    critical = float(sps.t.ppf(1.0 - stats.ALPHA / 2.0, max(refs.df(n_good, n_bad), 1.0)))
     return abs(delta) / math.sqrt(var) > critical
 
 
