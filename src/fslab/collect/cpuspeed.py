@@ -10,12 +10,11 @@ the thread's own CPU time (so the probe's own preemption and steal do not
 count). The median over the run is the run's probe time: higher is slower.
 
 Its cost is stated with it (`speed_probe_cpu_pct`, the probe's own CPU time
-as a share of all CPUs over the window): about 0.45 ms every 0.1 s, a
-quarter of a percent of a 2-CPU machine, and never more than MAX_SPEED_DUTY
-of one CPU (it waits longer where a sample is slow, as under emulation). A
-single sample spreads by 10-15% here (the vCPU's speed really does vary from
-one millisecond to the next), so the median of a 4 s run's ~50 samples is
-good to about 3%; the slow episodes it is for cost 15-20%.
+as a share of all CPUs over the window), and is never more than
+MAX_SPEED_DUTY of one CPU (it waits longer where a sample is slow, as under
+emulation). The median, because a single sample spreads (the vCPU's speed
+really does vary from one millisecond to the next). What it costs and how
+well it reads: docs/collectors.md, "What every run records".
 """
 
 from __future__ import annotations
@@ -30,8 +29,8 @@ SPEED_LOOPS = 4000
 SPEED_INTERVAL_S = 0.1
 MIN_SPEED_SAMPLES = 5
 # the probe waits long enough after each sample to stay under this share of one CPU: on
-# a native or KVM CPU a sample takes about 0.45 ms and the 0.1 s interval holds; under
-# emulation (qemu TCG) a sample can take 10 ms and more, and the probe backs off
+# a native or KVM CPU the 0.1 s interval holds; under emulation (qemu TCG) a sample
+# takes far longer, and the probe backs off (docs/collectors.md)
 MAX_SPEED_DUTY = 0.006
 
 

@@ -41,10 +41,8 @@ from fslab.collect.base import (
 )
 from fslab.collect.tracefs import Ticker
 
-# Share of one CPU the sampler may use. With a 2% budget the evidence run at
-# 1024 jobs ran at 0.924 of the clean IOPS (median of 20 pairs), with 1% at
-# 0.969 (20 pairs, 10 of them with the collectors niced, which changed
-# nothing): bench/collector_overhead.py, docs/collectors.md.
+# Share of one CPU the sampler may use: 1%, because a 2% budget cost the evidence
+# run at 1024 jobs measurably more (docs/collectors.md, "offcpu", has the figures).
 DEFAULT_CPU_BUDGET = 0.01
 PROC = Path("/proc")
 BLOCKED_STATES = ("D", "S")

@@ -1,12 +1,12 @@
 """CPU that other processes took while the workload ran.
 
 A campaign run beside a build, a test suite or another benchmark on the same
-machine loses throughput with neither steal nor a slower CPU to show it: two
-campaigns of the spaced8p recording fell by a third while a test suite ran
-beside them, and nothing fslab recorded said so (docs/statistics.md). So the
-runner reads every process's CPU time (utime + stime of /proc/PID/stat)
-before and after the workload and stores what processes outside fslab's own
-tree took, as a share of all CPUs: `host_cpu.others_cpu_pct`.
+machine loses throughput with neither steal nor a slower CPU to show it (a
+test suite beside a recording once did, and nothing fslab recorded said so:
+docs/collectors.md, "What every run records"). So the runner reads every
+process's CPU time (utime + stime of /proc/PID/stat) before and after the
+workload and stores what processes outside fslab's own tree took, as a
+share of all CPUs: `host_cpu.others_cpu_pct`.
 
 - fslab's tree (fslab, and fio, dd, perf and the collectors it started) is
   the measurement, not a neighbour; so are kernel threads (PF_KTHREAD): the

@@ -186,9 +186,8 @@ def profile_metrics(profile: Profile, top_n: int = TOP_FUNCS) -> dict[str, float
 
 
 class PerfOptions(CollectorOptions):
-    # sampling rate per CPU: on 2 CPUs at 64 jobs (CPU-bound) 499 Hz cost ~13% of the
-    # IOPS and 199 Hz ~3%; 99 Hz still gives ~1600 samples in an 8 s window
-    # (bench/collector_overhead.py, docs/collectors.md)
+    # sampling rate per CPU: the cost grows with the rate, and 99 Hz still gives enough
+    # samples in a window (docs/collectors.md, "What the instruments cost")
     freq_hz: Annotated[int, Field(ge=1, le=20000)] = DEFAULT_FREQ_HZ
 
 

@@ -58,10 +58,8 @@ FS_EVENTS: dict[str, tuple[tuple[str, str, str], ...]] = {
         ("xfs/xfs_ail_push", "dev", "dev"),
     ),
 }
-# Events that fire once per write, fsync or journal handle: at the fsync storm's
-# 20K fsyncs/s the first three cost ~2.5% of the IOPS, and ext4_da_write_begin (a
-# hit per buffered write) alone 1.5% at one job: 0.985 of the clean rate, +0.6 us of
-# fio's CPU a write (bench/collector_overhead.py windows, docs/collectors.md). What
+# Events that fire once per write, fsync or journal handle: each hit costs the
+# workload's own threads (docs/collectors.md, "tpcounters", has the figures). What
 # they say other sources give (fio's write and fsync counts; jbd2's handles per
 # transaction x commits/s), so they are counted only on request ([collect]
 # tpcounters_per_call = true), and with them the delalloc-fallback ratio.
@@ -345,7 +343,7 @@ def _device_part(flt: str | None) -> str | None:
 
 class TpCountersOptions(CollectorOptions):
     # count the tracepoints that fire once per buffered write, fsync, writepages or
-    # journal handle too (PER_CALL_EVENTS): ~4% of the IOPS
+    # journal handle too (PER_CALL_EVENTS): a cost in the IOPS (docs/collectors.md)
     per_call: bool = False
 
 

@@ -251,8 +251,8 @@ def needs_separate_layout(spec: Spec, sweep: Mapping[str, ScalarValue]) -> bool:
 
     fio fsyncs what it lays out (create_fsync defaults to on) and starts its
     clock after layout, so the figures are the same either way; a long layout
-    (1024 jobs x 4 MiB takes ~3.5 s here) would however fall inside the
-    collectors' window. Small layouts stay inline: a separate fio costs ~0.25 s.
+    would however fall inside the collectors' window, and a separate fio costs
+    more than a small layout (docs/architecture.md, "Departures").
     """
     total = file_bytes_total(fio_options_for_point(spec, sweep))
     return total is None or total > SEPARATE_LAYOUT_BYTES

@@ -44,8 +44,8 @@ class PostResults:
 def finish_all(pending: Mapping[str, PendingResult]) -> dict[str, CollectorResult]:
     """Every collector's results, each computed in its own thread: `perf script` is a
     subprocess and the decoders spend most of their time in numpy or the kernel, so
-    together they take about as long as the slowest (one evidence run at 32 jobs: jbd2
-    0.16 s, perf 0.12, workqueue 0.13, tpcounters 0.05; 0.47 s one after another)."""
+    together they take about as long as the slowest (docs/collectors.md, "Common
+    behaviour")."""
     if len(pending) <= 1:
         return {name: p.finish() for name, p in pending.items()}
     with ThreadPoolExecutor(len(pending), thread_name_prefix="fslab-post") as pool:

@@ -18,16 +18,13 @@ GUEST_AXES = ("kernel", "cpus", "possible_cpus")
 Accel = Literal["kvm", "tcg"]
 
 # What the guest needs beside the loop image: its kernel, the page cache of
-# the filesystem under test, fslab's Python and the tools (measured: an idle
-# 6.1 guest uses ~150 MiB; a 100 MiB dd adds its page cache twice, fs + image).
+# the filesystem under test, fslab's Python and the tools (docs/guests.md).
 MEMORY_HEADROOM_BYTES = 1024**3
 MIN_MEMORY_BYTES = 2 * 1024**3
-# The kernel sets per-CPU areas aside for every possible CPU: a 3 GiB 6.1
-# guest has MemTotal 2.84 GiB at possible_cpus=2 and 1.95 GiB at 1728
-# (0.53 MiB per possible CPU); fslab allows twice that.
+# The kernel sets per-CPU areas aside for every possible CPU; fslab allows twice
+# what it was measured to take (docs/guests.md).
 PERCPU_BYTES_PER_POSSIBLE_CPU = 1024**2
-# Boot deadlines. TCG boots took 12-45 s here, a 5.10 kernel with
-# possible_cpus=1728 up to 103 s; KVM boots take a few seconds.
+# Boot deadlines, with room over the boots measured (docs/guests.md).
 BOOT_TIMEOUT_S = {"tcg": 300.0, "kvm": 120.0}
 
 

@@ -820,8 +820,8 @@ def _insert_columns(
     statement of the same text whatever the row count, so psycopg prepares it
     once, and a handful of Python objects rather than a dict and three bind
     parameters per row. Those per-row objects made the writer's garbage
-    collector run a full pass (about 50 ms of CPU) every few dozen saves, the
-    slowest saves of all (bench/store_waits.py). SQLite, in this process,
+    collector run a full pass every few dozen saves, the slowest saves of all
+    (docs/fleet.md, "The store"). SQLite, in this process,
     takes the rows through its executemany.
     """
     names = list(columns)

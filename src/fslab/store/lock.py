@@ -12,8 +12,8 @@ Byte 0 (campaign ids start at 1) is the writers' turn: every fslab write
 transaction on the file holds it (F_OFD_SETLKW), so concurrent writers wait in
 the kernel and the next one is woken the moment the turn is free. Left to
 SQLite alone they would poll with its busy handler, whose sleeps grow to
-100 ms and let a waiter lose its turn again and again (a p99 of 234 ms with
-8 writers saving back to back).
+100 ms and let a waiter lose its turn again and again (docs/fleet.md, "The
+store").
 """
 
 from __future__ import annotations

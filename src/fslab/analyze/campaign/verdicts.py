@@ -28,8 +28,8 @@ was 0 and is now 1 ms): the test alone decides, by the sign of the change.
 Why the gate is on the measured change and uses 1 x CV (the design asked for
 the whole interval beyond max(2%, 2 x CV)): at 3% run-to-run CV that gate is
 6%, so a true 5% shift could never be flagged; and even with a 2% gate,
-requiring the interval's near end beyond it caught a 5% shift at only ~60%
-of points with 16 repetitions a side (a simulation made while calibrating).
+requiring the interval's near end beyond it caught a 5% shift at too few
+points (docs/statistics.md, "Departure from the issue").
 Significance plus an interval that excludes 1 already says the change is
 real; the gate says it is big enough to matter: no smaller than 2%, and no
 smaller than one run-to-run standard deviation, the spread an engineer sees
@@ -61,9 +61,8 @@ GATE_CV_FACTOR = 1.0  # gate grows with the baseline's run-to-run CV
 
 #: Repetitions per point fslab recommends. Derived by bench/stats_calibration.py:
 #: the smallest count at which a 5% shift at 3% CV (lognormal noise) is flagged
-#: at >= 90% of points of an 8-point sweep. A 600-sweep run gave 88.7% +-0.5 at
-#: 14, 91.5% +-0.4 at 16, 92.7% +-0.4 at 18; A/A false alarms at 16 were 0.4%
-#: of points in 8-point sweeps and about 1% in one-point tables.
+#: at >= 90% of points of an 8-point sweep (the figures: docs/statistics.md,
+#: "fslab compare").
 RECOMMENDED_REPETITIONS = 16
 
 #: Below this p the candidate campaign's runs spread more than the spec's campaigns'

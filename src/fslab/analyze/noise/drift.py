@@ -6,11 +6,11 @@ CPU, its frequency governor, the tools that measured. A comparison states
 each difference it finds as a warning; a fact one side did not record
 (campaigns stored before fslab recorded it) is not a difference. Beside the
 host's facts, its load: a hypervisor that gives the CPUs to other guests
-(steal) slows a CPU-bound workload, 2.4% of the write IOPS a point of
-steal on the machine fslab was built on (bench/steal_noise.py), so sides
-whose runs saw different steal are warned about too; and so are sides whose
-runs shared the machine with different amounts of other processes' CPU
-(collect.others: a test suite or a build running beside a campaign).
+(steal) slows a CPU-bound workload (docs/statistics.md, "The host's own
+load: steal"), so sides whose runs saw different steal are warned about
+too; and so are sides whose runs shared the machine with different amounts
+of other processes' CPU (collect.others: a test suite or a build running
+beside a campaign).
 """
 
 from __future__ import annotations

@@ -1,11 +1,11 @@
 """Where a comparison stands when its baselines' level moved: one rule, and what it says.
 
-The noise model (analyze.noise) takes a spec's baseline campaigns as
+The noise model (analyze.noise.model) takes a spec's baseline campaigns as
 scattered around one level. When the machine's own speed moved part-way
 through them (their headline series has a change point, found as `fslab
-series` finds it: analyze.series), the move is counted as drift between
-campaigns: the model comes out too wide to find a real change, and a
-difference between a campaign before the move and one after it is partly
+series` finds it: analyze.history.series), the move is counted as drift
+between campaigns: the model comes out too wide to find a real change, and
+a difference between a campaign before the move and one after it is partly
 the machine's. So:
 
 - both sides on one level that has MIN_CAMPAIGNS baselines: the model
@@ -16,23 +16,22 @@ the machine's. So:
 - the sides on different levels: the model stays as it was (the wider one:
   conservative) and the comparison warns where the level moved.
 
-A model fitted on one level's baselines alone was tried first: on the
-spaced8 recording it flagged 6 of 91 A/A pairs (all one campaign at the
-edge of a quiet level of 2% drift), against 2 for the blocks
-(docs/statistics.md).
-
-Comparing a candidate across a move with the mean of its own level was tried
-too: on spaced8s it flagged 71 of 435 A/A pairs, against 47 with one mean,
-because a level found in a slow stretch of the host is not steady inside it
-(its campaigns spread 30-36K write IOPS). What the stretch leaves is caught
-as an unsteady candidate instead (analyze.noise).
+Two other rules were tried and dropped, because both flagged more A/A
+pairs on the recordings: a model fitted on one level's baselines alone (a
+change point falls where the series splits into quiet runs, so a level's
+own drift comes out too small), and a candidate compared across a move with
+the mean of its own level (a level found in a slow stretch of the host is
+not steady inside it; what the stretch leaves is caught as an unsteady
+candidate instead). The figures: docs/statistics.md, "When the machine's
+own level moved" and "An unsteady candidate is not judged".
 
 A level is the run of series campaigns between two moves. Its time span
 runs from its first campaign's start up to the next level's first start;
 the last level is open-ended, and the first also takes what started before
 it (no move is recorded there). A campaign lies on the level whose span
-holds its start. analyze.baselines builds the series and fits the model;
-this module holds the rule over start times and moves, and the sentences.
+holds its start. analyze.history.baselines builds the series and fits the
+model; this module holds the rule over start times and moves, and the
+sentences.
 """
 
 from __future__ import annotations

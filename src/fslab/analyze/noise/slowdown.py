@@ -5,8 +5,8 @@ workload itself has no part in, and every run records both
 (facts.host_cpu):
 
 - **steal**, time the hypervisor gave to other guests (/proc/stat): on the
-  machine fslab was built on 2.4% of the write IOPS a point of steal, and
-  78% of the run-to-run variance (bench/steal_noise.py);
+  machine fslab was built on, most of the run-to-run variance
+  (docs/statistics.md, "The host's own load: steal");
 - **a slower vCPU**, the same CPU time doing less work (a busy hyperthread
   sibling, a lower host clock), which no counter in the guest shows: the
   runner times a fixed loop beside the workload (collect.cpuspeed), and the
@@ -17,9 +17,10 @@ of every run is taken to zero steal (and, asked for, to one CPU speed: the
 median probe time of the runs fitted) with the slopes the comparison's own
 campaigns give. Comparisons take out COVARIATES, steal alone: the speed
 probe, taken out beside it, cost power on the one recording that has it
-(the constant says by how much), so it is recorded, warned about nowhere,
-and kept for `bench/stats_calibration.py --covariates steal,speed` to judge
-again on the next recording:
+(docs/statistics.md, "The speed probe and a second steal recording"), so
+it is recorded, warned about nowhere, and kept for
+`bench/stats_calibration.py --covariates steal,speed` to judge again on the
+next recording:
 
 - the slopes are of log(headline) on the covariates *within* campaigns
   (each campaign's and sweep point's runs around their own means), one
@@ -59,9 +60,9 @@ STEAL = "steal"
 SPEED = "speed"
 KNOWN_COVARIATES = (STEAL, SPEED)
 # What comparisons take out. The speed probe is recorded with every run but not taken out:
-# on the one recording that has it (spaced8p) taking it out beside steal widened the spread
-# of the campaigns (between-campaign CV 3.1% -> 3.7%) and cost power (a 10% change found
-# one campaign a side in 57.6% of pairs instead of 79.7%; docs/statistics.md).
+# on the one recording that has it, taking it out beside steal widened the spread of the
+# campaigns and cost power (docs/statistics.md, "The speed probe and a second steal
+# recording").
 COVARIATES: tuple[str, ...] = (STEAL,)
 
 
