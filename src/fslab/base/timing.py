@@ -13,7 +13,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import asdict, dataclass, fields
 from typing import Any
 
-from fslab.base.units import format_duration_s
+from fslab.base.format import format_duration_s
 
 
 @dataclass

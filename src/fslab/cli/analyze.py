@@ -19,6 +19,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from fslab.analyze.campaign.dataset import CampaignData, load_campaign
+from fslab.analyze.campaign.metrics_catalog import format_value
 from fslab.analyze.campaign.stats import MIN_REPS
 from fslab.analyze.campaign.verdicts import RECOMMENDED_REPETITIONS, ComparisonRow
 from fslab.analyze.curve import point_profile as pp
@@ -35,7 +36,7 @@ from fslab.analyze.versus.comparisons import (
 )
 from fslab.analyze.versus.hosts import HostFact, campaigns_across_hosts, host_facts_side_by_side
 from fslab.base.errors import UsageError
-from fslab.base.vocab import format_value, metric_label, point_label
+from fslab.base.vocab import metric_label, point_label
 from fslab.cli.common import DbOption, JsonOption, app, err, guarded, open_store, out, print_json
 from fslab.report.flamegraph import diff_flamegraph_svg, flamegraph_svg
 from fslab.report.speedscope import speedscope_json

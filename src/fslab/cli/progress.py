@@ -13,7 +13,8 @@ from rich.progress import (
     TimeRemainingColumn,
 )
 
-from fslab.base.vocab import format_value, headline_metric, point_label
+from fslab.analyze.campaign.metrics_catalog import format_value
+from fslab.base.vocab import headline_metric, point_label
 from fslab.store.db import PointOutcome, PointRow
 
 

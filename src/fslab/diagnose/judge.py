@@ -14,7 +14,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from fslab.base.vocab import format_value
+from fslab.analyze.campaign.metrics_catalog import format_value
 from fslab.diagnose.evidence import PointEvidence
 from fslab.diagnose.mechanisms import Condition, MetricSignal
 

@@ -27,8 +27,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from fslab.analyze.campaign.dataset import CampaignData
+from fslab.analyze.campaign.metrics_catalog import format_value
 from fslab.analyze.curve.falloff import FALLOFF_MIN_DROP, Falloff
-from fslab.base.vocab import format_value
 from fslab.diagnose.attribution import Shift
 from fslab.diagnose.ceiling import Ceiling
 from fslab.diagnose.evidence import Compositions, PointEvidence, load_evidence, signal

@@ -47,8 +47,9 @@ from fslab.analyze.curve.falloff import (
     steepest_fall,
 )
 from fslab.analyze.versus.comparisons import verdicts_at
+from fslab.base.format import format_p
 from fslab.base.roles import PointRole, counts_for_headline, is_evidence
-from fslab.base.vocab import PointKey, ScalarValue, format_p, point_key, point_label
+from fslab.base.vocab import PointKey, ScalarValue, point_key, point_label
 from fslab.diagnose.diagnosis import ConfigDiagnosis, diagnose_config
 from fslab.diagnose.mechanisms import load_rules
 from fslab.spec.points import ADAPTIVE_SCAN_RUNS

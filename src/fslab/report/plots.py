@@ -27,7 +27,8 @@ from matplotlib.lines import Line2D
 from matplotlib.ticker import FuncFormatter, NullLocator
 from matplotlib.typing import RcKeyType
 
-from fslab.base.vocab import ScalarValue, format_value, point_label
+from fslab.analyze.campaign.metrics_catalog import format_value
+from fslab.base.vocab import ScalarValue, point_label
 from fslab.report.tree import Comparisons, Latency, Report, Scaling
 
 FIG_SIZE_IN = (7.5, 3.9)

@@ -14,18 +14,12 @@ from __future__ import annotations
 import shlex
 from collections.abc import Iterable, Mapping
 
+from fslab.analyze.campaign.metrics_catalog import format_value
 from fslab.analyze.campaign.verdicts import ComparisonRow
 from fslab.analyze.versus.comparisons import PointVerdict
 from fslab.analyze.versus.reported import FigureMatch
-from fslab.base.units import format_bytes
-from fslab.base.vocab import (
-    PointKey,
-    ScalarValue,
-    format_value,
-    metric_label,
-    point_key,
-    point_label,
-)
+from fslab.base.format import format_bytes
+from fslab.base.vocab import PointKey, ScalarValue, metric_label, point_key, point_label
 from fslab.diagnose.diagnosis import ConfigDiagnosis, ruled_out_reasons
 from fslab.diagnose.score import Candidate
 from fslab.report.diagnosis_text import candidate_evidence

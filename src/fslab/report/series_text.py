@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import textwrap
 
+from fslab.analyze.campaign.metrics_catalog import format_value
 from fslab.analyze.history.series import Series
-from fslab.base.vocab import format_value, metric_label, point_label
+from fslab.base.vocab import metric_label, point_label
 
 
 def series_lines(built: Series) -> list[str]:

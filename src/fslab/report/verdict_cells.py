@@ -18,8 +18,10 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+from fslab.analyze.campaign.metrics_catalog import format_value
 from fslab.analyze.campaign.verdicts import ComparisonRow, Verdict
-from fslab.base.vocab import format_p, format_value, metric_label, point_label
+from fslab.base.format import format_p
+from fslab.base.vocab import metric_label, point_label
 
 CALL_CHAIN_SHARE = "profile.inclusive."
 MARKS: dict[Verdict, str] = {

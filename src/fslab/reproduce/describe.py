@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from fslab.base.vocab import format_value
+from fslab.analyze.campaign.metrics_catalog import format_value
 from fslab.reproduce.facts import FigureFact, ReportFacts
 from fslab.reproduce.pending import limit_text
 from fslab.reproduce.scale import human_bytes

@@ -17,7 +17,8 @@ from dataclasses import dataclass, field
 
 from pydantic import ValidationError
 
-from fslab.base.units import format_bytes, parse_size_bytes
+from fslab.base.format import format_bytes
+from fslab.base.units import parse_size_bytes
 from fslab.guest.debian import OFFERED_SERIES
 from fslab.reproduce.facts import DeviceFact, ReportFacts
 from fslab.reproduce.scale import human_bytes

@@ -13,8 +13,8 @@ import platform
 import re
 from dataclasses import dataclass
 
+from fslab.base.format import format_bytes
 from fslab.base.hostfacts import nr_cpu_ids, online_cpu_count
-from fslab.base.units import format_bytes
 
 
 def human_bytes(size: float) -> str:

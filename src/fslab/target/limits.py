@@ -23,8 +23,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from fslab.base.errors import FslabError
+from fslab.base.format import format_bytes
 from fslab.base.proc import run
-from fslab.base.units import format_bytes
 from fslab.target.guard import block_major_minor, read_mountinfo
 from fslab.target.loop import deferred_interrupts
 

@@ -14,12 +14,12 @@ import statistics
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 
+from fslab.analyze.campaign.metrics_catalog import format_value
 from fslab.analyze.campaign.stats import outlier_mask
 from fslab.base.roles import counts_for_headline, is_warmup
 from fslab.base.vocab import (
     PointKey,
     ScalarValue,
-    format_value,
     headline_metric,
     latency_metric,
     point_key,

@@ -42,8 +42,10 @@ from typing import Any, Literal
 
 from fslab.analyze.campaign import stats
 from fslab.analyze.campaign.dataset import CampaignData
+from fslab.analyze.campaign.metrics_catalog import format_value
 from fslab.analyze.campaign.stats import Values
-from fslab.base.vocab import PointKey, format_p, format_value, point_label
+from fslab.base.format import format_p
+from fslab.base.vocab import PointKey, point_label
 
 FALLOFF_MIN_DROP = 0.15
 KNEE_GAIN = 0.10  # per doubling of N

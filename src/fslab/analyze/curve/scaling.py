@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from fslab.analyze.campaign.dataset import CONCURRENCY_AXES, CampaignData
-from fslab.analyze.campaign.metrics_catalog import metric_def
+from fslab.analyze.campaign.metrics_catalog import format_value, metric_def
 from fslab.analyze.curve import falloff
 from fslab.analyze.curve.falloff import Curve
 from fslab.analyze.curve.usl import (
@@ -38,7 +38,7 @@ from fslab.analyze.curve.usl import (
 )
 from fslab.base.errors import FslabError, UsageError
 from fslab.base.roles import counts_for_headline
-from fslab.base.vocab import PointKey, format_value, point_key, point_label
+from fslab.base.vocab import PointKey, point_key, point_label
 
 NSTAR_RANGE = 2.0  # N* within [N_min / 2, 2 N_max] counts as near the measured range
 

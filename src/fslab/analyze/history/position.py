@@ -44,11 +44,12 @@ import numpy as np
 from scipy import stats as sps
 
 from fslab.analyze.campaign.dataset import CampaignData
+from fslab.analyze.campaign.metrics_catalog import format_value
 from fslab.analyze.campaign.verdicts import UNSTEADY_P, least_p
 from fslab.analyze.noise.model import NoiseModel, PointNoise
 from fslab.analyze.noise.slowdown import SlowdownFit
 from fslab.analyze.versus.comparisons import samples
-from fslab.base.vocab import PointKey, format_value, point_label
+from fslab.base.vocab import PointKey, point_label
 
 CONFIDENCE = 0.99  # of the combined position's interval
 BOUNDARY = 0.5  # halfway between good (0) and bad (1)
