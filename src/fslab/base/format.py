@@ -23,19 +23,24 @@ The conventions, one per unit:
 - durations measured by a metric (``ns``, ``ms``, ``s``): whole microseconds
   below 1 ms, then ms, then s: 45us, 3.62ms, 1.95s. Wall times of fslab's own
   work: `format_duration_s`: 12.3s, 4m05s, 2h03m.
-- ratios: "x0.85" (a factor between two values).
-- percentages, two spellings: a share or level, "37%" (`format_pct`, from
-  percent; `format_share` from a fraction), and a signed change, "+12%"
-  (`format_change_pct`). Profile shares (catalog unit ``share``) keep one
-  decimal, since most are below 1%.
+- ratios: "0.85", in prose "x0.85" (a factor between two values); a sweep
+  value or a configured factor as given: "64", "0.5" (`format_plain`); a
+  fitted model value: `format_fitted`.
+- percentages, two spellings: a share or level, "37%" (`format_pct` from
+  percent, `format_share` from a fraction; catalog units ``%`` and
+  ``fraction``), and a signed change, "+12%" (`format_change_pct`); a share's
+  change in percentage points is "+1.2" (`format_points`), never with a %
+  sign. Profile shares (catalog unit ``share``) keep one decimal, since most
+  are below 1%.
 - p values: "0.022", "<0.001".
 
-A missing or non-finite value prints "-" everywhere.
+A missing value (None, NaN) prints "-".
 """
 
 from __future__ import annotations
 
 import math
+import re
 
 
 def _missing(value: float | None) -> bool:
@@ -69,10 +74,26 @@ def format_number(value: float | None, digits: int = 3) -> str:
 
 
 def format_ratio(value: float | None, digits: int = 2) -> str:
-    """A factor between two values: "x0.85"."""
+    """A factor between two values: "0.85" (prose writes it "x0.85")."""
     if value is None or _missing(value):
         return "-"
-    return f"x{value:.{digits}f}"
+    return f"{value:.{digits}f}"
+
+
+def format_plain(value: float) -> str:
+    """A number as given, in its shortest spelling: a sweep value or a factor (64, 0.5)."""
+    return f"{value:g}"
+
+
+def format_fitted(value: float) -> str:
+    """A model's fitted value (N*, a USL coefficient): 0.0123, 950, 12345, 1.2e+07."""
+    if not math.isfinite(value):
+        return "inf"
+    if abs(value) < 1e-12:  # a bound the optimizer reached only up to rounding
+        return "0"
+    if 100 <= abs(value) < 1e7:
+        return f"{value:.0f}"
+    return f"{value:.3g}"
 
 
 def format_p(value: float) -> str:
@@ -85,11 +106,12 @@ def format_p(value: float) -> str:
 # ------------------------------------------------------------------ percentages
 
 
-def format_pct(pct: float | None, digits: int = 0) -> str:
-    """A share or level given in percent: "37%", "0.8%" (digits=1)."""
+def format_pct(pct: float | None, digits: int | None = 0) -> str:
+    """A share or level given in percent: "37%", "0.8%" (digits=1); digits=None: as
+    given, shortest ("2.5%", "10%": a threshold the user set)."""
     if pct is None or _missing(pct):
         return "-"
-    return f"{pct:.{digits}f}%"
+    return f"{pct:g}%" if digits is None else f"{pct:.{digits}f}%"
 
 
 def format_share(fraction: float | None, digits: int = 0) -> str:
@@ -97,11 +119,19 @@ def format_share(fraction: float | None, digits: int = 0) -> str:
     return "-" if fraction is None else format_pct(100 * fraction, digits)
 
 
-def format_change_pct(pct: float | None, digits: int = 0) -> str:
-    """A signed change given in percent: "+12%", "-3.5%" (digits=1)."""
+def format_change_pct(pct: float | None, digits: int | None = 0) -> str:
+    """A signed change given in percent: "+12%", "-3.5%" (digits=1); digits=None: as
+    given ("-12.5%", "+30%")."""
     if pct is None or _missing(pct):
         return "-"
-    return f"{pct:+.{digits}f}%"
+    return f"{pct:+g}%" if digits is None else f"{pct:+.{digits}f}%"
+
+
+def format_points(points: float | None, digits: int = 1) -> str:
+    """A signed change of a share in percentage points: "+1.2" (a column or "points" says so)."""
+    if points is None or _missing(points):
+        return "-"
+    return f"{points:+.{digits}f}"
 
 
 # ------------------------------------------------------------------ bytes
@@ -115,6 +145,11 @@ def format_bytes(n_bytes: float) -> str:
             return f"{value:.0f}{unit}" if unit == "B" else f"{value:.1f}{unit}"
         value /= 1024
     raise AssertionError("unreachable")
+
+
+def format_size(n_bytes: float) -> str:
+    """A size as a spec writes it: format_bytes without a trailing .0 (16GiB, 27.5MiB)."""
+    return re.sub(r"\.0(?=[A-Za-z])", "", format_bytes(n_bytes))
 
 
 def format_bytes_per_s(value: float | None) -> str:
@@ -151,16 +186,26 @@ def format_duration_s(seconds: float) -> str:
     return f"{hours}h{minutes:02d}m"
 
 
+def format_tick_ms(value: float) -> str:
+    """A plot axis tick in milliseconds, shortest: 50us, 0.5ms, 2s."""
+    if value >= 1000:
+        return f"{value / 1000:g}s"
+    return f"{value:g}ms" if value >= 0.01 else f"{value * 1000:g}us"
+
+
 # ------------------------------------------------------------------ by unit
 
 _NS_PER = {"ns": 1.0, "ms": 1e6, "s": 1e9}
 _COUNTS = frozenset({"IO/s", "calls", "events", "samples", "switches", "runs", "jobs", "pages"})
 
 
-def format_metric(value: float | None, unit: str) -> str:
-    """A metric's value in the spelling of its catalog unit ("IO/s", "B/s", "ns", ...)."""
+def format_metric(value: float | None, unit: str, *, word: bool = False) -> str:
+    """A metric's value in the spelling of its catalog unit ("IO/s", "B/s", "ns", ...);
+    `word`: operations per second say so ("31.2K IOPS"; other spellings carry their unit)."""
     if value is None or _missing(value):
         return "-"
+    if unit == "IO/s" and word:
+        return format_iops(value)
     if unit in _COUNTS:
         return format_count(value)
     if unit == "B/s":

@@ -15,7 +15,7 @@ from collections.abc import Sequence
 
 from fslab.analyze.campaign.metrics_catalog import format_value
 from fslab.analyze.campaign.verdicts import ComparisonRow
-from fslab.base.format import format_bytes, format_ns, format_number, format_share
+from fslab.base.format import format_bytes, format_ns, format_number, format_ratio, format_share
 from fslab.base.vocab import sweep_cell, value_label
 from fslab.report.recipe import rerun_argv
 from fslab.report.terminal import EVIDENCE_CAPTION, format_evidence
@@ -300,7 +300,7 @@ def workqueue_table(contention: Contention) -> Table | None:
                     format_ns(values.get("queue_delay_ns_p99")),
                     format_ns(values.get("start_delay_ns_p99")),
                     format_ns(values.get("exec_ns_p99")),
-                    _fixed(values.get("utilisation")),
+                    format_ratio(values.get("utilisation")),
                     format_number(values.get("peak_concurrency")),
                 ]
             )
@@ -315,10 +315,6 @@ def workqueue_table(contention: Contention) -> Table | None:
         "peak",
     ]
     return Table(headers, rows, "llrrrrrr")
-
-
-def _fixed(value: float | None) -> str:
-    return "-" if value is None else f"{value:.2f}"
 
 
 def jbd2_table(contention: Contention) -> Table | None:

@@ -21,9 +21,9 @@ def metric_def(name: str) -> MetricDef:
     return CATALOG.lookup(name)
 
 
-def format_value(metric: str | None, value: float | None) -> str:
+def format_value(metric: str | None, value: float | None, *, word: bool = False) -> str:
     """A metric's value in the spelling of its declared unit (fslab.base.format):
-    31.2K, 43.8MB/s, 1.20ms; "-" when there is none."""
+    31.2K, 43.8MB/s, 1.20ms; `word`: 31.2K IOPS; "-" when there is none."""
     if metric is None or value is None:
         return "-"
-    return format_metric(value, metric_def(metric).unit)
+    return format_metric(value, metric_def(metric).unit, word=word)
