@@ -25,9 +25,9 @@ from bench.diagnosis_accuracy import CORPUS, manifest
 from typer.testing import CliRunner
 
 from fslab.analyze.campaign.dataset import load_campaign
+from fslab.analyze.campaign.metrics_catalog import format_value
 from fslab.analyze.versus.comparisons import verdicts_at
 from fslab.analyze.versus.reported import match_figures, reporter_point
-from fslab.base.vocab import format_value
 from fslab.cli import app
 from fslab.diagnose.diagnosis import diagnose_campaign
 from fslab.diagnose.hypotheses import judge_hypothesis

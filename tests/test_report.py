@@ -22,12 +22,12 @@ import pytest
 from typer.testing import CliRunner
 
 from fslab.analyze.campaign.dataset import load_campaign
+from fslab.analyze.campaign.metrics_catalog import format_value
 from fslab.analyze.versus.comparisons import config_comparisons
 from fslab.cli import app
 from fslab.report.html import inline_svg, render_html
 from fslab.report.json_report import render_json, report_data
 from fslab.report.model import build_report
-from fslab.report.terminal import format_value
 from fslab.report.text import render_text
 from fslab.report.text_blocks import shell_lines
 from fslab.report.tree import Report

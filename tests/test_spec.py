@@ -177,7 +177,7 @@ def test_target_limits_are_parsed_and_checked():
     )
     limits = spec.target.limits.device_limits()
     assert (limits.write_iops, limits.write_bps, limits.read_iops) == (64000, 250 << 20, None)
-    assert limits.describe() == "write 64000 IOPS, write 250.0MiB/s"
+    assert limits.describe() == "write 64.0K IOPS, write 262.1MB/s"
     for bad, field in (
         ("{write_iops=0}", "target.limits.write_iops"),
         ('{write_bps="1k"}', "target.limits.write_bps"),

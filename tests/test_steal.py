@@ -14,11 +14,11 @@ import pytest
 from typer.testing import CliRunner
 
 from fslab.analyze.campaign.dataset import CampaignData, load_campaign
+from fslab.analyze.campaign.metrics_catalog import format_value
 from fslab.analyze.history.baselines import campaign_model, compare_with_noise, fit_model
 from fslab.analyze.history.series import series_of
 from fslab.analyze.noise.slowdown import STEAL, fit_slowdown, take_out_slowdown
 from fslab.analyze.versus.comparisons import samples
-from fslab.base.vocab import format_value
 from fslab.cli import app
 from fslab.report.model import build_report
 from fslab.report.plots import series_plot

@@ -1,4 +1,4 @@
-from fslab.report.terminal import format_value
+from fslab.analyze.campaign.metrics_catalog import format_value
 
 
 def test_values_carry_their_units():

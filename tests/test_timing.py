@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
+from fslab.base.format import format_duration_s
 from fslab.base.timing import CampaignTiming, PointTiming
-from fslab.base.units import format_duration_s
 
 DATA = Path(__file__).parent / "data"
 

@@ -11,10 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from fslab.analyze.campaign.metrics_catalog import CATALOG, metric_def
+from fslab.analyze.campaign.metrics_catalog import CATALOG, format_value, metric_def
+from fslab.base.format import format_ns
 from fslab.base.vocab import (
-    format_ns,
-    format_value,
     headline_metric,
     latency_metric,
     metric_label,

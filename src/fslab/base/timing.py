@@ -13,7 +13,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import asdict, dataclass, fields
 from typing import Any
 
-from fslab.base.units import format_duration_s
+from fslab.base.format import format_duration_s, format_pct
 
 
 @dataclass
@@ -78,7 +78,7 @@ class CampaignTiming:
         wall = self.wall_s or 1.0
 
         def part(seconds: float) -> str:
-            return f"{format_duration_s(seconds)} ({100 * seconds / wall:.0f}%)"
+            return f"{format_duration_s(seconds)} ({format_pct(100 * seconds / wall)})"
 
         return (
             f"{format_duration_s(self.wall_s)} wall over {self.points} runs: measuring "

@@ -1,4 +1,5 @@
-"""Sizes and durations as users write them ("16GiB", "40MiB", "4k", "30s")."""
+"""Sizes and durations as users write them ("16GiB", "40MiB", "4k", "30s"), parsed;
+base/format.py spells them back."""
 
 from __future__ import annotations
 
@@ -28,16 +29,6 @@ def parse_size_bytes(text: str | int) -> int:
     return int(value)
 
 
-def format_bytes(n_bytes: float) -> str:
-    """Human size with binary units, e.g. 16.0GiB."""
-    value = float(n_bytes)
-    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
-        if abs(value) < 1024 or unit == "TiB":
-            return f"{value:.0f}{unit}" if unit == "B" else f"{value:.1f}{unit}"
-        value /= 1024
-    raise AssertionError("unreachable")
-
-
 _DURATION_RE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(ms|s|m|h)?\s*$")
 
 
@@ -53,14 +44,3 @@ def parse_duration_s(text: str | int | float) -> float:
     number, unit = match.groups()
     scale = {"ms": 0.001, "s": 1.0, None: 1.0, "m": 60.0, "h": 3600.0}[unit]
     return float(number) * scale
-
-
-def format_duration_s(seconds: float) -> str:
-    """Wall times as people read them: 12.3s, 4m05s, 2h03m."""
-    if seconds < 60:
-        return f"{seconds:.1f}s"
-    minutes, secs = divmod(round(seconds), 60)
-    if minutes < 60:
-        return f"{minutes}m{secs:02d}s"
-    hours, minutes = divmod(minutes, 60)
-    return f"{hours}h{minutes:02d}m"

@@ -1,6 +1,6 @@
 """The words fslab prints, decided once: metric names, labels, units, directions,
-the headline and latency metric, value formatting, and how a sweep point is
-keyed and named.
+the headline and latency metric, and how a sweep point is keyed and named
+(values are spelled by base/format.py, keyed by the units declared here).
 
 Every table, report and command reads these; none keeps its own copy, so
 `fslab show`, `fslab report` and the reply can never call the same number by
@@ -26,7 +26,6 @@ since kernel symbols such as ``foo.isra.0`` contain dots).
 
 from __future__ import annotations
 
-import math
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -167,40 +166,7 @@ def metric_label(metric: str | None, *, missing: str = "-") -> str:
     return metric
 
 
-# ------------------------------------------------------------------ values
-
-
-def format_ns(value: float | None) -> str:
-    """A duration in ns: whole microseconds below 1 ms, then ms, then s (500us, 1.20ms)."""
-    if value is None or not math.isfinite(value):
-        return "-"
-    if value >= 1e9:
-        return f"{value / 1e9:.2f}s"
-    if value >= 1e6:
-        return f"{value / 1e6:.2f}ms"
-    return f"{value / 1e3:.0f}us"
-
-
-def format_value(metric: str | None, value: float | None) -> str:
-    """A metric's value with its unit, compactly: 31.2K IOPS, 43.8MB/s, 1.20ms."""
-    if value is None or metric is None:
-        return "-"
-    if metric.endswith("iops"):
-        return f"{value / 1000:.1f}K" if value >= 10_000 else f"{value:.0f}"
-    if metric.endswith("bw_bytes_s"):
-        if value >= 1e9:
-            return f"{value / 1e9:.2f}GB/s"
-        return f"{value / 1e6:.1f}MB/s" if value >= 1e6 else f"{value / 1e3:.0f}kB/s"
-    if "_ns" in metric:
-        return format_ns(value)
-    return f"{value:.3g}"
-
-
-def format_p(value: float) -> str:
-    """A p value as every table and sentence prints it: "0.022", "<0.001", "-" (untested)."""
-    if not math.isfinite(value):
-        return "-"
-    return "<0.001" if value < 0.001 else f"{value:.3f}"
+# ------------------------------------------------------------------ names
 
 
 def metric_safe(name: str) -> str:

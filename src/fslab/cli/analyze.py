@@ -19,6 +19,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from fslab.analyze.campaign.dataset import CampaignData, load_campaign
+from fslab.analyze.campaign.metrics_catalog import format_value
 from fslab.analyze.campaign.stats import MIN_REPS
 from fslab.analyze.campaign.verdicts import RECOMMENDED_REPETITIONS, ComparisonRow
 from fslab.analyze.curve import point_profile as pp
@@ -35,7 +36,8 @@ from fslab.analyze.versus.comparisons import (
 )
 from fslab.analyze.versus.hosts import HostFact, campaigns_across_hosts, host_facts_side_by_side
 from fslab.base.errors import UsageError
-from fslab.base.vocab import format_value, metric_label, point_label
+from fslab.base.format import format_pct, format_share
+from fslab.base.vocab import metric_label, point_label
 from fslab.cli.common import DbOption, JsonOption, app, err, guarded, open_store, out, print_json
 from fslab.report.flamegraph import diff_flamegraph_svg, flamegraph_svg
 from fslab.report.speedscope import speedscope_json
@@ -278,11 +280,11 @@ def _print_comparisons(comparisons: Sequence[Comparison]) -> None:
 
 
 def _report_regressions(found: list[tuple[Comparison, ComparisonRow]], pct: float) -> None:
-    _say_err(f"{len(found)} significant regression(s) worse than {pct:g}%:")
+    _say_err(f"{len(found)} significant regression(s) worse than {format_pct(pct, None)}:")
     for comparison, row in found:
         _say_err(
             f"  {comparison.candidate} vs {comparison.baseline}: {metric_label(row.metric)} "
-            f"at {point_label(row.point)} {row.worse_by_pct:.1f}% worse"
+            f"at {point_label(row.point)} {format_pct(row.worse_by_pct, 1)} worse"
         )
 
 
@@ -482,9 +484,9 @@ def print_profile_view(view: pp.ProfileView, title: str) -> None:
     _title(title)
     line = f"{view.total} {unit}"
     if view.kind == "oncpu":
-        line += f", idle {100 * view.idle_share:.1f}%"
+        line += f", idle {format_share(view.idle_share, 1)}"
     if view.states:
-        line += ", " + ", ".join(f"{s} {100 * v:.1f}%" for s, v in view.states.items())
+        line += ", " + ", ".join(f"{s} {format_share(v, 1)}" for s, v in view.states.items())
     _say(line)
     _say()
     _say(f"top {len(view.top_inclusive)} functions by inclusive share")
@@ -501,7 +503,7 @@ def _shares_text(view: pp.ProfileView, ranked: Sequence[Any], *, by_self: bool) 
     for func in ranked:
         incl, self_ = view.shares.get(func.name, (0.0, 0.0))
         first, second = (self_, incl) if by_self else (incl, self_)
-        text = f"{100 * first:6.2f}% {100 * second:6.2f}%  {func.name}"
+        text = f"{format_share(first, 2):>7} {format_share(second, 2):>7}  {func.name}"
         lines.append(text if len(text) <= 80 else text[:77] + "...")
     return "\n".join(lines) + "\n"
 

@@ -13,8 +13,9 @@ from rich.progress import (
     TimeRemainingColumn,
 )
 
+from fslab.analyze.campaign.metrics_catalog import format_value
 from fslab.base.roles import is_evidence, is_warmup
-from fslab.base.vocab import format_value, headline_metric, point_label
+from fslab.base.vocab import headline_metric, point_label
 from fslab.store.db import PointOutcome, PointRow
 
 

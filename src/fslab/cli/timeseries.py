@@ -29,6 +29,7 @@ from fslab.analyze.history.position import (
 from fslab.analyze.history.series import P_VALUE, build_series, select_campaigns
 from fslab.analyze.noise.model import MIN_CAMPAIGNS, spec_fingerprint
 from fslab.base.errors import FslabError, SpecError, UsageError
+from fslab.base.format import format_pct
 from fslab.base.units import parse_duration_s
 from fslab.base.vocab import metric_label, point_label
 from fslab.cli.common import DbOption, JsonOption, app, err, guarded, open_store, print_json
@@ -148,7 +149,7 @@ def _report_model(store: Store, reference_id: int, new_ids: list[int], as_json: 
         needed = noise.runs_to_find(FIND_CHANGE)
         _say(
             f"{point_label(point):<28} {metric_label(metric):<12} {noise.campaigns:>9} "
-            f"{noise.between_cv_pct:>9.1f}% {noise.within_cv_pct:>8.1f}% "
+            f"{format_pct(noise.between_cv_pct, 1):>10} {format_pct(noise.within_cv_pct, 1):>9} "
             f"{needed if needed is not None else 'drift':>12}"
         )
     _say("between CV: spread of a campaign's level; within CV: of one run inside a campaign")

@@ -13,6 +13,7 @@ from typing import Any
 
 from fslab.analyze.campaign.dataset import CampaignData
 from fslab.analyze.curve.falloff import Falloff
+from fslab.base.format import format_bytes_per_s, format_iops, format_share
 from fslab.diagnose.evidence import PointEvidence, load_evidence
 from fslab.diagnose.mechanisms import Rule
 from fslab.store.db import Store
@@ -64,24 +65,18 @@ def device_ceiling(points: list[PointEvidence]) -> Ceiling | None:
         ratios = [r / value for r in rates if r is not None]
         if min(ratios) < CEILING_UTILISATION:
             continue
-        unit = "IOPS" if limit.endswith("iops") else "B/s"
+        rate = format_iops if limit.endswith("iops") else format_bytes_per_s
         direction = limit.split("_")[0] + "s"
         shown = ", ".join(
-            f"{_rate(r, unit)} at {p.label}" for p, r in zip(points, rates, strict=True) if r
+            f"{rate(r)} at {p.label}" for p, r in zip(points, rates, strict=True) if r
         )
         text = (
             f"the device limits every point: {direction} {shown}, against its limit of "
-            f"{_rate(float(value), unit)} ({min(ratios):.0%} of it or more)"
+            f"{rate(float(value))} ({format_share(min(ratios))} of it or more)"
         )
         if found is None or min(ratios) > found.utilisation:
             found = Ceiling(text, min(ratios))
     return found
-
-
-def _rate(value: float, unit: str) -> str:
-    if unit == "IOPS":
-        return f"{value:.0f} IOPS"
-    return f"{value / 2**20:.1f} MiB/s"
 
 
 def config_ceiling(

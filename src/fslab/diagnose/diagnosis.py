@@ -18,6 +18,7 @@ from typing import Any
 
 from fslab.analyze.campaign.dataset import CampaignData, load_campaign
 from fslab.analyze.curve.falloff import Falloff, campaign_falloffs
+from fslab.base.format import format_change_pct, format_share
 from fslab.diagnose.attribution import class_label
 from fslab.diagnose.ceiling import Ceiling, config_ceiling
 from fslab.diagnose.evidence import PointEvidence, load_evidence
@@ -238,18 +239,21 @@ def ruled_out_reasons(c: Candidate, diagnosis: ConfigDiagnosis) -> list[str]:
     for kind, (g, b) in c.shares.items():
         trend = "held" if abs(b - g) < 0.05 else "fell" if b < g else "grew"
         what = "of threads waiting" if kind == "offcpu" else "of busy CPU"
-        parts.append(f"its frames {trend}: {g:.0%} {what} at {good} -> {b:.0%} at {bad}")
+        parts.append(
+            f"its frames {trend}: {format_share(g)} {what} at {good} -> {format_share(b)} at {bad}"
+        )
         break
     weak = next((x for x in c.counterfactuals if x.verdict == "weakens"), None)
     if weak is not None:
         parts.append(
             f"as present where throughput held ({weak.config} at {weak.label}: "
-            f"{weak.theirs:.0%}, {weak.gain_pct:+.0f}%)"
+            f"{format_share(weak.theirs)}, {format_change_pct(weak.gain_pct)})"
         )
     if top is not None and top.mechanism != c.mechanism and top.explained > c.explained:
         parts.append(
-            f"threads wait for {top.short}, not for {c.short}: {top.explained:.0%} of the "
-            f"change against {c.explained:.0%}"
+            f"threads wait for {top.short}, not for {c.short}: "
+            f"{format_share(top.explained)} of the "
+            f"change against {format_share(c.explained)}"
         )
     return parts
 
@@ -262,7 +266,8 @@ def fallback_changes(ctx: Context, limit: int = 4) -> list[str]:
             continue
         what = "threads" if kind == "offcpu" else "busy CPU"
         return [
-            f"{what} in {class_label(k)}: {g:.0%} -> {b:.0%} ({b - g:+.0%})"
+            f"{what} in {class_label(k)}: {format_share(g)} -> {format_share(b)} "
+            f"({format_change_pct(100 * (b - g))})"
             for k, g, b in shift.top_increases(limit)
         ]
     return []

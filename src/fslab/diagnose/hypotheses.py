@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from fslab.base.errors import UsageError
+from fslab.base.format import format_share
 from fslab.diagnose.diagnosis import ConfigDiagnosis
 from fslab.diagnose.mechanisms import Rule, load_rules
 from fslab.diagnose.score import MIN_SCORE, Candidate
@@ -57,7 +58,7 @@ def judge_hypothesis(d: ConfigDiagnosis, mechanism: str) -> HypothesisJudgement:
         text = f"ranked {rank} (score {c.score:.2f}; {top.mechanism} {top.score:.2f})"
     else:
         verdict = "not supported"
-        text = f"score {c.score:.2f}, it explains {c.explained:.0%} of the change"
+        text = f"score {c.score:.2f}, it explains {format_share(c.explained)} of the change"
     return HypothesisJudgement(d.config, mechanism, verdict, text, c, rank)
 
 

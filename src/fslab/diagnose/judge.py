@@ -14,7 +14,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from fslab.base.vocab import format_value
+from fslab.analyze.campaign.metrics_catalog import format_value
+from fslab.base.format import format_ns, format_plain, format_share
 from fslab.diagnose.evidence import PointEvidence
 from fslab.diagnose.mechanisms import Condition, MetricSignal
 
@@ -30,18 +31,6 @@ class Finding:
 
     def to_dict(self) -> dict[str, Any]:
         return {"text": self.text, "holds": self.holds, "good": self.good, "bad": self.bad}
-
-
-def _fmt(value: float | None, name: str = "") -> str:
-    if value is None:
-        return "n/a"
-    if "_ns" in name:
-        return format_value("x_ns", value)
-    if "utilisation" in name or name == "share":
-        return f"{value:.0%}"
-    if abs(value) >= 100:
-        return f"{value:.0f}"
-    return f"{value:.3g}"
 
 
 def _largest(metrics: Mapping[str, float], pattern: str) -> tuple[str, float] | None:
@@ -64,11 +53,11 @@ def judge_metric(signal_def: MetricSignal, good: PointEvidence, bad: PointEviden
     floor = signal_def.floor
     if signal_def.grows:
         holds = b > floor and b >= signal_def.factor * g
-        need = f"needs x{signal_def.factor:g}"
+        need = f"needs x{format_plain(signal_def.factor)}"
     else:
         holds = b * signal_def.factor <= g and g > floor
-        need = f"needs /{signal_def.factor:g}"
-    text = f"{signal_def.what}: {_fmt(g, name)} -> {_fmt(b, name)} ({name}; {need})"
+        need = f"needs /{format_plain(signal_def.factor)}"
+    text = f"{signal_def.what}: {format_value(name, g)} -> {format_value(name, b)} ({name}; {need})"
     return Finding(text, holds, g, b)
 
 
@@ -87,7 +76,10 @@ def judge_condition(c: Condition, bad: PointEvidence) -> Finding:
         name, value = found
         holds = value >= c.value if c.op == ">=" else value <= c.value
         return Finding(
-            f"{c.what}: {name} = {_fmt(value, name)} ({c.op} {c.value:g})", holds, None, value
+            f"{c.what}: {name} = {format_value(name, value)} ({c.op} {c.value:g})",
+            holds,
+            None,
+            value,
         )
     return _judge_workqueue(c, bad)
 
@@ -115,16 +107,16 @@ def _judge_workqueue(c: Condition, bad: PointEvidence) -> Finding:
         name, peak, util, delay = max(rows, key=lambda r: r[3])
         text = (
             f"no workqueue ran one item at a time with items waiting: the longest queue, "
-            f"{name}, reached {peak:g} in flight, queue p99 {_fmt(delay, 'x_ns')}"
+            f"{name}, reached {peak:g} in flight, queue p99 {format_ns(delay)}"
         )
         return Finding(text, False, None, util)
     name, peak, util, delay = max(serial, key=lambda r: r[3])
     holds = util >= c.min_utilisation
     at_once = "one item" if peak <= 1 else f"at most {peak:g} items"
     text = (
-        f"{name} ran {at_once} at a time with queue p99 {_fmt(delay, 'x_ns')}, "
-        f"{'and' if holds else 'but'} was busy {util:.0%} of the time"
+        f"{name} ran {at_once} at a time with queue p99 {format_ns(delay)}, "
+        f"{'and' if holds else 'but'} was busy {format_share(util)} of the time"
     )
     if not holds:
-        text += f" (a serialising worker is busy >= {c.min_utilisation:.0%})"
+        text += f" (a serialising worker is busy >= {format_share(c.min_utilisation)})"
     return Finding(text, holds, None, util)

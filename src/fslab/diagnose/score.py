@@ -27,8 +27,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from fslab.analyze.campaign.dataset import CampaignData
+from fslab.analyze.campaign.metrics_catalog import format_value
 from fslab.analyze.curve.falloff import FALLOFF_MIN_DROP, Falloff
-from fslab.base.vocab import format_value
+from fslab.base.format import format_change_pct, format_share
 from fslab.diagnose.attribution import Shift
 from fslab.diagnose.ceiling import Ceiling
 from fslab.diagnose.evidence import Compositions, PointEvidence, load_evidence, signal
@@ -207,8 +208,8 @@ def _counterfactuals(rule: Rule, ctx: Context) -> list[Counterfactual]:
             verdict = "neutral"
         fmt = format_value
         text = (
-            f"{config} at {other.label}: {rule.short} {theirs:.0%} {of_what} "
-            f"({ours:.0%} here), {gain:+.0f}% {_metric_word(ctx.metric)} "
+            f"{config} at {other.label}: {rule.short} {format_share(theirs)} {of_what} "
+            f"({format_share(ours)} here), {format_change_pct(gain)} {_metric_word(ctx.metric)} "
             f"({fmt(ctx.metric, other.headline)} vs {fmt(ctx.metric, ctx.bad.headline)})"
         )
         out.append(Counterfactual(config, other.label, ours, theirs, gain, verdict, text))

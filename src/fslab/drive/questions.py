@@ -47,8 +47,9 @@ from fslab.analyze.curve.falloff import (
     steepest_fall,
 )
 from fslab.analyze.versus.comparisons import verdicts_at
+from fslab.base.format import format_change_pct, format_p, format_ratio, format_share
 from fslab.base.roles import PointRole, counts_for_headline, is_evidence
-from fslab.base.vocab import PointKey, ScalarValue, format_p, point_key, point_label
+from fslab.base.vocab import PointKey, ScalarValue, point_key, point_label
 from fslab.diagnose.diagnosis import ConfigDiagnosis, diagnose_config
 from fslab.diagnose.mechanisms import load_rules
 from fslab.spec.points import ADAPTIVE_SCAN_RUNS
@@ -205,7 +206,7 @@ def _remedy_questions(
             questions.append(Question("remedy", asks, _status(wants, False), answer, wants))
             continue
         answer = (
-            f"{row.verdict}: {row.change_pct:+.0f}% "
+            f"{row.verdict}: {format_change_pct(row.change_pct)} "
             f"(p {format_p(row.p_adjusted)}, {row.n_candidate} and {row.n_baseline} runs)"
         )
         if row.verdict != "needs more runs":
@@ -233,17 +234,17 @@ def _curve_question(data: CampaignData, found: Falloff) -> Question:
         return Question("curve", asks, "settled", "one point on its curve")
     fall = steepest_fall(curve)
     if fall is None:
-        answer = f"nothing falls by {FALLOFF_MIN_DROP:.0%} past {curve.peak.label}"
+        answer = f"nothing falls by {format_share(FALLOFF_MIN_DROP)} past {curve.peak.label}"
         return Question("curve", asks, "settled", answer)
     a, b = fall
     assert a.n is not None and b.n is not None
     bracket = f"between {a.label} and {b.label}"
     middle = round(math.sqrt(a.n * b.n))
     if b.n / a.n <= CLIFF_BRACKET or middle in (a.n, b.n):
-        return Question("curve", asks, "settled", f"{bracket} (x{b.n / a.n:.2f})")
+        return Question("curve", asks, "settled", f"{bracket} (x{format_ratio(b.n / a.n)})")
     key = tuple((k, middle if k == curve.axis else v) for k, v in a.key)
     want = Want(found.config, key, "clean", ADAPTIVE_SCAN_RUNS)
-    return Question("curve", asks, "open", f"{bracket} (x{b.n / a.n:.1f})", [want])
+    return Question("curve", asks, "open", f"{bracket} (x{format_ratio(b.n / a.n, 1)})", [want])
 
 
 def _mechanism_question(

@@ -35,6 +35,7 @@ from fslab.analyze.campaign import verdicts
 from fslab.analyze.campaign.dataset import CampaignData, load_campaign
 from fslab.analyze.campaign.stats import MIN_REPS
 from fslab.base.errors import UsageError
+from fslab.base.format import format_pct
 from fslab.base.roles import PointRole, counts_for_headline, instrumented, is_headline_run
 from fslab.base.units import parse_duration_s
 from fslab.base.vocab import PointKey, point_key, point_label
@@ -176,7 +177,7 @@ def run_until_ci(
         result.added += len(planned)
         sink.message(
             f"until-ci round {result.rounds}: {len(planned)} more run(s) "
-            f"(headline CI above +-{pct:g}% or fewer than {MIN_REPS} runs)"
+            f"(headline CI above +-{format_pct(pct, None)} or fewer than {MIN_REPS} runs)"
         )
         store.add_points(campaign_id, planned)
         run(store, campaign_id, options=options, progress=progress)
@@ -185,7 +186,7 @@ def run_until_ci(
     for state in result.unsettled:
         sink.message(
             f"until-ci: {state.label} stopped at {state.attempts} runs with CI "
-            f"+-{state.half_width_pct:.1f}% (cap {cap}; raise it with --max-repeat)"
+            f"+-{format_pct(state.half_width_pct, 1)} (cap {cap}; raise it with --max-repeat)"
         )
     return result
 

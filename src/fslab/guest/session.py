@@ -33,9 +33,9 @@ from types import FrameType
 from typing import Any
 
 from fslab.base.errors import FslabError
+from fslab.base.format import format_bytes
 from fslab.base.hostfacts import memory_total_bytes
 from fslab.base.proc import stop_process_group
-from fslab.base.units import format_bytes
 from fslab.guest.kernels import Kernel, resolve_kernel
 from fslab.guest.probe import PROBE_TIMEOUT_S, AccelChoice, check_cpus, choose_accel
 from fslab.guest.protocol import (

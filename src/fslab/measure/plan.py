@@ -15,8 +15,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from fslab.base.errors import FslabError, UsageError
+from fslab.base.format import format_bytes
 from fslab.base.proc import CommandLog, run_interruptible
-from fslab.base.units import format_bytes, parse_duration_s, parse_size_bytes
+from fslab.base.units import parse_duration_s, parse_size_bytes
 from fslab.spec.model import (
     DdWorkload,
     FioWorkload,

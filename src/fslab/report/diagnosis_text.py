@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import textwrap
 
+from fslab.base.format import format_plain, format_ratio, format_share
 from fslab.diagnose.diagnosis import ConfigDiagnosis, ruled_out_text
 from fslab.diagnose.hypotheses import judge_hypothesis
 from fslab.diagnose.score import Candidate
@@ -62,7 +63,9 @@ def candidate_evidence(c: Candidate, good: str, bad: str) -> list[str]:
     lines = []
     for kind, (g, b) in c.shares.items():
         what = "threads waiting" if kind == "offcpu" else "busy CPU"
-        lines.append(f"{what} in its frames: {g:.0%} at {good} -> {b:.0%} at {bad}")
+        lines.append(
+            f"{what} in its frames: {format_share(g)} at {good} -> {format_share(b)} at {bad}"
+        )
     lines += [f.text for f in c.metrics if f.holds is not None]
     lines += [f.text for f in c.requires if f.holds is not None]
     lines += [f"against: {f.text}" for f in c.against if f.holds]
@@ -78,16 +81,17 @@ def describe_candidate(c: Candidate, d: ConfigDiagnosis, rank: int, width: int =
         ]
     parts = []
     if c.explained_off is not None:
-        parts.append(f"off-CPU {c.explained_off:.0%}")
+        parts.append(f"off-CPU {format_share(c.explained_off)}")
     if c.explained_on is not None:
-        parts.append(f"on-CPU {c.explained_on:.0%}")
-    factors = f"metrics x{c.metric_factor:.2f}"
+        parts.append(f"on-CPU {format_share(c.explained_on)}")
+    factors = f"metrics x{format_ratio(c.metric_factor)}"
     if c.against_factor < 1:
-        factors += f", against x{c.against_factor:g}"
+        factors += f", against x{format_plain(c.against_factor)}"
     if c.counterfactual_factor < 1:
-        factors += f", weakened x{c.counterfactual_factor:g}"
+        factors += f", weakened x{format_plain(c.counterfactual_factor)}"
     summary = (
-        f"explains {c.explained:.0%} of the change ({', '.join(parts) or 'no profile'}); {factors}"
+        f"explains {format_share(c.explained)} of the change "
+        f"({', '.join(parts) or 'no profile'}); {factors}"
     )
     lines += _wrap(summary, width, "     ", "       ")
     for item in candidate_evidence(c, d.good_label, d.bad_label):

@@ -14,6 +14,7 @@ import zlib
 from dataclasses import dataclass, field
 from xml.sax.saxutils import escape, quoteattr
 
+from fslab.base.format import format_pct, format_points
 from fslab.stacks.profile import Profile
 
 FRAME_HEIGHT_PX = 16
@@ -215,7 +216,7 @@ def flamegraph_svg(
     for box in boxes:
         colour[box.path] = "rgb(160,180,210)" if len(box.path) <= 1 else _hot_colour(box.name)
         tooltip[box.path] = (
-            f"{box.name}\n{box.samples} samples, {_pct(box.samples, profile.total):.2f}%"
+            f"{box.name}\n{box.samples} samples, {format_pct(_pct(box.samples, profile.total), 2)}"
         )
     what = "blocked-thread samples (off-CPU)" if offcpu else "samples on CPU"
     subtitle = f"{profile.total} samples; width = share of {what}"
@@ -257,13 +258,14 @@ def diff_flamegraph_svg(a: Profile, b: Profile, *, title: str, width_px: int = 1
         share_a, share_b = deltas[box.path]
         colour[box.path] = _diff_colour(share_b - share_a, max_abs)
         tooltip[box.path] = (
-            f"{box.name}\n{share_a:.2f}% -> {share_b:.2f}% "
-            f"({share_b - share_a:+.2f} points), {box.samples} samples in B"
+            f"{box.name}\n{format_pct(share_a, 2)} -> {format_pct(share_b, 2)} "
+            f"({format_points(share_b - share_a, 2)} points), {box.samples} samples in B"
         )
     gone = sum(c for s, c in a.stacks.items() if _path_samples(tree_b, s) == 0)
     subtitle = (
         f"A {a.total} samples, B {b.total}; width = B; red grew, blue shrank "
-        f"(max {max_abs:.2f} points); {_pct(gone, a.total):.1f}% of A is on paths absent in B"
+        f"(max {max_abs:.2f} points); {format_pct(_pct(gone, a.total), 1)} of A is on "
+        "paths absent in B"
     )
     return _svg(
         boxes, title=title, subtitle=subtitle, width_px=width_px, colour=colour, tooltip=tooltip

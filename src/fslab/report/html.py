@@ -18,6 +18,8 @@ import re
 from collections.abc import Iterable, Sequence
 from html import escape
 
+from fslab.analyze.campaign.metrics_catalog import format_value
+from fslab.base.format import format_share
 from fslab.base.vocab import metric_label
 from fslab.report import text_blocks as tb
 from fslab.report import text_tables as tt
@@ -25,7 +27,6 @@ from fslab.report.flamegraph import diff_flamegraph_svg, flamegraph_svg
 from fslab.report.html_diagnosis import entry_html
 from fslab.report.plots import all_plots
 from fslab.report.series_text import series_lines
-from fslab.report.terminal import format_value
 from fslab.report.tree import Report
 from fslab.report.verdict_cells import MARK_LEGEND
 
@@ -360,7 +361,9 @@ def _profiles(report: Report) -> str:
             parts += _notes(section.notes)
             continue
         unit = "samples" if section.kind == "oncpu" else "thread-samples"
-        idle = f", {tb.fmt_pct(section.idle_share)} idle" if section.idle_share is not None else ""
+        idle = (
+            f", {format_share(section.idle_share)} idle" if section.idle_share is not None else ""
+        )
         parts += _p_lines([f"{section.samples} {unit}{idle}"], "muted")
         parts.append(_pre(section.chains_text))
     diff_lines = tt.diff_lines(report)

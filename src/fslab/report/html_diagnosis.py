@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from html import escape
 
+from fslab.base.format import format_change_pct, format_number, format_ratio, format_share
 from fslab.diagnose.diagnosis import ConfigDiagnosis, ruled_out_text
 from fslab.diagnose.judge import Finding
 from fslab.diagnose.score import Candidate
@@ -27,8 +28,8 @@ def _mark(holds: bool | None) -> str:
 
 def _finding_row(f: Finding) -> str:
     what, _, detail = f.text.partition(": ")
-    good = "" if f.good is None else _num(f.good)
-    bad = "" if f.bad is None else _num(f.bad)
+    good = "" if f.good is None else format_number(f.good)
+    bad = "" if f.bad is None else format_number(f.bad)
     return (
         "<tr>"
         + _td(what)
@@ -38,10 +39,6 @@ def _finding_row(f: Finding) -> str:
         + _td(detail)
         + "</tr>"
     )
-
-
-def _num(value: float) -> str:
-    return f"{value:.3g}" if abs(value) < 1000 else f"{value:.0f}"
 
 
 def evidence_table(c: Candidate, d: ConfigDiagnosis, links: bool) -> str:
@@ -60,10 +57,10 @@ def evidence_table(c: Candidate, d: ConfigDiagnosis, links: bool) -> str:
         explained = c.explained_off if kind == "offcpu" else c.explained_on
         rows.append(
             f"<tr><td>{what}</td>"
-            + _td(f"{good:.0%}", "r")
-            + _td(f"{bad:.0%}", "r")
+            + _td(format_share(good), "r")
+            + _td(format_share(bad), "r")
             + _td(_mark(bad > good), "verdict-better" if bad > good else "")
-            + _td(f"{explained or 0:.0%} of the {kind.replace('cpu', '-CPU')} change")
+            + _td(f"{format_share(explained or 0)} of the {kind.replace('cpu', '-CPU')} change")
             + "</tr>"
         )
     for f in c.metrics + c.requires:
@@ -93,9 +90,9 @@ def counterfactual_table(c: Candidate) -> str:
         "<tr>"
         + _td(cf.config)
         + _td(cf.label)
-        + _td(f"{cf.theirs:.0%}", "r")
-        + _td(f"{cf.ours:.0%}", "r")
-        + _td(f"{cf.gain_pct:+.0f}%", "r")
+        + _td(format_share(cf.theirs), "r")
+        + _td(format_share(cf.ours), "r")
+        + _td(format_change_pct(cf.gain_pct), "r")
         + _td(cf.verdict, "verdict-better" if cf.verdict == "confirms" else "verdict-worse")
         + "</tr>"
         for cf in c.counterfactuals
@@ -127,8 +124,8 @@ def entry_html(entry: DiagnosisEntry) -> str:
         )
         parts.append(
             f"<p class='mechanism'><b>{escape(top.title)}</b> <code>{escape(top.mechanism)}</code>"
-            f" score {top.score:.2f}{margin}: explains {top.explained:.0%} of the change"
-            f" (metrics x{top.metric_factor:.2f}).</p>"
+            f" score {top.score:.2f}{margin}: explains {format_share(top.explained)} of the change"
+            f" (metrics x{format_ratio(top.metric_factor)}).</p>"
         )
         parts.append(f"<p class='muted'>{escape(top.explanation)}</p>")
         if d.stability is not None:
@@ -180,7 +177,7 @@ def _others_table(d: ConfigDiagnosis) -> str:
             + _td(str(rank))
             + _td(f"{c.title} [{c.mechanism}]")
             + _td(f"{c.score:.2f}", "r")
-            + _td(f"{c.explained:.0%}", "r")
+            + _td(format_share(c.explained), "r")
             + _td(verdicts)
             + "</tr>"
         )

@@ -27,7 +27,9 @@ from matplotlib.lines import Line2D
 from matplotlib.ticker import FuncFormatter, NullLocator
 from matplotlib.typing import RcKeyType
 
-from fslab.base.vocab import ScalarValue, format_value, point_label
+from fslab.analyze.campaign.metrics_catalog import format_value
+from fslab.base.format import format_tick_ms
+from fslab.base.vocab import ScalarValue, point_label
 from fslab.report.tree import Comparisons, Latency, Report, Scaling
 
 FIG_SIZE_IN = (7.5, 3.9)
@@ -176,7 +178,7 @@ def latency_plot(report: Report) -> str | None:
         _log2_x(ax, all_n)
         ax.set_yscale("log")
         ax.yaxis.set_minor_locator(NullLocator())
-        ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: _ms(v)))
+        ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: format_tick_ms(v)))
         ax.set_xlabel(f"{latency.curves[0].axis} (log scale)")
         ax.set_ylabel(f"{latency.label} (log scale)")
         ax.set_title(f"{latency.label} percentiles vs concurrency (median over runs)", fontsize=9)
@@ -190,12 +192,6 @@ def latency_plot(report: Report) -> str | None:
         ]
         ax.legend(handles=handles, loc="best", ncols=2)
     return svg_text(fig, "latency")
-
-
-def _ms(value: float) -> str:
-    if value >= 1000:
-        return f"{value / 1000:g}s"
-    return f"{value:g}ms" if value >= 0.01 else f"{value * 1000:g}us"
 
 
 def cdf_plot(report: Report) -> str | None:
@@ -218,7 +214,7 @@ def cdf_plot(report: Report) -> str | None:
         for ax in (left, right):
             ax.set_xscale("log")
             ax.xaxis.set_minor_locator(NullLocator())
-            ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: _ms(v)))
+            ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: format_tick_ms(v)))
             ax.set_xlabel(f"{report.latency.label} (log scale)")
         left.set_ylabel("fraction of samples <= x")
         left.set_ylim(0, 1.01)

@@ -12,7 +12,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from fslab.analyze.campaign.dataset import CampaignData
-from fslab.base.units import format_bytes
+from fslab.base.format import format_bytes
 from fslab.report.evidence import point_ref
 from fslab.report.setup_facts import applied_limits
 from fslab.report.tree import PointRef, Reproduce, Step

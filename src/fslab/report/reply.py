@@ -14,18 +14,12 @@ from __future__ import annotations
 import shlex
 from collections.abc import Iterable, Mapping
 
+from fslab.analyze.campaign.metrics_catalog import format_value
 from fslab.analyze.campaign.verdicts import ComparisonRow
 from fslab.analyze.versus.comparisons import PointVerdict
 from fslab.analyze.versus.reported import FigureMatch
-from fslab.base.units import format_bytes
-from fslab.base.vocab import (
-    PointKey,
-    ScalarValue,
-    format_value,
-    metric_label,
-    point_key,
-    point_label,
-)
+from fslab.base.format import format_bytes, format_change_pct, format_share
+from fslab.base.vocab import PointKey, ScalarValue, metric_label, point_key, point_label
 from fslab.diagnose.diagnosis import ConfigDiagnosis, ruled_out_reasons
 from fslab.diagnose.score import Candidate
 from fslab.report.diagnosis_text import candidate_evidence
@@ -118,14 +112,6 @@ def _short(text: str, limit: int = SHORT_ERROR) -> str:
     return flat if len(flat) <= limit else flat[: limit - 3].rstrip() + "..."
 
 
-def _fig(metric: str, value: float | None) -> str:
-    if value is None:
-        return "-"
-    if metric.startswith("profile."):
-        return f"{value:.1%}"
-    return format_value(metric, value)
-
-
 def _what(metric: str) -> str:
     """A figure's name for readers: "write IOPS", "find_next_bit (self)"."""
     kind, _, function = metric.removeprefix("profile.").partition(".")
@@ -195,7 +181,7 @@ def _summary(reply: Reply) -> list[str]:
             f"{format_value(falloff.metric, falloff.best.median)} at "
             f"{_point(falloff.best.key)} to "
             f"{format_value(falloff.metric, falloff.worst.median)} at "
-            f"{_point(falloff.worst.key)} ({-falloff.drop_pct:+.0f}%)"
+            f"{_point(falloff.worst.key)} ({format_change_pct(-falloff.drop_pct)})"
         ]
         if focus.candidates:
             top = focus.candidates[0]
@@ -215,7 +201,8 @@ def _summary(reply: Reply) -> list[str]:
         judged = {"better": "is better", "worse": "is worse", "no change shown": "shows no change"}
         out.append(
             f"At {reply.remedy_point}, {lead.candidate} {judged.get(row.verdict, row.verdict)}: "
-            f"{row.change_pct:+.0f}% against {lead.baseline}" + (f", p {p}." if p != "-" else ".")
+            f"{format_change_pct(row.change_pct)} against {lead.baseline}"
+            + (f", p {p}." if p != "-" else ".")
         )
     return out
 
@@ -339,7 +326,7 @@ def _yours_cell(figure: ReportedFigure | None) -> str:
 def _fslab_cell(match: FigureMatch, *, with_point: bool) -> str:
     if match.measured is None:
         return "-"
-    text = _fig(match.metric, match.measured)
+    text = format_value(match.metric, match.measured)
     if with_point and match.point is not None:
         text += f" at {_point(match.point.key)}"
     return text
@@ -443,8 +430,8 @@ def _head(top: Candidate, d: ConfigDiagnosis) -> str:
     margin = ""
     if d.margin is not None and len(d.judged) > 1:
         margin = f", {d.margin:.2f} ahead of {d.judged[1].mechanism}"
-    parts = [f"off-CPU {top.explained_off:.0%}"] if top.explained_off is not None else []
-    parts += [f"on-CPU {top.explained_on:.0%}"] if top.explained_on is not None else []
+    parts = [f"off-CPU {format_share(top.explained_off)}"] if top.explained_off is not None else []
+    parts += [f"on-CPU {format_share(top.explained_on)}"] if top.explained_on is not None else []
     split = f" ({', '.join(parts)})" if parts else ""
     stable = (
         f" Across the evidence runs it is {d.stability.describe(d.bad_label)}."
@@ -453,7 +440,7 @@ def _head(top: Candidate, d: ConfigDiagnosis) -> str:
     )
     return (
         f"{d.config}: {top.title} [{top.mechanism}], score {top.score:.2f}{margin}. "
-        f"It explains {top.explained:.0%} of the change from {d.good_label} to "
+        f"It explains {format_share(top.explained)} of the change from {d.good_label} to "
         f"{d.bad_label}{split}.{stable}"
     )
 
@@ -524,7 +511,7 @@ def _remedy_text(reply: Reply, v: PointVerdict) -> str:
 
 def _verdict_short(row: ComparisonRow) -> str:
     p = comparison_cells(row).p
-    return f"{row.verdict}, {row.change_pct:+.0f}%" + (f", p {p}" if p != "-" else "")
+    return f"{row.verdict}, {format_change_pct(row.change_pct)}" + (f", p {p}" if p != "-" else "")
 
 
 def _verdict_long(row: ComparisonRow) -> str:

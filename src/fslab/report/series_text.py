@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import textwrap
 
+from fslab.analyze.campaign.metrics_catalog import format_value
 from fslab.analyze.history.series import Series
-from fslab.base.vocab import format_value, metric_label, point_label
+from fslab.base.format import format_change_pct
+from fslab.base.vocab import metric_label, point_label
 
 
 def series_lines(built: Series) -> list[str]:
@@ -42,7 +44,8 @@ def series_lines(built: Series) -> list[str]:
             lines.append(
                 f"* change at campaign {entry.campaign_id} ({point_label(point)}): "
                 f"{format_value(built.metric, cp.mean_before)} -> "
-                f"{format_value(built.metric, cp.mean_after)} ({cp.change_pct:+.1f}%), "
+                f"{format_value(built.metric, cp.mean_after)} "
+                f"({format_change_pct(cp.change_pct, 1)}), "
                 f"p {cp.p_value:.2g}"
             )
     lines.append("change points: E-Divisive means (ruptures Binseg, l2) + t test between segments")

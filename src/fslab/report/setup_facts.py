@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from fslab.analyze.campaign.dataset import CampaignData
 from fslab.analyze.versus.guests import TCG_CAVEAT, guest_label, runs_under_tcg
-from fslab.base.units import format_bytes
+from fslab.base.format import format_bytes
 from fslab.report.tree import FilesystemSetup, Setup
 from fslab.spec.model import DdWorkload, FilesystemSpec, FioWorkload
 from fslab.store.db import Store

@@ -8,11 +8,12 @@ from rich import box
 from rich.markup import escape
 from rich.table import Table
 
+from fslab.analyze.campaign.metrics_catalog import format_value
 from fslab.analyze.campaign.summary import SummaryRow, watermark_relevant
 from fslab.analyze.campaign.verdicts import ComparisonRow, Verdict
 from fslab.analyze.versus.comparisons import Comparison
-from fslab.base.units import format_bytes
-from fslab.base.vocab import PointKey, format_value, metric_label, point_label, sweep_cell
+from fslab.base.format import format_bytes, format_change_pct
+from fslab.base.vocab import PointKey, metric_label, point_label, sweep_cell
 from fslab.report.verdict_cells import CALL_CHAIN_SHARE, comparison_cells, comparison_label
 from fslab.store.db import CampaignRow, PointRow
 
@@ -23,7 +24,7 @@ def format_evidence(
     """The evidence run's headline and its perturbation: "7.4K (-19%)"."""
     if evidence is None:
         return "failed" if failed else "-"
-    pct = f" ({round(perturbation_pct):+d}%)" if perturbation_pct is not None else ""
+    pct = f" ({format_change_pct(perturbation_pct)})" if perturbation_pct is not None else ""
     return f"{format_value(headline, evidence)}{pct}"
 
 

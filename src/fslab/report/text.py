@@ -9,11 +9,12 @@ tables and sentences it prints are shared with the HTML report
 
 from __future__ import annotations
 
-from fslab.base.vocab import format_value, metric_label
+from fslab.analyze.campaign.metrics_catalog import format_value
+from fslab.base.format import format_share
+from fslab.base.vocab import metric_label
 from fslab.report.series_text import series_lines
 from fslab.report.text_blocks import (
     WIDTH,
-    fmt_pct,
     heading,
     new_stderr_lines,
     note_lines,
@@ -180,7 +181,9 @@ def _profiles(report: Report) -> list[str]:
             lines += note_lines(section.notes, "  ")
             continue
         unit = "samples" if section.kind == "oncpu" else "thread-samples"
-        idle = f", {fmt_pct(section.idle_share)} idle" if section.idle_share is not None else ""
+        idle = (
+            f", {format_share(section.idle_share)} idle" if section.idle_share is not None else ""
+        )
         lines.append(f"{section.title}: {section.samples} {unit}{idle}")
         lines.append("")
         lines += section.chains_text.rstrip("\n").splitlines()

@@ -9,7 +9,6 @@ page. The text report (80 columns) and the reply (72) both write with them.
 
 from __future__ import annotations
 
-import math
 import shlex
 import textwrap
 from collections.abc import Iterable, Mapping, Sequence
@@ -116,18 +115,6 @@ def _quoted_pieces(arg: str, limit: int) -> list[str]:
     size = max(8, limit // 2)
     pieces = [shlex.quote(arg[i : i + size]) for i in range(0, len(arg), size)]
     return [pieces[0], *("\0" + p for p in pieces[1:])]
-
-
-def fmt_num(value: float | None, digits: int = 3) -> str:
-    if value is None or not math.isfinite(value):
-        return "-"
-    if abs(value) >= 10_000:
-        return f"{value / 1000:.1f}K"
-    return f"{value:.{digits}g}" if abs(value) < 100 else f"{value:.0f}"
-
-
-def fmt_pct(fraction: float | None) -> str:
-    return "-" if fraction is None or not math.isfinite(fraction) else f"{100 * fraction:.0f}%"
 
 
 def new_stderr_lines(error: str, tail: Sequence[str], keep: int = 3) -> list[str]:

@@ -13,20 +13,13 @@ from __future__ import annotations
 import shlex
 from collections.abc import Sequence
 
+from fslab.analyze.campaign.metrics_catalog import format_value
 from fslab.analyze.campaign.verdicts import ComparisonRow
-from fslab.base.units import format_bytes
-from fslab.base.vocab import format_ns, format_value, sweep_cell, value_label
+from fslab.base.format import format_bytes, format_ns, format_number, format_ratio, format_share
+from fslab.base.vocab import sweep_cell, value_label
 from fslab.report.recipe import rerun_argv
 from fslab.report.terminal import EVIDENCE_CAPTION, format_evidence
-from fslab.report.text_blocks import (
-    WIDTH,
-    Table,
-    fmt_num,
-    fmt_pct,
-    note_lines,
-    shell_lines,
-    wrap,
-)
+from fslab.report.text_blocks import WIDTH, Table, note_lines, shell_lines, wrap
 from fslab.report.tree import (
     Contention,
     EvidenceRun,
@@ -303,12 +296,12 @@ def workqueue_table(contention: Contention) -> Table | None:
                 [
                     wq.name if tag == "best" else "",
                     tag,
-                    fmt_num(values.get("items_per_s")),
+                    format_number(values.get("items_per_s")),
                     format_ns(values.get("queue_delay_ns_p99")),
                     format_ns(values.get("start_delay_ns_p99")),
                     format_ns(values.get("exec_ns_p99")),
-                    _fixed(values.get("utilisation")),
-                    fmt_num(values.get("peak_concurrency")),
+                    format_ratio(values.get("utilisation")),
+                    format_number(values.get("peak_concurrency")),
                 ]
             )
     headers = [
@@ -324,14 +317,10 @@ def workqueue_table(contention: Contention) -> Table | None:
     return Table(headers, rows, "llrrrrrr")
 
 
-def _fixed(value: float | None) -> str:
-    return "-" if value is None else f"{value:.2f}"
-
-
 def jbd2_table(contention: Contention) -> Table | None:
     if not contention.jbd2:
         return None
-    rows = [[m.label, fmt_num(m.best), fmt_num(m.worst)] for m in contention.jbd2]
+    rows = [[m.label, format_number(m.best), format_number(m.worst)] for m in contention.jbd2]
     return Table(["jbd2", "best", "worst"], rows, "lrr")
 
 
@@ -339,7 +328,12 @@ def wchan_table(contention: Contention) -> Table | None:
     if not contention.wchans:
         return None
     rows = [
-        [w.function, fmt_num(w.best_threads), fmt_num(w.worst_threads), fmt_pct(w.worst_share)]
+        [
+            w.function,
+            format_number(w.best_threads),
+            format_number(w.worst_threads),
+            format_share(w.worst_share),
+        ]
         for w in contention.wchans
     ]
     return Table(["blocked in (wchan)", "best", "worst", "of blocked"], rows, "lrrr")

@@ -18,9 +18,18 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+from fslab.analyze.campaign.metrics_catalog import format_value
 from fslab.analyze.campaign.stats import ALPHA
 from fslab.analyze.campaign.verdicts import ComparisonRow, Verdict
-from fslab.base.vocab import format_p, format_value, metric_label, point_label
+from fslab.base.format import (
+    format_change_pct,
+    format_p,
+    format_pct,
+    format_points,
+    format_ratio,
+    format_share,
+)
+from fslab.base.vocab import metric_label, point_label
 
 CALL_CHAIN_SHARE = "profile.inclusive."
 MARKS: dict[Verdict, str] = {
@@ -80,9 +89,9 @@ def comparison_cells(row: ComparisonRow) -> ComparisonCells:
         n=n,
         median_baseline=_value(row.metric, row.median_baseline, share),
         median_candidate=_value(row.metric, row.median_candidate, share),
-        ratio=_ratio(row.ratio),
-        ci_low=_ratio(row.ci_low) if interval else "-",
-        ci_high=_ratio(row.ci_high) if interval else "-",
+        ratio=format_ratio(row.ratio),
+        ci_low=format_ratio(row.ci_low) if interval else "-",
+        ci_high=format_ratio(row.ci_high) if interval else "-",
         p=format_p(row.p_adjusted),
         verdict=row.verdict,
         mark=MARKS[row.verdict],
@@ -102,14 +111,12 @@ def comparison_label(metric: str) -> str:
 
 
 def _value(metric: str, value: float, share: bool) -> str:
-    if not math.isfinite(value):
-        return "-"
-    return f"{100 * value:.2f}%" if share else format_value(metric, value)
+    return format_share(value, 2) if share else format_value(metric, value)
 
 
 def _sd(pct: float) -> str:
     """The robot leaves out a spread below 2%; so does fslab."""
-    return f"± {pct:2.0f}%" if math.isfinite(pct) and pct >= 2 else ""
+    return "± " + format_pct(pct).rjust(3) if math.isfinite(pct) and pct >= 2 else ""
 
 
 def _change(row: ComparisonRow, share: bool) -> str:
@@ -117,9 +124,5 @@ def _change(row: ComparisonRow, share: bool) -> str:
     if not (math.isfinite(base) and math.isfinite(cand)):
         return "-"
     if share:
-        return f"{100 * (cand - base):+.1f}"
-    return f"{100 * (cand / base - 1):+.1f}%" if base else "-"
-
-
-def _ratio(value: float) -> str:
-    return f"{value:.2f}" if math.isfinite(value) else "-"
+        return format_points(100 * (cand - base))
+    return format_change_pct(100 * (cand / base - 1), 1) if base else "-"

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from fslab.base.vocab import format_value
+from fslab.analyze.campaign.metrics_catalog import format_value
+from fslab.base.format import format_change_pct, format_share, format_size
 from fslab.reproduce.facts import FigureFact, ReportFacts
 from fslab.reproduce.pending import limit_text
-from fslab.reproduce.scale import human_bytes
 
 
 def describe_facts(facts: ReportFacts) -> list[str]:
@@ -37,8 +37,8 @@ def describe_facts(facts: ReportFacts) -> list[str]:
     rows += [(m.source.number, "memory", m.text) for m in facts.memory]
     for device in facts.devices:
         what = device.text
-        if device.size_bytes and human_bytes(device.size_bytes) != device.text:
-            what = f"{device.text} ({human_bytes(device.size_bytes)})"
+        if device.size_bytes and format_size(device.size_bytes) != device.text:
+            what = f"{device.text} ({format_size(device.size_bytes)})"
         if limit := limit_text(device):
             what = f"limit {limit} ({device.text})"
         rows.append((device.source.number, "device", what))
@@ -55,9 +55,9 @@ def describe_facts(facts: ReportFacts) -> list[str]:
 def _figure(figure: FigureFact) -> str:
     value = format_value(figure.metric or "share", figure.value)
     if figure.unit == "share":
-        value = f"{figure.value:.2%}"
+        value = format_share(figure.value, 2)
     elif figure.unit == "%":
-        value = f"{figure.value:+g}%"
+        value = format_change_pct(figure.value, None)
     where = ", ".join(
         dict.fromkeys(x for x in (figure.filesystem, figure.kernel, figure.context) if x)
     )

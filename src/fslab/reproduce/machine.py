@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import re
 
+from fslab.base.format import format_iops
 from fslab.base.units import parse_size_bytes
 from fslab.reproduce.facts import CpuFact, DeviceFact, KernelFact, MemoryFact, QuestionFact
 from fslab.reproduce.text import NUMBER, ReportText, scaled_number
@@ -150,9 +151,9 @@ def find_devices(report: ReportText) -> tuple[list[DeviceFact], list[QuestionFac
                 questions.append(
                     QuestionFact(
                         item="device IOPS limit",
-                        question=f"'{limit.group(0).strip()}' reads as {value:,.0f} IOPS, more "
+                        question=f"'{limit.group(0).strip()}' reads as {format_iops(value)}, more "
                         f"than any volume is provisioned with",
-                        assumed=f"{bare:,.0f} IOPS (the '{multiplier}' taken for a slip)",
+                        assumed=f"{format_iops(bare)} (the '{multiplier}' taken for a slip)",
                         source=report.line(number),
                     )
                 )

@@ -17,10 +17,10 @@ from dataclasses import dataclass, field
 
 from pydantic import ValidationError
 
-from fslab.base.units import format_bytes, parse_size_bytes
+from fslab.base.format import format_bytes, format_bytes_per_s, format_iops, format_size
+from fslab.base.units import parse_size_bytes
 from fslab.guest.debian import OFFERED_SERIES
 from fslab.reproduce.facts import DeviceFact, ReportFacts
-from fslab.reproduce.scale import human_bytes
 from fslab.spec.model import LimitsSpec
 
 DEFAULT_GUEST_KERNEL = "6.1"  # what a guest boots when the reporter's kernel is not offered
@@ -103,12 +103,12 @@ def target_limits(facts: ReportFacts) -> TargetLimits:
 
 
 def limit_text(device: DeviceFact) -> str:
-    """How fslab reads a device's limit: '64,000 IOPS', '250MiB/s' ('' when it has none)."""
+    """How fslab reads a device's limit: '64.0K IOPS', '262.1MB/s' ('' when it has none)."""
     parts = []
     if device.iops_limit is not None:
-        parts.append(f"{device.iops_limit:,.0f} IOPS")
+        parts.append(format_iops(device.iops_limit))
     if device.bw_limit_bytes_s is not None:
-        parts.append(f"{human_bytes(device.bw_limit_bytes_s)}/s")
+        parts.append(format_bytes_per_s(device.bw_limit_bytes_s))
     return ", ".join(parts)
 
 
@@ -117,7 +117,7 @@ def _limit_keys(device: DeviceFact) -> dict[str, int | str]:
     if device.iops_limit is not None:
         keys["read_iops"] = keys["write_iops"] = round(device.iops_limit)
     if device.bw_limit_bytes_s is not None:
-        text = human_bytes(device.bw_limit_bytes_s)
+        text = format_size(device.bw_limit_bytes_s)
         exact = parse_size_bytes(text) == device.bw_limit_bytes_s
         keys["read_bps"] = keys["write_bps"] = text if exact else round(device.bw_limit_bytes_s)
     return keys

@@ -12,12 +12,12 @@ from __future__ import annotations
 import tomlkit
 from tomlkit.items import Table
 
+from fslab.base.format import format_size
 from fslab.guest.debian import OFFERED_SERIES
 from fslab.reproduce import pending
 from fslab.reproduce.configwrite import Config
 from fslab.reproduce.draft import Draft
 from fslab.reproduce.facts import DdFact, FioFact
-from fslab.reproduce.scale import human_bytes
 from fslab.reproduce.text import without_prompt
 from fslab.reproduce.tomlitems import toml_tree, wrap
 from fslab.spec.reported import (
@@ -106,7 +106,7 @@ def unreproducible(draft: Draft) -> None:
                 "memory",
                 memory.text,
                 memory.source.number,
-                f"this host has {human_bytes(host.memory_bytes)}"
+                f"this host has {format_size(host.memory_bytes)}"
                 + (", the most a guest can get" if vm else ""),
             )
     for device, why in draft.limits.refused:

@@ -10,17 +10,10 @@ from __future__ import annotations
 
 import os
 import platform
-import re
 from dataclasses import dataclass
 
+from fslab.base.format import format_size
 from fslab.base.hostfacts import nr_cpu_ids, online_cpu_count
-from fslab.base.units import format_bytes
-
-
-def human_bytes(size: float) -> str:
-    """format_bytes without a trailing .0: 16GiB, 27.5MiB."""
-    return re.sub(r"\.0(?=[A-Za-z])", "", format_bytes(size))
-
 
 GIB = 1024**3
 MIB = 1024**2
@@ -64,16 +57,16 @@ def target_size_bytes(reported: int | None, host: HostShape, *, dd: bool, said: 
         size = min(default, cap)
         return Scaled(
             size,
-            f"the report gives no device size; {human_bytes(size)} sparse "
+            f"the report gives no device size; {format_size(size)} sparse "
             f"RAM-backed image (only written blocks use memory)",
         )
     if reported <= cap:
         return Scaled(reported, "the reporter's device size, as a sparse RAM-backed image")
     return Scaled(
         cap,
-        f"the reporter's {human_bytes(reported)} capped at {human_bytes(cap)}: "
+        f"the reporter's {format_size(reported)} capped at {format_size(cap)}: "
         f"a RAM-backed image here is at most 70% of this machine's "
-        f"{human_bytes(host.memory_bytes)} memory",
+        f"{format_size(host.memory_bytes)} memory",
     )
 
 
@@ -98,14 +91,14 @@ def per_job_size(reported: int | None, jobs: int, budget: int, block: int) -> Sc
     if reported is None:
         return Scaled(
             size,
-            f"the report gives no file size; {human_bytes(size)} per job so "
-            f"{jobs} jobs fit {human_bytes(budget)}",
+            f"the report gives no file size; {format_size(size)} per job so "
+            f"{jobs} jobs fit {format_size(budget)}",
         )
     return Scaled(
         size,
-        f"scaled: the reporter's {human_bytes(reported)} per job x {jobs} jobs "
-        f"= {human_bytes(reported * jobs)}; {human_bytes(size)} x {jobs} = "
-        f"{human_bytes(size * jobs)} fits half the device",
+        f"scaled: the reporter's {format_size(reported)} per job x {jobs} jobs "
+        f"= {format_size(reported * jobs)}; {format_size(size)} x {jobs} = "
+        f"{format_size(size * jobs)} fits half the device",
     )
 
 

@@ -20,12 +20,13 @@ import tomlkit
 from tomlkit.items import Table
 
 from fslab.base.errors import UsageError
+from fslab.base.format import format_size
 from fslab.reproduce import pending
 from fslab.reproduce.configwrite import Config, config_table, configurations
 from fslab.reproduce.draft import Draft
 from fslab.reproduce.facts import QuestionFact, ReportFacts
 from fslab.reproduce.reportedwrite import reported_table, unreproducible, vm_table
-from fslab.reproduce.scale import QUICK_REPEAT, HostShape, human_bytes, target_size_bytes
+from fslab.reproduce.scale import QUICK_REPEAT, HostShape, target_size_bytes
 from fslab.reproduce.tomlitems import add, wrap
 from fslab.reproduce.workloadwrite import workload_tables
 from fslab.spec.load import validate_spec
@@ -97,7 +98,7 @@ def _document(draft: Draft, source_name: str) -> tomlkit.TOMLDocument:
     doc["description"] = f"reproduces: {facts.title}"[:200]
     target = tomlkit.table()
     target["kind"] = "ram"
-    add(target, "size", human_bytes(int(size.value)), size.comment)
+    add(target, "size", format_size(int(size.value)), size.comment)
     _target_limits(draft, target)
     doc["target"] = target
     filesystems = tomlkit.aot()

@@ -14,6 +14,7 @@ from typing import Any
 import tomlkit
 from tomlkit.items import Table
 
+from fslab.base.format import format_size
 from fslab.base.units import parse_size_bytes
 from fslab.measure.plan import fio_seconds
 from fslab.reproduce.configwrite import Config
@@ -26,7 +27,6 @@ from fslab.reproduce.scale import (
     QUICK_RUNTIME_S,
     file_budget_bytes,
     fio_size_text,
-    human_bytes,
     leave_free_bytes,
     numjobs_ladder,
     per_job_size,
@@ -288,11 +288,11 @@ def _dd(draft: Draft, configs: list[Config]) -> tuple[Table, Table, Table, dict]
             for line in wrap(
                 f'the report\'s analysis names free space ("{lever.text}", line '
                 f"{lever.source.number}): each point runs on a fresh filesystem "
-                f"and on one pre-filled to leave {human_bytes(leave)} free "
+                f"and on one pre-filled to leave {format_size(leave)} free "
                 f"(4x what one dd writes, at least 64 MiB)"
             ):
                 sweep.add(tomlkit.comment(line))
-            sweep["fill_leave_free"] = ["", human_bytes(leave)]
+            sweep["fill_leave_free"] = ["", format_size(leave)]
             draft.reported_point["fill_leave_free"] = ""
     run = tomlkit.table()
     add(run, "runtime", "10s", "sustained dd for 10 s per point")

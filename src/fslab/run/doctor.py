@@ -7,7 +7,7 @@ import shutil
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from fslab.base.units import format_bytes
+from fslab.base.format import format_bytes
 
 TOOLS = (
     ("fio", "fio", "apt-get install fio"),

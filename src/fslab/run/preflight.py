@@ -32,8 +32,8 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
 from fslab.base.errors import FslabError, SpecError, ToolError, UsageError
+from fslab.base.format import format_bytes
 from fslab.base.proc import CommandLog, run
-from fslab.base.units import format_bytes
 from fslab.measure import plan
 from fslab.spec.model import (
     MAX_NUMJOBS,

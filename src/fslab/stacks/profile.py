@@ -18,6 +18,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Literal
 
+from fslab.base.format import format_change_pct, format_share
 from fslab.stacks.fold import UNKNOWN_FRAME, parse_folded
 
 IDLE_COMMS = frozenset({"swapper"})
@@ -275,8 +276,9 @@ def _fit(text: str, width: int) -> str:
     return text if len(text) <= width else text[: max(0, width - 3)] + "..."
 
 
-def _pct(fraction: float) -> str:
-    return f"{100 * fraction:6.2f}%"
+def _share(fraction: float) -> str:
+    """A share in a 7-column field, so the chains' and the diff's columns line up."""
+    return format_share(fraction, 2).rjust(7)
 
 
 def format_chain(chain: HotChain, total: int, rank: int | None = None) -> list[str]:
@@ -288,10 +290,10 @@ def format_chain(chain: HotChain, total: int, rank: int | None = None) -> list[s
     label = f"#{rank} " if rank is not None else ""
     self_share = chain.self_samples / total if total else 0.0
     lines = [
-        _fit(f"{label}{_pct(chain.share)}  [{chain.comm}]  {chain.func}", CHAIN_WIDTH_COLS),
+        _fit(f"{label}{_share(chain.share)}  [{chain.comm}]  {chain.func}", CHAIN_WIDTH_COLS),
         _fit(
-            f"    self {100 * self_share:.2f}%; this path has "
-            f"{100 * chain.func_fraction:.1f}% of {chain.func}",
+            f"    self {format_share(self_share, 2)}; this path has "
+            f"{format_share(chain.func_fraction, 1)} of {chain.func}",
             CHAIN_WIDTH_COLS,
         ),
         "         |",
@@ -299,7 +301,7 @@ def format_chain(chain: HotChain, total: int, rank: int | None = None) -> list[s
     pairs = zip(reversed(chain.frames), reversed(chain.path_samples), strict=True)
     for i, (name, count) in enumerate(pairs):
         arrow = "--- " if i == 0 else "    "
-        share = _pct(count / total if total else 0.0)
+        share = _share(count / total if total else 0.0)
         lines.append(_fit(f"{share}  {arrow}{name}", CHAIN_WIDTH_COLS))
     return lines
 
@@ -378,7 +380,8 @@ def format_diff(rows: list[DiffRow], width: int = CHAIN_WIDTH_COLS) -> str:
     lines = [f"{'change':>8} {'a':>7} {'b':>7}  {'kind':<8} name"]
     for r in rows:
         name = r.name if r.kind != "chain" else _short_chain(r.name)
-        line = f"{100 * r.delta:+7.2f}% {_pct(r.share_a)} {_pct(r.share_b)}  {r.kind:<8} {name}"
+        change = format_change_pct(100 * r.delta, 2)
+        line = f"{change:>8} {_share(r.share_a)} {_share(r.share_b)}  {r.kind:<8} {name}"
         lines.append(_fit(line, width))
     return "\n".join(lines) + "\n"
 

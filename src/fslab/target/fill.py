@@ -13,7 +13,7 @@ import time
 from dataclasses import dataclass
 
 from fslab.base.errors import FslabError, UsageError
-from fslab.base.units import format_bytes
+from fslab.base.format import format_bytes
 
 FILL_PREFIX = "fslab-fill-"
 CHUNK_BYTES = 1 << 30

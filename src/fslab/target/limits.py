@@ -23,8 +23,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from fslab.base.errors import FslabError
+from fslab.base.format import format_bytes_per_s, format_iops
 from fslab.base.proc import run
-from fslab.base.units import format_bytes
 from fslab.target.guard import block_major_minor, read_mountinfo
 from fslab.target.loop import deferred_interrupts
 
@@ -46,11 +46,11 @@ class DeviceLimits:
         return [(kind, v) for kind in KINDS if (v := getattr(self, kind)) is not None]
 
     def describe(self) -> str:
-        """'write 2000 IOPS, write 250.0MiB/s' (empty when nothing is limited)."""
+        """'write 2000 IOPS, write 262.1MB/s' (empty when nothing is limited)."""
         parts = []
         for kind, value in self.items():
             direction, unit = kind.split("_")
-            amount = f"{value} IOPS" if unit == "iops" else f"{format_bytes(value)}/s"
+            amount = format_iops(value) if unit == "iops" else format_bytes_per_s(value)
             parts.append(f"{direction} {amount}")
         return ", ".join(parts)
 

@@ -21,8 +21,8 @@ from pathlib import Path
 from types import FrameType, TracebackType
 
 from fslab.base.errors import FslabError, ToolError, UsageError
+from fslab.base.format import format_bytes
 from fslab.base.proc import CommandLog, run
-from fslab.base.units import format_bytes
 from fslab.target.guard import read_mountinfo
 
 LABEL = "fslab"

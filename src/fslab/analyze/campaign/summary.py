@@ -14,7 +14,9 @@ import statistics
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 
+from fslab.analyze.campaign.metrics_catalog import format_value
 from fslab.analyze.campaign.stats import outlier_mask
+from fslab.base.format import format_change_pct
 from fslab.base.roles import (
     counts_for_headline,
     is_clean,
@@ -26,7 +28,6 @@ from fslab.base.roles import (
 from fslab.base.vocab import (
     PointKey,
     ScalarValue,
-    format_value,
     headline_metric,
     latency_metric,
     point_key,
@@ -56,11 +57,10 @@ class Perturbation:
     def describe(self) -> str:
         """The sentence reports print, e.g. "evidence run: 7.4K IOPS vs 9.1K clean,
         perturbation -19%"."""
-        unit = " IOPS" if self.metric.endswith("iops") else ""
         return (
-            f"evidence run: {format_value(self.metric, self.evidence)}{unit} vs "
+            f"evidence run: {format_value(self.metric, self.evidence, word=True)} vs "
             f"{format_value(self.metric, self.clean_median)} clean, "
-            f"perturbation {round(self.pct):+d}%"
+            f"perturbation {format_change_pct(self.pct)}"
         )
 
 

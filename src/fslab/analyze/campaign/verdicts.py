@@ -50,6 +50,7 @@ import numpy as np
 from fslab.analyze.campaign import stats
 from fslab.analyze.campaign.metrics_catalog import metric_def
 from fslab.analyze.campaign.stats import MIN_REPS
+from fslab.base.format import format_change_pct
 from fslab.base.vocab import PointKey, headline_metric, point_label
 
 Samples = Mapping[PointKey, Mapping[str, Sequence[float]]]
@@ -487,11 +488,11 @@ def _json_float(value: Any) -> Any:
 
 def _describe_row(row: ComparisonRow) -> str:
     text = (
-        f"{row.verdict}: {row.metric} {row.change_pct:+.1f}% "
-        f"[{_pct(row.ci_low)}, {_pct(row.ci_high)}] at {point_label(row.point)}"
+        f"{row.verdict}: {row.metric} {format_change_pct(row.change_pct, 1)} "
+        f"[{_change(row.ci_low)}, {_change(row.ci_high)}] at {point_label(row.point)}"
     )
     return text if len(text) <= 80 else text[:77] + "..."
 
 
-def _pct(ratio: float) -> str:
-    return f"{(ratio - 1.0) * 100.0:+.1f}%" if math.isfinite(ratio) else "?"
+def _change(ratio: float) -> str:
+    return format_change_pct((ratio - 1.0) * 100.0, 1) if math.isfinite(ratio) else "?"

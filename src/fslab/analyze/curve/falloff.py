@@ -42,8 +42,17 @@ from typing import Any, Literal
 
 from fslab.analyze.campaign import stats
 from fslab.analyze.campaign.dataset import CampaignData
+from fslab.analyze.campaign.metrics_catalog import format_value
 from fslab.analyze.campaign.stats import Values
-from fslab.base.vocab import PointKey, format_p, format_value, point_label
+from fslab.base.format import (
+    format_change_pct,
+    format_p,
+    format_pct,
+    format_plain,
+    format_ratio,
+    format_share,
+)
+from fslab.base.vocab import PointKey, point_label
 
 FALLOFF_MIN_DROP = 0.15
 KNEE_GAIN = 0.10  # per doubling of N
@@ -53,10 +62,6 @@ CLIFF_EXCESS = 2.0
 FalloffKind = Literal["falloff", "open", "none", "single"]
 """falloff: shown by the test; open: a drop of 15% or more the test does not (yet) show;
 none: under 15%, or nothing past the best point; single: one sweep point."""
-
-
-def _num(value: float) -> str:
-    return f"{value:g}"
 
 
 # ------------------------------------------------------------------ one curve
@@ -77,15 +82,17 @@ class Cliff:
         return dict(vars(self))
 
     def bracket(self, axis: str = "N") -> str:
-        return f"between {axis}={_num(self.n_before)} and {axis}={_num(self.n_after)}"
+        return (
+            f"between {axis}={format_plain(self.n_before)} and {axis}={format_plain(self.n_after)}"
+        )
 
     def describe(self, axis: str = "N") -> list[str]:
         other = (
-            f"steepest other step -{self.other_drop_pct:.0f}% per doubling"
+            f"steepest other step -{format_pct(self.other_drop_pct)} per doubling"
             if self.other_drop_pct > 0
             else "no other step falls"
         )
-        return [f"cliff {self.bracket(axis)}: -{self.drop_pct:.0f}% in one step ({other})"]
+        return [f"cliff {self.bracket(axis)}: -{format_pct(self.drop_pct)} in one step ({other})"]
 
 
 @dataclass(frozen=True)
@@ -396,7 +403,7 @@ class Falloff:
     def describe(self) -> list[str]:
         lines = [self.reason]
         if self.knee_n is not None and self.axis:
-            lines.append(f"knee at {self.axis}={_num(self.knee_n)}")
+            lines.append(f"knee at {self.axis}={format_plain(self.knee_n)}")
         if self.cliff is not None:
             lines += self.cliff.describe(self.axis or "N")
         return lines + self.notes
@@ -434,10 +441,10 @@ def _judge(best: SweepPoint, worst: SweepPoint, metric: str) -> _Judgement:
     span = (
         f"{fmt(metric, best.median)} at {best.label} (best) -> "
         f"{fmt(metric, worst.median)} at {worst.label} (worst): "
-        f"x{1.0 - drop:.2f} ({-100.0 * drop:+.0f}%)"
+        f"x{format_ratio(1.0 - drop)} ({format_change_pct(-100.0 * drop)})"
     )
     if drop < FALLOFF_MIN_DROP:
-        why = f"under the {FALLOFF_MIN_DROP:.0%} a falloff needs"
+        why = f"under the {format_share(FALLOFF_MIN_DROP)} a falloff needs"
         return _Judgement("none", f"no falloff: {span}, {why}", [])
     test = fall_test(best.values, worst.values)
     tested = test.describe(len(best.values), len(worst.values))

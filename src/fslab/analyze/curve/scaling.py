@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from fslab.analyze.campaign.dataset import CONCURRENCY_AXES, CampaignData
-from fslab.analyze.campaign.metrics_catalog import metric_def
+from fslab.analyze.campaign.metrics_catalog import format_value, metric_def
 from fslab.analyze.curve import falloff
 from fslab.analyze.curve.falloff import Curve
 from fslab.analyze.curve.usl import (
@@ -38,8 +38,9 @@ from fslab.analyze.curve.usl import (
     fit_usl,
 )
 from fslab.base.errors import FslabError, UsageError
+from fslab.base.format import format_plain, format_ratio
 from fslab.base.roles import counts_for_headline
-from fslab.base.vocab import PointKey, format_value, point_key, point_label
+from fslab.base.vocab import PointKey, point_key, point_label
 
 NSTAR_RANGE = 2.0  # N* within [N_min / 2, 2 N_max] counts as near the measured range
 
@@ -66,7 +67,7 @@ class CurveFit:
     def describe(self) -> list[str]:
         lines = [f"{self.label}: {self.metric} over {self.axis}"]
         if self.failed_n:
-            values = ", ".join(_num(n) for n in self.failed_n)
+            values = ", ".join(format_plain(n) for n in self.failed_n)
             lines.append(f"{len(self.failed_n)} failed point(s) left out ({self.axis}={values})")
         if self.fit is None:
             lines.append(f"no USL fit: {self.reason}")
@@ -80,14 +81,17 @@ class CurveFit:
         curve, axis = self.measured, self.axis
         peak, low = curve.peak, curve.low
         fmt = format_value
-        lines = [f"observed peak {fmt(self.metric, peak.median)} at {axis}={_num(peak.n or 0)}"]
+        lines = [
+            f"observed peak {fmt(self.metric, peak.median)} at {axis}={format_plain(peak.n or 0)}"
+        ]
         if low is not peak:
             lines.append(
-                f"falloff beyond it: {fmt(self.metric, low.median)} at {axis}={_num(low.n or 0)} "
-                f"(x{low.median / peak.median:.2f})"
+                f"falloff beyond it: {fmt(self.metric, low.median)} "
+                f"at {axis}={format_plain(low.n or 0)} "
+                f"(x{format_ratio(low.median / peak.median)})"
             )
         if curve.knee_n is not None:
-            lines.append(f"knee at {axis}={_num(curve.knee_n)}")
+            lines.append(f"knee at {axis}={format_plain(curve.knee_n)}")
         if curve.cliff is not None:
             lines += curve.cliff.describe(axis)
         return lines
@@ -264,13 +268,14 @@ def unidentified_reason(curve: Curve) -> str | None:
     if peak == 0:
         return (
             f"throughput is highest at the smallest {axis} measured{where} "
-            f"({_num(fitted[0].n or 0)}): no point before the peak, so the rise the USL "
+            f"({format_plain(fitted[0].n or 0)}): no point before the peak, so the rise the USL "
             "describes is not measured"
         )
     if peak == len(fitted) - 1:
         return (
             f"throughput is highest at the largest {axis} measured{where} "
-            f"({_num(fitted[-1].n or 0)}): no point past the peak, so the peak is not located"
+            f"({format_plain(fitted[-1].n or 0)}): no point past the peak, "
+            "so the peak is not located"
         )
     return None
 
@@ -282,13 +287,15 @@ def nstar_reason(fit: UslFit, axis: str) -> str | None:
     if fit.n_star is None:
         return (
             f"the fitted curve has no bounded peak (kappa indistinguishable from 0) while the "
-            f"measured one peaks inside {axis} {_num(fitted[0])}..{_num(fitted[-1])}: "
+            f"measured one peaks inside {axis} "
+            f"{format_plain(fitted[0])}..{format_plain(fitted[-1])}: "
             "the USL does not describe it"
         )
     if not low <= fit.n_star.value <= high:
         return (
             f"the fitted N* = {fit.n_star.value:.3g} lies far outside the measured range "
-            f"({axis} {_num(fitted[0])}..{_num(fitted[-1])}): an extrapolation, not shown"
+            f"({axis} {format_plain(fitted[0])}..{format_plain(fitted[-1])}): "
+            "an extrapolation, not shown"
         )
     return None
 
@@ -339,7 +346,3 @@ def _moves(curves: list[CurveFit]) -> list[FitMove]:
         assert base.fit is not None and curve.fit is not None
         moves.append(FitMove(base.label, curve.label, compare_fits(base.fit, curve.fit)))
     return moves
-
-
-def _num(value: float) -> str:
-    return f"{value:g}"

@@ -46,6 +46,7 @@ from scipy.optimize import least_squares
 from fslab.analyze.campaign import stats
 from fslab.analyze.curve.falloff import KNEE_GAIN, Cliff, find_cliff, knee, peak_index
 from fslab.base.errors import FslabError
+from fslab.base.format import format_fitted, format_share
 
 CONFIDENCE = 0.95
 EFFECT = 0.05  # a coefficient matters if its low bound adds >= 5% at the largest N
@@ -127,7 +128,8 @@ class UslFit:
         """Short human lines (<= 80 columns)."""
         fitted = self.n[: self.n_fitted]
         lines = [
-            f"USL fit over {self.n_fitted} points (N {_num(fitted[0])}..{_num(fitted[-1])}), "
+            f"USL fit over {self.n_fitted} points "
+            f"(N {format_fitted(fitted[0])}..{format_fitted(fitted[-1])}), "
             f"R² {self.r_squared:.3f} (log space)",
             f"  gamma {_est(self.gamma)} per unit of N (throughput without interference)",
             f"  sigma {_est(self.sigma)} (contention, serialised share)",
@@ -137,7 +139,8 @@ class UslFit:
         ]
         if self.knee_n is not None:
             lines.append(
-                f"knee at N={_num(self.knee_n)}: doubling beyond it gains < {KNEE_GAIN:.0%}"
+                f"knee at N={format_fitted(self.knee_n)}: "
+                f"doubling beyond it gains < {format_share(KNEE_GAIN)}"
             )
         if self.cliff:
             lines += self.cliff.describe()
@@ -435,10 +438,10 @@ def _curve_warnings(
     if peak_index(list(medians[:n_fitted])) == n_fitted - 1:
         warnings.append(
             f"no point past the peak: throughput is highest at the largest N "
-            f"({_num(fitted_max)}), so a fall beyond it can be neither seen nor ruled out"
+            f"({format_fitted(fitted_max)}), so a fall beyond it can be neither seen nor ruled out"
         )
     elif nstar_ci is not None and nstar_ci.value > fitted_max:
-        warnings.append(f"N* = {_num(nstar_ci.value)} lies beyond the largest N fitted")
+        warnings.append(f"N* = {format_fitted(nstar_ci.value)} lies beyond the largest N fitted")
     if math.isfinite(r2) and r2 < POOR_R2:
         warnings.append(f"poor fit (R² {r2:.2f}): the curve may not follow the USL")
 
@@ -464,7 +467,9 @@ def compare_fits(a: UslFit, b: UslFit) -> list[str]:
             verb = "rose" if new.value > old.value else "fell"
             lines.append(f"{name} ({meaning}) {verb}: {_est(old)} -> {_est(new)}")
     if a.n_star and b.n_star and not a.n_star.overlaps(b.n_star):
-        lines.append(f"N* moved: {_num(a.n_star.value)} -> {_num(b.n_star.value)}")
+        lines.append(
+            f"N* moved: {format_fitted(a.n_star.value)} -> {format_fitted(b.n_star.value)}"
+        )
     if a.classification != b.classification:
         lines.append(f"class changed: {a.classification} -> {b.classification}")
     if b.cliff and a.cliff is None:
@@ -477,18 +482,9 @@ def compare_fits(a: UslFit, b: UslFit) -> list[str]:
 # --- formatting ---------------------------------------------------------------------------
 
 
-def _num(value: float) -> str:
-    if not math.isfinite(value):
-        return "inf"
-    if abs(value) < 1e-12:  # a bound the optimizer reached only up to rounding
-        return "0"
-    if 100 <= abs(value) < 1e7:
-        return f"{value:.0f}"
-    return f"{value:.3g}"
-
-
 def _est(estimate: Estimate) -> str:
-    return f"{_num(estimate.value)} [{_num(estimate.low)}, {_num(estimate.high)}]"
+    low, high = format_fitted(estimate.low), format_fitted(estimate.high)
+    return f"{format_fitted(estimate.value)} [{low}, {high}]"
 
 
 def _describe_class(fit: UslFit) -> str:
@@ -502,11 +498,13 @@ def _describe_class(fit: UslFit) -> str:
 def _describe_peak(fit: UslFit) -> str:
     if fit.peak_kind == "peak" and fit.n_star is not None:
         return (
-            f"peak {_num(fit.peak_x or 0.0)} at N* = {_num(fit.n_star.value)} "
-            f"[{_num(fit.n_star.low)}, {_num(fit.n_star.high)}]"
+            f"peak {format_fitted(fit.peak_x or 0.0)} at N* = {format_fitted(fit.n_star.value)} "
+            f"[{format_fitted(fit.n_star.low)}, {format_fitted(fit.n_star.high)}]"
         )
     if fit.peak_kind == "asymptote":
-        return f"N* unbounded; throughput approaches {_num(fit.peak_x or 0.0)} (gamma/sigma)"
+        return (
+            f"N* unbounded; throughput approaches {format_fitted(fit.peak_x or 0.0)} (gamma/sigma)"
+        )
     return "N* unbounded; no ceiling within the model"
 
 

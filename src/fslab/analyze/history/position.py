@@ -45,11 +45,13 @@ from scipy import stats as sps
 
 from fslab.analyze.campaign import stats
 from fslab.analyze.campaign.dataset import CampaignData
+from fslab.analyze.campaign.metrics_catalog import format_value
 from fslab.analyze.campaign.verdicts import UNSTEADY_P, least_p
 from fslab.analyze.noise.model import NoiseModel, PointNoise
 from fslab.analyze.noise.slowdown import SlowdownFit
 from fslab.analyze.versus.comparisons import samples
-from fslab.base.vocab import PointKey, format_value, point_label
+from fslab.base.format import format_pct
+from fslab.base.vocab import PointKey, point_label
 
 CONFIDENCE = 0.99  # of the combined position's interval
 BOUNDARY = 0.5  # halfway between good (0) and bad (1)
@@ -112,7 +114,7 @@ class Verdict:
             return f"{self.decision}: {self.reason}"
         text = (
             f"{self.decision}: position {self.position:+.2f} between good (0) and bad (1), "
-            f"{100 * CONFIDENCE:.0f}% CI [{self.low:+.2f}, {self.high:+.2f}] over "
+            f"{format_pct(100 * CONFIDENCE)} CI [{self.low:+.2f}, {self.high:+.2f}] over "
             f"{len(self.points)} point(s)"
         )
         text += " (provisional: no noise model)" if self.provisional else ""

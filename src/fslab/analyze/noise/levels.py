@@ -41,8 +41,9 @@ from dataclasses import dataclass
 from datetime import datetime
 from itertools import pairwise
 
+from fslab.analyze.campaign.metrics_catalog import format_value
 from fslab.analyze.noise.model import MIN_CAMPAIGNS
-from fslab.base.vocab import format_value, metric_label
+from fslab.base.vocab import metric_label
 
 
 @dataclass(frozen=True)

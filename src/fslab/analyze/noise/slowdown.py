@@ -51,6 +51,7 @@ import numpy as np
 from scipy import stats as sps
 
 from fslab.analyze.campaign.dataset import CampaignData
+from fslab.base.format import format_change_pct, format_ns
 from fslab.base.vocab import metric_label, point_key
 from fslab.store.facts import HostCpuFacts
 
@@ -97,13 +98,16 @@ class SlowdownTerm:
     def effect(self) -> str:
         """'-2.4% a point of the host's steal' or '-0.9% a 1% slower CPU (speed probe)'"""
         if self.covariate == STEAL:
-            return f"{math.expm1(self.slope):+.1%} a point of the host's steal"
-        return f"{math.expm1(self.slope * math.log(1.01)):+.1%} a 1% slower CPU (speed probe)"
+            return (
+                f"{format_change_pct(100 * math.expm1(self.slope), 1)} a point of the host's steal"
+            )
+        change = format_change_pct(100 * math.expm1(self.slope * math.log(1.01)), 1)
+        return f"{change} a 1% slower CPU (speed probe)"
 
     def taken_to(self) -> str:
         if self.covariate == STEAL:
             return "zero steal"
-        return f"the runs' median CPU speed (probe {math.exp(self.reference):.0f}us)"
+        return f"the runs' median CPU speed (probe {format_ns(1e3 * math.exp(self.reference))})"
 
 
 @dataclass(frozen=True)

@@ -55,6 +55,7 @@ from fslab.analyze.noise.model import (
 )
 from fslab.analyze.versus.guests import guest_summary
 from fslab.base.errors import UsageError
+from fslab.base.format import format_pct
 from fslab.base.vocab import PointKey, metric_label, point_key, point_label
 
 Samples = dict[PointKey, dict[str, list[float]]]
@@ -330,9 +331,10 @@ def _unsteady_note(table: ComparisonTable, noise: NoiseModel, candidate: str) ->
     said = []
     for row in shown.values():
         point_noise = noise.get(row.point, row.metric)
-        usual = f"{point_noise.steady_cv_pct:.1f}%" if point_noise else "less"
+        usual = format_pct(point_noise.steady_cv_pct, 1) if point_noise else "less"
         said.append(
-            f"{metric_label(row.metric)} at {point_label(row.point)} {row.sd_pct_candidate:.1f}% "
+            f"{metric_label(row.metric)} at {point_label(row.point)} "
+            f"{format_pct(row.sd_pct_candidate, 1)} "
             f"(a typical campaign of the spec: {usual}; F test p {row.unsteady_p:.2g})"
         )
     return (
@@ -409,7 +411,7 @@ def group_comparisons(
         test=TEST_NAME if noise.calibrated else "test on runs (no between-campaign model)",
         between_cv_pct=drift,
     )
-    cvs = ", ".join(f"{cv:.1f}% at {label}" for label, cv in drift.items())
+    cvs = ", ".join(f"{format_pct(cv, 1)} at {label}" for label, cv in drift.items())
     notes = [
         f"{sides.test}, {len(base)} vs {len(cand)} campaigns"
         + (f", between-campaign CV {cvs} ({metric_label(names[0])})" if drift else "")

@@ -16,7 +16,7 @@ from typing import Any
 
 from fslab.analyze.noise.model import spec_fingerprint
 from fslab.base.errors import FslabError
-from fslab.base.units import format_bytes
+from fslab.base.format import format_bytes
 from fslab.store.db import CampaignRow, Store
 from fslab.store.facts import DeviceFacts
 
