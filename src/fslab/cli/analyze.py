@@ -351,7 +351,7 @@ def _print_scale(data: CampaignData, report: ScaleReport) -> None:
 
 
 def curve_table(curve: CurveFit) -> Table:
-    """Measured medians (analyze.falloff), the USL beside them where it was fitted."""
+    """Measured medians (analyze.curve.falloff), the USL beside them where it was fitted."""
     assert curve.measured is not None
     measured, fit = curve.measured, curve.fit
     model = fit.predict(fit.n) if fit is not None else None

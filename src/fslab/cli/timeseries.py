@@ -1,7 +1,7 @@
 """Commands about campaigns over time: calibrate, series, bisect-run, bisect.
 
 Thin like the other command modules: the noise model is analyze.noise and
-analyze.baselines, change points analyze.series, decisions analyze.bisect,
+analyze.history.baselines, change points analyze.history.series, decisions analyze.history.position,
 and running candidates fslab.drive.bisection.
 """
 

@@ -13,7 +13,7 @@ adding one touches its own module and the registry only:
   offers `<name> = true|false` and `<name>_<option>` for each of them
   (spec.CollectSpec is built from the registry);
 - `catalog`, the metric families it writes with their units and directions
-  (analyze.metrics_catalog gathers them);
+  (analyze.campaign.metrics_catalog gathers them);
 - `no_data`, what a report says when it ran but stored none of its metrics.
 
 The base class owns the life cycle's failure states: `start()` runs

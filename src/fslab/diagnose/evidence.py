@@ -102,7 +102,7 @@ def _all_frames(rules: list[Rule], kind: ProfileKind) -> list[Frame]:
 
 @dataclass
 class Compositions:
-    """Each point's profiles cut into the rule base's classes (analyze.attribution)."""
+    """Each point's profiles cut into the rule base's classes (diagnose.attribution)."""
 
     by_row: dict[tuple[int, ...], dict[ProfileKind, dict[str, float] | None]] = field(
         default_factory=dict

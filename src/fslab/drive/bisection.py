@@ -1,6 +1,6 @@
 """Running candidates for bisection: `fslab bisect-run` and `fslab bisect`.
 
-The statistics live in analyze.bisect (decide, bisect_list); this module
+The statistics live in analyze.history.position (decide, bisect_list); this module
 runs what they ask for. A CandidateRunner runs a spec on one candidate and
 adds repetitions to the campaign it made:
 
@@ -14,11 +14,11 @@ adds repetitions to the campaign it made:
 judge_candidate() repeats until the decision is clear or the limit of runs
 per point is reached, and logs every decision with its numbers. A candidate
 whose runs spread more than the spec's campaigns' usually do (unsteady: see
-analyze.bisect) is run again as a new campaign, UNSTEADY_RERUNS times, then
+analyze.history.position) is run again as a new campaign, UNSTEADY_RERUNS times, then
 skipped: more runs would not make its mean trustworthy. Each round
 judges the references and the candidate with the host's slowdowns (steal:
-see analyze.slowdown) taken out where they slow the headline
-(analyze.baselines.bisect_model, the rule `fslab compare` uses), refitted
+see analyze.noise.slowdown) taken out where they slow the headline
+(analyze.history.baselines.bisect_model, the rule `fslab compare` uses), refitted
 over every run so far, and the logged decision says so.
 """
 
@@ -122,7 +122,7 @@ def judge_candidate(
 ) -> tuple[int, Verdict]:
     """Run the candidate, then add runs until good/bad is clear or max_repeat is reached.
 
-    Returns (candidate campaign id, verdict). Raises analyze.bisect's
+    Returns (candidate campaign id, verdict). Raises analyze.history.position's
     ReferencesTooClose when the references do not differ beyond the noise.
     """
 

@@ -4,16 +4,16 @@ A campaign about a falloff asks three things, each judged by the rule that
 already answers it elsewhere (so a question is settled exactly when the
 report says so):
 
-1. Does each configuration fall off? (`analyze.falloff`: settled when the
+1. Does each configuration fall off? (`analyze.curve.falloff`: settled when the
    test shows it, or the drop is under 15%.) Open: a clean run more at its
    best and at its worst point.
 2. At the bad point of the deepest falloff, does each other configuration
-   differ from it? (`analyze.comparisons.verdicts_at`, the rows `fslab
+   differ from it? (`analyze.versus.comparisons.verdicts_at`, the rows `fslab
    compare --by filesystem` prints.) Open while either side has fewer than
    stats.MIN_REPS runs there (and, with evidence runs, until the other
    configuration has one there, for the counterfactual), or while the
    verdict reads "needs more runs": a clean run more of both.
-3. Is the first mechanism's lead stable? (`analyze.diagnose.Stability`:
+3. Is the first mechanism's lead stable? (`diagnose.diagnosis.Stability`:
    first in every evidence run at the bad point, ahead in each.) Open without
    an evidence run at the good and the bad point, with fewer than two at the
    bad one, or an unstable lead: one evidence run more, up to

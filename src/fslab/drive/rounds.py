@@ -1,7 +1,7 @@
 """Adaptive repetition: runs added where a campaign's answer is still open.
 
 `run_until_answered` (the default of `fslab run`) asks the campaign's questions
-(analyze.questions: is there a falloff, does each other configuration differ at
+(drive.questions: is there a falloff, does each other configuration differ at
 the bad point, is the first mechanism's lead stable) and runs what the open ones
 want, round by round, until none is open or the machine-time budget is spent.
 

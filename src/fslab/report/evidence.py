@@ -1,6 +1,6 @@
 """The focus points, where their collector evidence is read, and the two sections built on it.
 
-The focus points come from analyze.falloff, the one rule for best and worst
+The focus points come from analyze.curve.falloff, the one rule for best and worst
 point: the configuration with the deepest falloff, its worst point and its
 best point, so "best vs worst" contrasts one configuration across its sweep
 (what changed as it fell off), not two filesystems, and names the same
@@ -81,7 +81,7 @@ def evidence_run(data: CampaignData, ref: PointRef | None) -> EvidenceRun | None
 
 
 def focus_points(data: CampaignData) -> tuple[PointRef | None, PointRef | None]:
-    """(worst, best) of the focus configuration, as analyze.falloff decides them.
+    """(worst, best) of the focus configuration, as analyze.curve.falloff decides them.
 
     The focus configuration is the one with the deepest falloff (else the
     first); its worst and best sweep points are the falloff model's, each

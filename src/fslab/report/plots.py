@@ -121,7 +121,7 @@ def throughput_plot(report: Report) -> str | None:
             if fit is not None:
                 grid = np.geomspace(min(fit.n[: fit.n_fitted]), max(fit.n), 200)
                 ax.plot(grid, fit.predict(grid), "--", color=colour, lw=1, alpha=0.8)
-            measured = curve.measured  # knee and cliff: analyze.falloff, fit or no fit
+            measured = curve.measured  # knee and cliff: analyze.curve.falloff, fit or no fit
             knee_n = measured.knee_n if measured else None
             if knee_n is not None and knee_n in curve.n:
                 y = medians[curve.n.index(knee_n)]

@@ -225,7 +225,7 @@ def comparison_table(rows: Sequence[ComparisonRow]) -> Table:
 
     base mean ± %stddev, %change, new mean ± %stddev, the verdict mark, then
     the metric (cells from report/comparison); the sweep point heads each
-    group of rows. The mark comes from the statistics (analyze.compare), not
+    group of rows. The mark comes from the statistics (analyze.campaign.verdicts), not
     from the size of the change.
     """
     out = []

@@ -105,7 +105,7 @@ class Setup:
     sweep: dict[str, list[Any]]
     run: dict[str, Any]
     notes: list[str] = field(default_factory=list)
-    guests: list[str] = field(default_factory=list)  # analyze.guests labels; [] on the host
+    guests: list[str] = field(default_factory=list)  # analyze.versus.guests labels; [] on the host
 
 
 @dataclass

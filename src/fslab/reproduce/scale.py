@@ -22,7 +22,7 @@ DEFAULT_RAMP_S = 5
 QUICK_RUNTIME_S = 10  # long enough for the journal to fill at 1024 jobs (ext4-fsync-storm)
 QUICK_RAMP_S = 3
 QUICK_MAX_NUMJOBS = 1024
-# a comparison verdict needs 3 runs a side (analyze.compare.MIN_REPS); with 4, one run
+# a comparison verdict needs 3 runs a side (analyze.campaign.verdicts.MIN_REPS); with 4, one run
 # spread wide does not leave the verdict on the remedy undecided (the fsync-storm preset)
 QUICK_REPEAT = 4
 

@@ -4,7 +4,7 @@ This module is the one rule for these four, and `scale`, `diagnose`,
 `profile`, `compare` and every report section read them from here, so they
 can never disagree. Everything is read from the headline medians over the
 clean repetitions of each sweep point (`CampaignData.values`); no model
-is involved. The USL (`analyze.scaling`) is fitted on top, only where it is
+is involved. The USL (`analyze.curve.usl`) is fitted on top, only where it is
 identified (see `campaign_scaling`).
 
 - best point: the sweep point with the highest median headline.

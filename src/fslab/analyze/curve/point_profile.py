@@ -4,7 +4,7 @@ A point's profiles are artifacts (`profile.oncpu.folded` from perf,
 `profile.offcpu.folded` from the blocked-thread sampler). Points are named
 by seq ("12") or by selector ("ext4-default:numjobs=1024", or
 "numjobs=1024" for the first configuration); by default the worst point of
-the configuration with the deepest falloff (analyze.falloff, as the report),
+the configuration with the deepest falloff (analyze.curve.falloff, as the report),
 where falloff is explained.
 When a point has no profile the collectors table says why (off, not
 available on this host, failed), and that reason is the error message: a
@@ -102,7 +102,7 @@ def _by_seq(data: CampaignData, seq: int) -> PointRow:
 
 
 def worst_evidence_row(data: CampaignData, config: str) -> PointRow | None:
-    """The run that stands for the configuration's worst point (analyze.falloff)."""
+    """The run that stands for the configuration's worst point (analyze.curve.falloff)."""
     falloff = config_falloff(data, config)
     return data.evidence_row(config, falloff.worst.key) if falloff else None
 

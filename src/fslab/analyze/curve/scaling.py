@@ -2,7 +2,7 @@
 
 `fslab.analyze.curve.usl` fits one curve; this module finds the curves in a
 campaign (per configuration, and per value of any other sweep axis), reads
-each with `analyze.falloff` (peak, knee, cliff: the measured facts every
+each with `analyze.curve.falloff` (peak, knee, cliff: the measured facts every
 command shares) and fits the USL only where the fit is identified:
 
 - at least MIN_POINTS_FIT (4) points (6 advised): three parameters through
@@ -58,7 +58,7 @@ class CurveFit:
     failed_n: list[float]  # concurrency values of failed points, left out
     fit: UslFit | None = None
     reason: str | None = None  # why there is no fit
-    measured: Curve | None = None  # peak, knee and cliff from the medians (analyze.falloff)
+    measured: Curve | None = None  # peak, knee and cliff from the medians (analyze.curve.falloff)
 
     @property
     def label(self) -> str:

@@ -26,7 +26,7 @@ How the fit is made, and why:
   kappa N (N-1). Below that the data cannot tell it from zero over the range
   measured; in particular N* is reported "unbounded" unless kappa matters.
 
-Knee and cliff are read from the measured medians by `analyze.falloff`, the
+Knee and cliff are read from the measured medians by `analyze.curve.falloff`, the
 one rule the whole tool uses for them. When there is a cliff, the USL is
 refitted to the points before it (when at least 4 remain). Whether a fit is
 shown at all (it must be identified) is decided in `campaign_scaling`.

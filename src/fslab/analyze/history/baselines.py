@@ -10,11 +10,11 @@ spec, each side and each spec's other campaigns around their own mean.
 When the baselines' own level moved (the spec's headline series has a
 change point, as `fslab series` shows it), a comparison whose sides lie on
 one level gets a model with a mean per level, and one whose sides lie on
-different levels keeps the one-mean model and warns (analyze.levels holds
+different levels keeps the one-mean model and warns (analyze.noise.levels holds
 the rule).
 
 Runs record the host's steal; where it slows the headline within campaigns,
-every campaign of a comparison is first taken to zero steal (analyze.slowdown,
+every campaign of a comparison is first taken to zero steal (analyze.noise.slowdown,
 which says why the CPU-speed probe the runs also record is not taken out),
 and so are a bisection's references and candidate (bisect_model).
 """
@@ -103,7 +103,7 @@ def noise_model(
 
 def level_moves(campaigns: Sequence[CampaignData]) -> list[LevelMove]:
     """Where the headline level of these campaigns (oldest first) moved: the change points
-    `fslab series` marks (analyze.series), at any sweep point."""
+    `fslab series` marks (analyze.history.series), at any sweep point."""
     series = series_of(campaigns, "baselines")
     if series.metric is None:
         return []
@@ -180,8 +180,8 @@ def campaign_model(
 ) -> CampaignModel:
     """The model of A's spec from its stored campaigns (B left out). When their level moved
     and A and B lie on one level, each level spreads around its own mean and B is compared
-    with the mean of theirs (analyze.levels). Every campaign's headline is first taken at
-    zero steal where steal slows it (analyze.slowdown)."""
+    with the mean of theirs (analyze.noise.levels). Every campaign's headline is first taken at
+    zero steal where steal slows it (analyze.noise.slowdown)."""
     stored = [load_campaign(store, c.id) for c in baseline_campaigns(store, a.campaign)]
     adjusted, slowdown = take_out_slowdown([a, b, *(d for d in stored if d.id not in (a.id, b.id))])
     by_id = {d.id: d for d in adjusted}
@@ -226,7 +226,7 @@ class BisectModel:
     slowdown: SlowdownFit | None = None  # None: the headline was not adjusted
 
     def verdict(self) -> Verdict:
-        """Where the candidate lies between the references (analyze.bisect.decide)."""
+        """Where the candidate lies between the references (analyze.history.position.decide)."""
         return decide(self.good, self.bad, self.candidate, self.noise, slowdown=self.slowdown)
 
 
@@ -270,7 +270,7 @@ class GroupModel:
     metrics: list[str]
     noise: NoiseModel
     levels: LevelCheck | None = None  # None: the baseline spec's level did not move
-    slowdown: SlowdownFit | None = None  # None: the headline was not adjusted (analyze.slowdown)
+    slowdown: SlowdownFit | None = None  # None: headline not adjusted (analyze.noise.slowdown)
 
     def comparisons(self, candidate: Sequence[CampaignData] | None = None) -> list[Comparison]:
         """The comparison table; `candidate` replaces the candidate side's data (a bench
@@ -301,7 +301,7 @@ def group_model(
     campaigns share one mean. `own_means` gives each side its own mean even
     then (bench/stats_calibration.py: an A/A check of the two-spec case).
 
-    When the level of the baseline side's spec moved (analyze.levels, on its
+    When the level of the baseline side's spec moved (analyze.noise.levels, on its
     campaigns in the fit) and every campaign of both sides lies on one level,
     the campaigns of each level spread around their own mean as well.
     """

@@ -20,13 +20,13 @@ variance is pooled from the three campaigns: the decision says it is
 provisional, as comparisons do.
 
 A candidate whose runs spread more than the spec's campaigns' runs do at a
-modelled point (the F test comparisons use, analyze.compare.UNSTEADY_P) is
+modelled point (the F test comparisons use, analyze.campaign.verdicts.UNSTEADY_P) is
 undecided whatever its position: the machine was unsteady while it ran, and
 more runs of it would not make its mean trustworthy; fslab.drive.bisection runs it
 again instead.
 
 The three campaigns come in as judged: fslab.drive.bisection takes the host's
-slowdowns out of them (analyze.baselines.bisect_model, the rule comparisons
+slowdowns out of them (analyze.history.baselines.bisect_model, the rule comparisons
 use) and passes the fit, which the verdict carries and describe() names.
 
 `bisect_list` is the search over an ordered list of candidates (kernel

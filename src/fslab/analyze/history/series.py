@@ -13,8 +13,8 @@ neighbours. Positive series (throughput, latency) are analysed as logs, as
 their noise is multiplicative; the levels reported are geometric means.
 
 `fslab series` (build_series) first takes the host's slowdowns (steal: see
-analyze.slowdown) out of every campaign's headline by the rule comparisons use
-(analyze.slowdown, fitted over the series' campaigns): a level that moved
+analyze.noise.slowdown) out of every campaign's headline by the rule comparisons use
+(analyze.noise.slowdown, fitted over the series' campaigns): a level that moved
 with the host alone is no change of the thing measured. series_of takes the
 campaigns as given, so a comparison can pass the ones it already adjusted
 with its own fit.
@@ -189,7 +189,7 @@ def build_series(
     store: Store, campaigns: Sequence[CampaignRow], selector: str, *, p_value: float = P_VALUE
 ) -> Series:
     """The series of the given campaigns: median headline per point with the host's
-    slowdowns taken out (where they slow it: analyze.slowdown), change points per point."""
+    slowdowns taken out (where they slow it: analyze.noise.slowdown), change points per point."""
     return series_without_slowdown(
         [load_campaign(store, c.id) for c in campaigns], selector, p_value=p_value
     )
@@ -198,7 +198,7 @@ def build_series(
 def series_without_slowdown(
     loaded: Sequence[CampaignData], selector: str, *, p_value: float = P_VALUE
 ) -> Series:
-    """series_of after taking the host's slowdowns out over these campaigns (analyze.slowdown):
+    """series_of with the host's slowdowns taken out over these campaigns (noise.slowdown):
     their level is read as comparisons read it, and the series says whether it was."""
     adjusted, slowdown = take_out_slowdown(loaded)
     return series_of(adjusted, selector, p_value=p_value, slowdown=slowdown)

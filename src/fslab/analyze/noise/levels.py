@@ -55,7 +55,7 @@ class LevelMove:
     started_at: str
     metric: str
     point: str  # the sweep point's label ("" when the series has one point)
-    before: float  # geometric means of the levels on either side (analyze.series)
+    before: float  # geometric means of the levels on either side (analyze.history.series)
     after: float
     p_value: float
 

@@ -13,7 +13,7 @@ effects on the log scale with the campaign as a block:
     log(value_ij) = mu + c_j + e_ij,   c_j ~ N(0, between_var),  e_ij ~ N(0, within_var)
 
 fitted by REML with statsmodels' MixedLM on every stored campaign that
-repeats the spec (analyze.baselines finds them; A among them, B left out).
+repeats the spec (analyze.history.baselines finds them; A among them, B left out).
 Campaign B is then compared with the spec's level, the mean of the K
 baseline campaigns' mean logs: the difference has variance
 
@@ -21,7 +21,7 @@ baseline campaigns' mean logs: the difference has variance
 
 with Satterthwaite's degrees of freedom (the between part is known from K
 campaigns, K - 1 degrees of freedom; the within part from the runs), and a
-t test and interval on it. Rows are judged by analyze.compare's rules
+t test and interval on it. Rows are judged by analyze.campaign.verdicts's rules
 (judge()): the same Benjamini-Hochberg family, the same magnitude gate, with
 the campaign mean's total spread in place of the run-to-run CV.
 
@@ -36,7 +36,7 @@ so between_var is fitted with a fixed level per block (each side, and the
 other stored campaigns of each side's spec) and the campaign as the random
 effect: each campaign's effect is measured around its own block's mean.
 
-When the baselines' own level moved (analyze.levels: their headline series
+When the baselines' own level moved (analyze.noise.levels: their headline series
 has a change point) the same blocks give each level its own mean: between_var
 is the drift around each level's mean over every baseline (campaigns minus
 levels degrees of freedom), and a candidate on one level is compared with
@@ -123,7 +123,7 @@ class PointNoise:
     inv_runs: float = 1.0  # mean over the campaigns of 1 / runs
     blocks: int = 1  # fixed levels the campaigns spread around (groups: sides and baselines)
     # the campaigns behind `level` and `inv_runs` when they are one block's (the baselines'
-    # level moved: the level of the reference's block, analyze.levels); 0: all campaigns
+    # level moved: the level of the reference's block, analyze.noise.levels); 0: all campaigns
     level_campaigns: int = 0
     # the spread of a run in a typical campaign, log scale: the median of the campaigns'
     # variances, each scaled by its chi-square median so that steady runs give within_var;
@@ -384,7 +384,7 @@ def model_row(
     on runs).
 
     A candidate whose runs spread more than the baselines' runs do (F test,
-    analyze.compare.UNSTEADY_P) is marked unsteady and not judged: on a host
+    analyze.campaign.verdicts.UNSTEADY_P) is marked unsteady and not judged: on a host
     whose speed dips for tens of seconds with no steal to show it, the runs
     caught in a dip spread out and pull the campaign's mean by a fifth, which
     no between-campaign variance that leaves power for a 10% change covers

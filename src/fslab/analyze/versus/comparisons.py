@@ -20,7 +20,7 @@ verdicts are provisional (the spread inside each campaign understates the
 drift between campaigns) and say what to run. Groups of campaigns a side
 (`fslab compare 12,14,16 13,15,17`) compare the sides' levels, so the drift
 between campaigns shrinks with the campaigns a side. When the baselines'
-own level moved (analyze.levels), the model note says the model gave each
+own level moved (analyze.noise.levels), the model note says the model gave each
 level its own mean, or a warning says the sides lie on different levels.
 
 The default metrics are the campaign's headline (throughput) and its latency
@@ -295,9 +295,9 @@ def campaign_comparisons(
 ) -> list[Comparison]:
     """What `fslab compare A B` shows: one table, campaign b against campaign a.
 
-    `noise` is the between-campaign model of a's spec (analyze.baselines);
+    `noise` is the between-campaign model of a's spec (analyze.history.baselines);
     without it, or where it does not cover a row, the verdicts are provisional.
-    `levels`: where a and b lie when the baselines' level moved (analyze.levels).
+    `levels`: where a and b lie when the baselines' level moved (analyze.noise.levels).
     """
     names = select_metrics([a, b], patterns)
     table = compare_campaigns(a, b, names, noise)
@@ -397,8 +397,8 @@ def group_comparisons(
 
     `noise` is fitted over both sides and `baselines` (the other stored
     campaigns of either side's spec), each side around its own mean
-    (analyze.baselines.compare_with_noise_groups); `levels`, where the sides lie
-    when the baseline spec's level moved (analyze.levels).
+    (analyze.history.baselines.compare_with_noise_groups); `levels`, where the sides lie
+    when the baseline spec's level moved (analyze.noise.levels).
     """
     table = compare_groups(base, cand, names, noise)
     labels = [_group_label(side) for side in (base, cand)]
@@ -440,7 +440,7 @@ def _pooling_note(
     baselines: Sequence[int],
     levels: LevelCheck | None = None,
 ) -> str:
-    """Where the between-campaign variance came from (analyze.baselines.group_model)."""
+    """Where the between-campaign variance came from (analyze.history.baselines.group_model)."""
     ids = f" ({_ids(baselines)})" if baselines else ""
     blocks = max((p.blocks for p in noise.points.values()), default=1)
     per_level = len(levels.levels) if levels is not None and levels.by_level else 1
