@@ -1,4 +1,5 @@
-# fslab: the two commands of the quick start are `make demo` and `make test`.
+# fslab: the two commands of the quick start are `make demo` and `make test`;
+# `make check` runs everything (guests and the slow tests too) and is what CI runs.
 # Both install what is missing (Debian packages, a venv with fslab) and are idempotent.
 
 VENV ?= .venv
@@ -6,16 +7,17 @@ DEB_PACKAGES = fio xfsprogs e2fsprogs btrfs-progs linux-perf util-linux
 # guests under virtme-ng (fslab run --kernel, ...): qemu-system-x86, busybox-static and kmod
 # (depmod); file for virtme-ng's kernel-version detection. `make guest-deps` installs them.
 GUEST_DEB_PACKAGES = qemu-system-x86 busybox-static kmod file
-# the tests need the guest packages, chromium (the HTML report rendered in a real browser)
-# and postgresql (the store tests start their own cluster with initdb and pg_ctl)
-TEST_DEB_PACKAGES = $(GUEST_DEB_PACKAGES) chromium postgresql
+# the tests need chromium (the HTML report rendered in a real browser) and postgresql
+# (the store tests start their own cluster with initdb and pg_ctl); `make check` also
+# the guest packages
+TEST_DEB_PACKAGES = chromium postgresql
 FSLAB = $(VENV)/bin/fslab
 # The kernel the guest tests boot: the newest Debian 6.1, into fslab's cache; and the
 # fsync-storm reporter's 5.10, which the reproduced spec names (tests/test_reproduce.py)
 GUEST_KERNEL ?= 6.1
 REPORTER_KERNEL ?= 5.10
 
-.PHONY: demo test deps guest-deps test-deps install-debs venv lint clean-leftovers guest-kernel
+.PHONY: demo test check deps guest-deps test-deps check-deps install-debs venv lint clean-leftovers guest-kernel
 
 deps:
 	@$(MAKE) --no-print-directory install-debs PACKAGES="$(DEB_PACKAGES)"
@@ -25,6 +27,10 @@ guest-deps:
 
 test-deps:
 	@$(MAKE) --no-print-directory install-debs PACKAGES="$(DEB_PACKAGES) $(TEST_DEB_PACKAGES)"
+
+check-deps:
+	@$(MAKE) --no-print-directory install-debs \
+		PACKAGES="$(DEB_PACKAGES) $(TEST_DEB_PACKAGES) $(GUEST_DEB_PACKAGES)"
 
 install-debs:
 	@missing=""; for p in $(PACKAGES); do \
@@ -58,9 +64,17 @@ lint: venv
 	$(VENV)/bin/lint-imports --no-cache
 	$(VENV)/bin/mypy
 
-# Guest tests boot real qemu guests (TCG here: a few minutes); `pytest -m 'not guest'` skips them
-test: test-deps venv lint guest-kernel
-	$(VENV)/bin/pytest -q -ra
+# The inner loop: lint, unit tests, parsers on captured data, the diagnosis corpus and a
+# few root integration tests on RAM loop devices. No guests, none of the tests that
+# tests/conftest.py lists as slow.
+test: test-deps venv lint
+	$(VENV)/bin/pytest -q -ra -m 'not guest and not slow'
+
+# Everything: `make test`, then the guest tests (real qemu boots; TCG where KVM is
+# missing) and the slow ones. CI runs this.
+check: check-deps venv guest-kernel
+	@$(MAKE) --no-print-directory test
+	$(VENV)/bin/pytest -q -ra -m 'guest or slow'
 
 clean-leftovers: venv
 	$(FSLAB) doctor --cleanup

@@ -132,3 +132,29 @@ def new_db(request, tmp_path, monkeypatch):
         return cluster.create_database(f"{tmp_path.name.lower()[:40]}_{n}")
 
     return make
+
+
+# `make test` is the inner loop (at most 10 minutes on a 2-CPU machine); `make check`
+# runs everything, and is what CI runs. The tests that only `make check` runs, and
+# why each is too slow for the inner loop: one list, so the split is read in one place.
+SLOW = {
+    # a real git bisect over a throughput-costing commit: minutes of campaigns
+    "tests/integration/test_bisect_run.py": "bisects a real repository with campaigns",
+    "tests/integration/test_calibrate.py": "spaced calibration campaigns",
+    "tests/integration/test_fleet.py": "ansible-playbook against hosts on this machine",
+    "tests/integration/test_campaign.py::test_sigint_mid_run": (
+        "a whole interrupted campaign and its resume; test_sigterm_releases_everything stays"
+    ),
+    # the statistics' false-alarm and power figures over recorded campaigns
+    "tests/test_unsteady.py": "A/A pairs over every recorded spaced campaign",
+    "tests/test_groups.py": "grouped A/A and power simulations",
+    "tests/test_types.py": "runs mypy on scratch modules",
+    "tests/test_fuzz_inputs.py": "the fuzzer's surfaces, each a few hundred inputs",
+}
+
+
+def pytest_collection_modifyitems(config, items) -> None:
+    for item in items:
+        # a file, or the start of a test's name in it
+        if any(item.nodeid.startswith(key if "::" in key else key + "::") for key in SLOW):
+            item.add_marker(pytest.mark.slow)
