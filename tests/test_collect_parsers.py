@@ -12,7 +12,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from fslab.collect import registry, tracefs
+from fslab.collect import registry, ringbuffer, tracefs
 from fslab.collect.base import PointContext
 from fslab.collect.common import RampSnapshot, dev_filter
 from fslab.collect.jbd2 import (
@@ -106,9 +106,9 @@ def _wq_formats() -> dict[str, tracefs.EventFormat]:
 
 
 @pytest.fixture(scope="module")
-def wq_records() -> list[tuple[int, tracefs.RawRecords]]:
+def wq_records() -> list[tuple[int, ringbuffer.RawRecords]]:
     raw, page_size = _raw("collect_wq")
-    return [(cpu, tracefs.decode_pages(data, page_size)) for cpu, data in raw.items()]
+    return [(cpu, ringbuffer.decode_pages(data, page_size)) for cpu, data in raw.items()]
 
 
 @pytest.fixture(scope="module")
@@ -180,8 +180,8 @@ def test_raw_decode_counts_and_order(wq_records):
 
 def test_decode_pages_rejects_partial_pages():
     with pytest.raises(tracefs.TracefsError):
-        tracefs.decode_pages(b"\0" * 100)
-    empty = tracefs.decode_pages(b"")
+        ringbuffer.decode_pages(b"\0" * 100)
+    empty = ringbuffer.decode_pages(b"")
     assert len(empty) == 0
 
 
@@ -416,7 +416,7 @@ def test_perf_stat_argv_and_filters(tmp_path):
 def test_ftrace_counting_by_reason_on_raw_records():
     raw, page_size = _raw("collect_wb")
     fmt = tracefs.parse_event_format((DATA / "collect_format_writeback_queue.txt").read_text())
-    rec = tracefs.decode_pages(b"".join(raw.values()), page_size)
+    rec = ringbuffer.decode_pages(b"".join(raw.values()), page_size)
     reasons = rec.column(fmt["reason"], rec.u16(0) == fmt.id)
     text = (DATA / "collect_wb_trace.txt").read_text()
     assert np.count_nonzero(reasons == 5) == text.count("reason=fs_free_space") > 0

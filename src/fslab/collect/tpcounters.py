@@ -27,7 +27,7 @@ import numpy as np
 
 from fslab.base.proc import process_cpu_s
 from fslab.base.vocab import CatalogEntry, MetricDef
-from fslab.collect import tracefs
+from fslab.collect import ringbuffer, tracefs
 from fslab.collect.base import (
     Collector,
     CollectorOptions,
@@ -293,7 +293,7 @@ class _FtraceBackend:
         data = b"".join(self.instance.read_raw().values())
         if not data:
             return
-        records = tracefs.decode_pages(data, self.page_size)
+        records = ringbuffer.decode_pages(data, self.page_size)
         ids = records.u16(0)
         counted = records.ts_ns >= self.count_from_ns
         for c in self.counters:

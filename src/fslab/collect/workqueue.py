@@ -34,7 +34,7 @@ import numpy as np
 from pydantic import Field
 
 from fslab.base.vocab import CatalogEntry, MetricDef, metric_safe
-from fslab.collect import tracefs
+from fslab.collect import ringbuffer, tracefs
 from fslab.collect.base import (
     Collector,
     CollectorOptions,
@@ -43,7 +43,8 @@ from fslab.collect.base import (
     PointContext,
     Unavailable,
 )
-from fslab.collect.tracefs import EventFormat, RawRecords, TraceInstance
+from fslab.collect.ringbuffer import RawRecords
+from fslab.collect.tracefs import EventFormat, TraceInstance
 
 QUEUE, ACTIVATE, START, END = 0, 1, 2, 3
 EVENTS: dict[str, int] = {
@@ -275,7 +276,7 @@ def _queue_wq_ids(
     name_field = fmt["workqueue"]
     base = records.offsets[mask]
     if name_field.data_loc or name_field.rel_loc:
-        loc = tracefs._gather(records.data, base + name_field.offset, 4, signed=False).astype(
+        loc = ringbuffer.gather(records.data, base + name_field.offset, 4, signed=False).astype(
             np.int64
         )
         start = base + (loc & 0xFFFF)
@@ -808,7 +809,7 @@ class WorkqueueCollector(Collector):
         assert self._instance is not None and self._layout is not None
         watermark = None if final else self._instance.clock_now_ns() - _WATERMARK_LAG_NS
         data, self._spool, self._spool_bytes = b"".join(self._spool), [], 0
-        records = tracefs.decode_pages(data, self._page_size)
+        records = ringbuffer.decode_pages(data, self._page_size)
         self._missed += records.missed_events
         events = WqEvents.concat([self._pending, decode_wq(records, self._layout, self._names)])
         if watermark is None:
