@@ -31,7 +31,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from fslab.analyze.campaign.dataset import load_campaign
-from fslab.analyze.versus.comparisons import verdicts_at
+from fslab.analyze.versus.within import verdicts_at
 from fslab.diagnose.diagnosis import diagnose_campaign
 from fslab.drive.questions import campaign_questions
 from fslab.spec.points import expand_points

@@ -33,7 +33,7 @@ from pathlib import Path
 
 from fslab.analyze.campaign.dataset import load_campaign
 from fslab.analyze.curve.falloff import steepest_fall
-from fslab.analyze.versus.comparisons import verdicts_at
+from fslab.analyze.versus.within import verdicts_at
 from fslab.diagnose.diagnosis import diagnose_campaign
 from fslab.drive.rounds import machine_seconds
 from fslab.store.db import Store

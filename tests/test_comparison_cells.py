@@ -23,7 +23,7 @@ from rich.console import Console
 
 from fslab.analyze.campaign.dataset import load_campaign
 from fslab.analyze.campaign.verdicts import ComparisonRow
-from fslab.analyze.versus.comparisons import config_comparisons, with_profile_shares
+from fslab.analyze.versus.within import config_comparisons, with_profile_shares
 from fslab.report import text_tables as tx
 from fslab.report.reply import reply_text
 from fslab.report.terminal import comparison_table

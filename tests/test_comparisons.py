@@ -23,6 +23,7 @@ from fslab.analyze.campaign.summary import campaign_metrics, summarize
 from fslab.analyze.curve import point_profile as pp
 from fslab.analyze.curve.scaling import fit_campaign
 from fslab.analyze.versus import comparisons as cmps
+from fslab.analyze.versus import within
 from fslab.base.errors import UsageError
 from fslab.store.db import PointOutcome, Store
 from fslab.store.exchange import import_campaign
@@ -74,16 +75,16 @@ def test_one_headline_for_the_campaign_its_results_and_its_tables(quick):
     comparison table (ComparisonTable.headline) carry the same one."""
     assert campaign_metrics(quick.points, quick.metrics) == (quick.headline, quick.latency)
     assert {row.headline for row in summarize(quick.points, quick.metrics)} == {quick.headline}
-    table = cmps.compare_configs(quick)["ext4-journal1g"]
+    table = within.compare_configs(quick)["ext4-journal1g"]
     assert table.headline == quick.headline == "fio.write.iops"
-    latency_only = cmps.compare_configs(quick, metrics=["fio.sync.lat_ns_p99"])
+    latency_only = within.compare_configs(quick, metrics=["fio.sync.lat_ns_p99"])
     assert latency_only["ext4-journal1g"].headline is None
-    (verdict, *_) = cmps.verdicts_at(quick, "ext4-default", (("numjobs", 1),))
+    (verdict, *_) = within.verdicts_at(quick, "ext4-default", (("numjobs", 1),))
     assert verdict.row.metric == table.headline
 
 
 def test_configs_compared_point_by_point(quick):
-    tables = cmps.compare_configs(quick)
+    tables = within.compare_configs(quick)
     assert list(tables) == ["ext4-journal1g"]
     table = tables["ext4-journal1g"]
     assert len(table.rows) == 6 * 2 and not table.only_in_baseline
@@ -101,12 +102,12 @@ def test_configs_compared_point_by_point(quick):
 
 def test_compare_configs_refuses_what_cannot_be_compared(quick):
     with pytest.raises(UsageError, match="no configuration 'xfs'"):
-        cmps.compare_configs(quick, baseline="xfs")
+        within.compare_configs(quick, baseline="xfs")
     alone = CampaignData(
         quick.campaign, [p for p in quick.points if p.config == "ext4-default"], quick.metrics
     )
     with pytest.raises(UsageError, match="one configuration"):
-        cmps.compare_configs(alone)
+        within.compare_configs(alone)
 
 
 def test_a_campaign_against_itself_shows_no_change(quick):
@@ -148,7 +149,7 @@ def test_metric_globs_add_evidence_metrics(quick):
     names = cmps.select_metrics([quick], ["jbd2.*"])
     assert names[:2] == ["fio.write.iops", "fio.sync.lat_ns_p99"]
     assert len(names) > 2 and all(n.startswith("jbd2.") for n in names[2:])
-    table = cmps.compare_configs(quick, metrics=names)["ext4-journal1g"]
+    table = within.compare_configs(quick, metrics=names)["ext4-journal1g"]
     evidence = [r for r in table.rows if r.metric.startswith("jbd2.")]
     assert evidence and {r.verdict for r in evidence} <= {
         "changed",
@@ -160,13 +161,13 @@ def test_metric_globs_add_evidence_metrics(quick):
 
 
 def test_one_repetition_is_never_judged(nocollect):
-    comparisons = cmps.config_comparisons(nocollect)
+    comparisons = within.config_comparisons(nocollect)
     assert cmps.min_repetitions(comparisons) == 1
     assert {r.verdict for r in comparisons[0].table.rows} == {"needs more runs"}
 
 
 def test_comparison_json_is_plain(quick):
-    (comparison,) = cmps.config_comparisons(quick)
+    (comparison,) = within.config_comparisons(quick)
     data = json.loads(json.dumps(comparison.to_dict(fail_pct=50)))
     assert data["baseline"] == "ext4-default" and data["candidate"] == "ext4-journal1g"
     assert data["rows"][0]["point"] == {"numjobs": 1}

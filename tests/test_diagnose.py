@@ -239,7 +239,7 @@ def test_cached_write_at_1728_possible_cpus_names_the_watermark_first(tmp_path):
 def test_guest_campaign_report_and_comparison_name_the_guests(tmp_path):
     """Reports and `compare --by possible_cpus` say what each point ran in, TCG flagged."""
     from fslab.analyze.campaign.dataset import load_campaign
-    from fslab.analyze.versus.comparisons import axis_comparisons
+    from fslab.analyze.versus.within import axis_comparisons
     from fslab.report.model import build_report
     from fslab.report.text import render_text
 

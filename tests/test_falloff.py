@@ -28,7 +28,7 @@ from fslab.analyze.curve.falloff import (
     worst_point,
 )
 from fslab.analyze.curve.scaling import fit_campaign, unidentified_reason
-from fslab.analyze.versus.comparisons import config_comparisons
+from fslab.analyze.versus.within import config_comparisons
 from fslab.diagnose.diagnosis import diagnose_campaign
 from fslab.report.model import build_report
 from fslab.store.db import Store

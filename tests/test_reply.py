@@ -26,8 +26,8 @@ from typer.testing import CliRunner
 
 from fslab.analyze.campaign.dataset import load_campaign
 from fslab.analyze.campaign.metrics_catalog import format_value
-from fslab.analyze.versus.comparisons import verdicts_at
 from fslab.analyze.versus.reported import match_figures, reporter_point
+from fslab.analyze.versus.within import verdicts_at
 from fslab.cli import app
 from fslab.diagnose.diagnosis import diagnose_campaign
 from fslab.diagnose.hypotheses import judge_hypothesis

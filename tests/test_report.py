@@ -23,7 +23,7 @@ from typer.testing import CliRunner
 
 from fslab.analyze.campaign.dataset import load_campaign
 from fslab.analyze.campaign.metrics_catalog import format_value
-from fslab.analyze.versus.comparisons import config_comparisons
+from fslab.analyze.versus.within import config_comparisons
 from fslab.cli import app
 from fslab.report.html import inline_svg, render_html
 from fslab.report.json_report import render_json, report_data

@@ -28,13 +28,9 @@ from fslab.analyze.curve.scaling import CurveFit, ScaleReport, fit_campaign
 from fslab.analyze.curve.usl import UslFit
 from fslab.analyze.history.baselines import compare_with_noise, compare_with_noise_groups
 from fslab.analyze.noise.model import TEST_NAME as NOISE_TEST
-from fslab.analyze.versus.comparisons import (
-    Comparison,
-    axis_comparisons,
-    config_comparisons,
-    min_repetitions,
-)
+from fslab.analyze.versus.comparisons import Comparison, min_repetitions
 from fslab.analyze.versus.hosts import HostFact, campaigns_across_hosts, host_facts_side_by_side
+from fslab.analyze.versus.within import axis_comparisons, config_comparisons
 from fslab.base.errors import UsageError
 from fslab.base.format import format_pct, format_share
 from fslab.base.vocab import metric_label, point_label

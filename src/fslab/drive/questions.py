@@ -8,7 +8,7 @@ report says so):
    test shows it, or the drop is under 15%.) Open: a clean run more at its
    best and at its worst point.
 2. At the bad point of the deepest falloff, does each other configuration
-   differ from it? (`analyze.versus.comparisons.verdicts_at`, the rows `fslab
+   differ from it? (`analyze.versus.within.verdicts_at`, the rows `fslab
    compare --by filesystem` prints.) Open while either side has fewer than
    stats.MIN_REPS runs there (and, with evidence runs, until the other
    configuration has one there, for the counterfactual), or while the
@@ -46,7 +46,7 @@ from fslab.analyze.curve.falloff import (
     focus_config,
     steepest_fall,
 )
-from fslab.analyze.versus.comparisons import verdicts_at
+from fslab.analyze.versus.within import verdicts_at
 from fslab.base.format import format_change_pct, format_p, format_ratio, format_share
 from fslab.base.roles import PointRole, counts_for_headline, is_evidence
 from fslab.base.vocab import PointKey, ScalarValue, point_key, point_label

@@ -27,7 +27,8 @@ from fslab.analyze.campaign.summary import (
 )
 from fslab.analyze.curve.scaling import ScaleReport, fit_campaign
 from fslab.analyze.history.series import Series, build_series, select_campaigns
-from fslab.analyze.versus.comparisons import Comparison, config_comparisons, with_profile_shares
+from fslab.analyze.versus.comparisons import Comparison
+from fslab.analyze.versus.within import config_comparisons, with_profile_shares
 from fslab.base.errors import FslabError
 from fslab.base.roles import is_evidence, mode_of_roles
 from fslab.base.timing import CampaignTiming

@@ -16,8 +16,8 @@ from collections.abc import Iterable, Mapping
 
 from fslab.analyze.campaign.metrics_catalog import format_value
 from fslab.analyze.campaign.verdicts import ComparisonRow
-from fslab.analyze.versus.comparisons import PointVerdict
 from fslab.analyze.versus.reported import FigureMatch
+from fslab.analyze.versus.within import PointVerdict
 from fslab.base.format import format_bytes, format_change_pct, format_share
 from fslab.base.vocab import PointKey, ScalarValue, metric_label, point_key, point_label
 from fslab.diagnose.diagnosis import ConfigDiagnosis, ruled_out_reasons

@@ -19,8 +19,8 @@ from typing import Any
 
 from fslab.analyze.campaign.dataset import load_campaign
 from fslab.analyze.curve.falloff import Falloff
-from fslab.analyze.versus.comparisons import PointVerdict, verdicts_at
 from fslab.analyze.versus.reported import FigureMatch, match_figures
+from fslab.analyze.versus.within import PointVerdict, verdicts_at
 from fslab.base.vocab import PointKey
 from fslab.diagnose.diagnosis import ConfigDiagnosis
 from fslab.diagnose.hypotheses import HypothesisJudgement, judge_hypothesis
