@@ -152,8 +152,8 @@ def one_run(spec, config: str, instrumented: bool, host) -> Run:
         outcome.metrics["fio.write.iops"],
         cpu,
         not_ok,
-        outcome.facts.get("timing", {}),
-        outcome.facts.get("collector_seconds", {}),
+        outcome.facts.timing or {},
+        outcome.facts.collector_seconds or {},
     )
 
 

@@ -147,8 +147,9 @@ def point_section(points: int, runtime_s: float) -> None:
             outcome = guest.run_point(spec, point, collect=False)
             if outcome.status != "ok":
                 raise SystemExit(f"guest point failed: {outcome.error}")
-            round_trips.append(outcome.facts["guest"]["point_s_host"])
-            in_guest.append(outcome.facts["guest_point_s"])
+            guest_facts = outcome.facts.guest
+            round_trips.append((guest_facts.point_s_host or 0.0) if guest_facts else 0.0)
+            in_guest.append(outcome.facts.guest_point_s or 0.0)
     host_s = [on_host(spec, point)[1] for _ in range(max(3, points // 2))]
     overhead = [r - g for r, g in zip(round_trips, in_guest, strict=True)]
     print(f"points {points}, fio runtime {runtime_s:g} s")

@@ -127,7 +127,8 @@ def main() -> None:
         if outcome.status != "ok":
             raise SystemExit(f"run {index + 1} failed: {outcome.error}")
         iops.append(outcome.metrics["fio.write.iops"])
-        steal.append(outcome.facts["host_cpu"]["steal_pct"])
+        cpu = outcome.facts.host_cpu
+        steal.append((cpu.steal_pct or 0.0) if cpu else 0.0)
         print(f"  run {index + 1:3d}: write IOPS {iops[-1]:8.0f}  steal {steal[-1]:5.2f}%")
     fit = stats.linregress(steal, logs := np.log(iops))
     half = stats.t.ppf(0.975, len(iops) - 2) * fit.stderr

@@ -19,6 +19,7 @@ from fslab.spec.load import load_spec
 from fslab.spec.points import expand_points
 from fslab.spec.vm import GuestConfig
 from fslab.store.db import PointOutcome
+from fslab.store.facts import GuestFacts, PointFacts
 
 
 def test_possible_cpus_below_cpus_is_refused_naming_both() -> None:
@@ -101,7 +102,7 @@ def test_an_outcome_survives_json_as_the_store_takes_it() -> None:
         metrics={"dd.bw_bytes_s": 1.5e8},
         commands=[(["mkfs.ext4", "/dev/loop0"], 0, 0.5)],
         collectors={"perf": ("unavailable", "no perf")},
-        facts={"guest": {"nr_cpu_ids": 1728}},
+        facts=PointFacts(guest=GuestFacts(nr_cpu_ids=1728)),
     )
     assert outcome_from_json(json.loads(json.dumps(outcome_to_json(outcome)))) == outcome
 

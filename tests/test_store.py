@@ -28,6 +28,7 @@ from fslab.store.db import (
     upgrade_database,
 )
 from fslab.store.exchange import export_campaign, import_campaign
+from fslab.store.facts import PointFacts
 from fslab.store.lock import write_turn
 from fslab.store.tables import HEAD
 from tests.tiny_spec import tiny_spec_data
@@ -54,7 +55,7 @@ OUTCOME = PointOutcome(
     artifacts={"fio.json": "{}"},
     commands=[(["mkfs.ext4", "/dev/loop0"], 0, 0.5)],
     collectors={"perf": ("unavailable", "no perf")},
-    facts={"mount_options_effective": "rw,noatime"},
+    facts=PointFacts(mount_options_effective="rw,noatime"),
 )
 
 
@@ -257,7 +258,7 @@ def test_export_import_round_trip(new_db):
                 artifacts={"fio.json": "{}"},
                 commands=[(["fio", "--name=x"], 0, 2.5)],
                 collectors={"perf": ("ok", "")},
-                facts={"k": "v"},
+                facts=PointFacts(umount="lazy: the mount stayed busy; detached lazily"),
             ),
         )
         source.set_campaign_status(cid, "interrupted")
@@ -384,7 +385,7 @@ def test_post_processing_results_are_added_to_a_saved_point(new_db):
                 status="ok",
                 metrics={"fio.write.iops": 10.0},
                 collectors={"perf": ("failed", "post-processing did not finish")},
-                facts={"config": "ext4", "timing": {"setup_s": 1.0}},
+                facts=PointFacts(config="ext4", timing={"setup_s": 1.0}),
             ),
         )
         store.add_results(
@@ -392,7 +393,7 @@ def test_post_processing_results_are_added_to_a_saved_point(new_db):
             metrics={"profile.samples": 400.0},
             artifacts={"profile.oncpu.folded": "fio;x 1\n"},
             collectors={"perf": ("ok", "")},
-            facts={"timing": {"setup_s": 1.0, "post_s": 0.2}},
+            facts=PointFacts(timing={"setup_s": 1.0, "post_s": 0.2}),
         )
         assert store.metrics(cid)[point.id] == {"fio.write.iops": 10.0, "profile.samples": 400.0}
         assert store.collectors(point.id) == {"perf": ("ok", "")}
@@ -416,7 +417,7 @@ def test_post_processing_results_replace_by_name_whatever_their_number(new_db):
 
         event.listen(store._engine, "before_cursor_execute", record)
         added = {f"m{i}": float(i) for i in range(300)}
-        store.add_results(point.id, metrics=added, artifacts={}, collectors={}, facts={})
+        store.add_results(point.id, metrics=added, artifacts={}, collectors={}, facts=PointFacts())
         event.remove(store._engine, "before_cursor_execute", record)
         assert store.metrics(cid)[point.id] == {"fio.write.iops": 1.0, **added}
         deletes = [n for statement, n in sent if statement.startswith("DELETE")]

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import gzip
 import json
+import sqlite3
 from pathlib import Path
 
 import pytest
@@ -122,7 +123,9 @@ def test_facts_that_do_not_read_back_name_the_point(tmp_path: Path) -> None:
             points=[PlannedPoint(0, "ext4", "ext4", {}, 0)],
         )
         (point,) = store.points(cid)
-        store.save_outcome(point.id, PointOutcome(status="ok", facts=facts))
+        store.save_outcome(point.id, PointOutcome(status="ok"))
+        with sqlite3.connect(tmp_path / "r.db") as conn:  # as a buggy older fslab stored them
+            conn.execute("UPDATE points SET facts_json = ?", (json.dumps(facts),))
         wanted = rf"point {point.id}: stored PointFacts does not read back"
         with pytest.raises(FslabError, match=wanted):
             store.points(cid)

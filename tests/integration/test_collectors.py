@@ -256,15 +256,17 @@ def test_an_evidence_point_states_what_each_collector_added_to_its_setup_and_tea
         for p in points
     }
     assert set(by_role) == {"clean", "evidence"}
-    assert "collector_seconds" not in by_role["clean"].facts
+    assert by_role["clean"].facts.collector_seconds is None
     evidence = by_role["evidence"]
     assert evidence.status == "ok", evidence.error
-    seconds = evidence.facts["collector_seconds"]
+    seconds = evidence.facts.collector_seconds
+    assert seconds is not None
     assert set(seconds) == set(on)
     for name, phases in seconds.items():
         assert set(phases) == {"start_s", "stop_s"}, name
         assert all(0 <= v < 5 for v in phases.values()), name
     # the instruments' part of the evidence run's setup and teardown
-    timing = evidence.facts["timing"]
+    timing = evidence.facts.timing
+    assert timing is not None
     assert sum(p["start_s"] for p in seconds.values()) <= timing["setup_s"]
     assert sum(p["stop_s"] for p in seconds.values()) <= timing["teardown_s"]

@@ -111,12 +111,12 @@ def test_a_fio_point_in_a_2_vcpu_guest_and_a_guest_that_dies_is_booted_afresh(no
         outcome = guest.run_point(spec, point)
         assert outcome.status == "ok", f"{outcome.error}\n{outcome.stderr[-3000:]}"
         assert outcome.metrics["fio.write.iops"] > 0
-        facts = outcome.facts["guest"]
-        assert facts["kernel_release"] == kernel.release
-        assert (facts["nr_cpu_ids"], facts["online_cpus"], facts["accel"]) == (2, 2, "tcg")
-        assert "virtme" in facts["kernel_cmdline"]
-        assert facts["kernel_config"]["CONFIG_NR_CPUS"] == str(kernel.max_possible_cpus())
-        assert outcome.facts["filesystem"]["block_size_bytes"] == 4096
+        facts = outcome.facts.guest
+        assert facts is not None and facts.kernel_release == kernel.release
+        assert (facts.nr_cpu_ids, facts.online_cpus, facts.accel) == (2, 2, "tcg")
+        assert "virtme" in (facts.kernel_cmdline or "")
+        assert (facts.kernel_config or {})["CONFIG_NR_CPUS"] == str(kernel.max_possible_cpus())
+        assert outcome.facts.filesystem and outcome.facts.filesystem.block_size_bytes == 4096
         # every collector ran in the guest as on the host, or says why it could not
         assert set(outcome.collectors) == set(spec.collect.enabled())
         for name, (status, reason) in outcome.collectors.items():
@@ -130,7 +130,7 @@ def test_a_fio_point_in_a_2_vcpu_guest_and_a_guest_that_dies_is_booted_afresh(no
         guest._guest.proc.wait(timeout=30)
         again = guest.run_point(spec, replace(point, role="clean"))
         assert again.status == "ok", f"{again.error}\n{again.stderr[-3000:]}"
-        assert guest.boots == 2 and again.facts["guest"]["boot"] == 2
+        assert guest.boots == 2 and again.facts.guest and again.facts.guest.boot == 2
 
 
 def test_possible_cpus_1728_puts_near_full_ext4_below_the_watermark_and_slows_dd(no_guest_left):
@@ -142,14 +142,15 @@ def test_possible_cpus_1728_puts_near_full_ext4_below_the_watermark_and_slows_dd
     bandwidth: dict[bool, list[float]] = {True: [], False: []}
     for point, outcome in outcomes:
         assert outcome.status == "ok", f"{outcome.error}\n{outcome.stderr[-3000:]}"
-        guest_facts = outcome.facts["guest"]
-        assert (guest_facts["nr_cpu_ids"], guest_facts["online_cpus"]) == (1728, 2)
-        cluster = outcome.facts["filesystem"]["block_size_bytes"]
-        assert outcome.facts["ext4_watermark_bytes"] == (
+        guest_facts, fs_facts = outcome.facts.guest, outcome.facts.filesystem
+        assert guest_facts is not None and fs_facts is not None
+        assert (guest_facts.nr_cpu_ids, guest_facts.online_cpus) == (1728, 2)
+        cluster = fs_facts.block_size_bytes or 0
+        assert outcome.facts.ext4_watermark_bytes == (
             ext4_free_clusters_watermark(2, 1728) * cluster
         )
         near_full = point.sweep_dict["fill_leave_free"] != ""
-        assert outcome.facts["below_ext4_watermark"] is near_full
+        assert outcome.facts.below_ext4_watermark is near_full
         bandwidth[near_full].append(outcome.metrics["dd.bw_bytes_s"])
     full, empty = statistics.median(bandwidth[True]), statistics.median(bandwidth[False])
     print(f"ext4 at nr_cpu_ids 1728: near-full {full / 1e6:.1f} MB/s, empty {empty / 1e6:.1f} MB/s")
@@ -189,10 +190,11 @@ def test_write_iops_limit_caps_a_guest_point_and_the_next_point_runs_free(no_gue
         assert outcome.status == "ok", f"{outcome.error}\n{outcome.stderr[-3000:]}"
     capped, uncapped = (o.metrics["fio.write.iops"] for o in outcomes)
     print(f"guest write IOPS: limited to {LIMITED_IOPS}: {capped:.0f}; unlimited: {uncapped:.0f}")
-    facts = outcomes[0].facts["device_limits"]
-    assert facts["write_iops"] == LIMITED_IOPS and facts["device"].startswith("/dev/loop")
-    assert facts["blkio_root"] == str(GUEST_BLKIO_ROOT)  # the agent's mount: cgroup2 is beside it
-    assert "device_limits" not in outcomes[1].facts
+    facts = outcomes[0].facts.device_limits
+    assert facts is not None
+    assert facts.write_iops == LIMITED_IOPS and facts.device.startswith("/dev/loop")
+    assert facts.blkio_root == str(GUEST_BLKIO_ROOT)  # the agent's mount: cgroup2 is beside it
+    assert outcomes[1].facts.device_limits is None
     assert 0.7 * LIMITED_IOPS < capped < 1.15 * LIMITED_IOPS
     assert uncapped > 4 * LIMITED_IOPS  # 102 to 610 on loaded CI hosts under TCG, 2270 here
 

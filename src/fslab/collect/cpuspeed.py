@@ -4,10 +4,11 @@ A virtual CPU can run slower for tens of seconds without the guest counting
 any steal (a busy hyperthread sibling on the host, a lower host clock): the
 same CPU time does less work, and a CPU-bound workload loses throughput in
 proportion. /proc/stat does not see it, so the runner times a fixed piece of
-work beside every run, clean or not: SPEED_LOOPS iterations of a small
-pure-Python loop, every SPEED_INTERVAL_S, on each allowed CPU in turn, in
-the thread's own CPU time (so the probe's own preemption and steal do not
-count). The median over the run is the run's probe time: higher is slower.
+work beside every run, clean or not (SpeedProbe, one of its probes:
+collect.probe): SPEED_LOOPS iterations of a small pure-Python loop, every
+SPEED_INTERVAL_S, on each allowed CPU in turn, in the thread's own CPU time
+(so the probe's own preemption and steal do not count). The median over the
+run is the run's probe time: higher is slower.
 
 Its cost is stated with it (`speed_probe_cpu_pct`, the probe's own CPU time
 as a share of all CPUs over the window), and is never more than
@@ -23,7 +24,9 @@ import os
 import statistics
 import threading
 import time
-from types import TracebackType
+from typing import ClassVar
+
+from fslab.collect.probe import Probe
 
 SPEED_LOOPS = 4000
 SPEED_INTERVAL_S = 0.1
@@ -42,8 +45,15 @@ def fixed_work(loops: int = SPEED_LOOPS) -> int:
     return total
 
 
-class SpeedProbe:
-    """`with SpeedProbe() as probe: <workload>`, then `probe.facts()`."""
+class SpeedProbe(Probe):
+    """`with SpeedProbe() as probe: <workload>`, then `probe.facts()` (collect.probe)."""
+
+    name: ClassVar[str] = "speed"
+    fact_names: ClassVar[tuple[str, ...]] = (
+        "speed_probe_us",
+        "speed_probe_samples",
+        "speed_probe_cpu_pct",
+    )
 
     def __init__(self, interval_s: float = SPEED_INTERVAL_S, loops: int = SPEED_LOOPS) -> None:
         self.interval_s = interval_s
@@ -54,17 +64,11 @@ class SpeedProbe:
         self._window_s = 0.0
         self._started = 0.0
 
-    def __enter__(self) -> SpeedProbe:
+    def begin(self) -> None:
         self._started = time.monotonic()
         self._thread.start()
-        return self
 
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
+    def end(self) -> None:
         self._stop.set()
         self._thread.join()
         self._window_s = time.monotonic() - self._started

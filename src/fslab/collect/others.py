@@ -6,7 +6,8 @@ test suite beside a recording once did, and nothing fslab recorded said so:
 docs/collectors.md, "What every run records"). So the runner reads every
 process's CPU time (utime + stime of /proc/PID/stat) before and after the
 workload and stores what processes outside fslab's own tree took, as a
-share of all CPUs: `host_cpu.others_cpu_pct`.
+share of all CPUs: `host_cpu.others_cpu_pct` (OthersProbe, one of the
+runner's probes: collect.probe).
 
 - fslab's tree (fslab, and fio, dd, perf and the collectors it started) is
   the measurement, not a neighbour; so are kernel threads (PF_KTHREAD): the
@@ -27,6 +28,10 @@ import os
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from typing import ClassVar
+
+from fslab.collect.probe import Probe, read_proc_stat
+from fslab.collect.sysstat import all_cpu_ticks
 
 PF_KTHREAD = 0x00200000  # include/linux/sched.h: the task is a kernel thread
 
@@ -110,3 +115,30 @@ def others_cpu_pct(
     if all_cpu_ticks <= 0:
         return None
     return round(100.0 * others_ticks(before, after, os.getpid()) / all_cpu_ticks, 3)
+
+
+class OthersProbe(Probe):
+    """What other processes took over every run (collect.probe): every process's CPU and
+    /proc/stat read before and after, the window's size from the latter."""
+
+    name: ClassVar[str] = "others"
+    fact_names: ClassVar[tuple[str, ...]] = ("others_cpu_pct",)
+
+    def __init__(self, proc: Path = Path("/proc")) -> None:
+        self.proc = proc
+        self._cpu_before = self._cpu_after = ""
+        self._before: dict[int, PidStat] = {}
+        self._after: dict[int, PidStat] = {}
+
+    def begin(self) -> None:
+        self._cpu_before, self._before = read_proc_stat(self.proc), snapshot(self.proc)
+
+    def end(self) -> None:
+        self._cpu_after, self._after = read_proc_stat(self.proc), snapshot(self.proc)
+
+    def facts(self) -> dict[str, float]:
+        if not (self._cpu_before and self._cpu_after):
+            return {}
+        window = all_cpu_ticks(self._cpu_before, self._cpu_after)
+        others = others_cpu_pct(self._before, self._after, window)
+        return {} if others is None else {"others_cpu_pct": others}

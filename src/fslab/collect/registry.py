@@ -1,18 +1,23 @@
-"""All collectors by name, what `fslab doctor` says about each, and their metric catalog.
+"""All collectors and probes by name, what `fslab doctor` says about each collector,
+and their metric catalog.
 
 Adding a collector: its module (a Collector subclass declaring its name, Options,
 catalog and no_data) and one line here; the spec, the runner, the catalog and
-the reports follow from these declarations.
+the reports follow from these declarations. Adding a probe (collect.probe): its
+class and one line in ALL_PROBES; the runner runs every one around every run.
 """
 
 from __future__ import annotations
 
 from fslab.base.vocab import CatalogEntry
 from fslab.collect.base import Collector
+from fslab.collect.cpuspeed import SpeedProbe
 from fslab.collect.jbd2 import Jbd2Collector
 from fslab.collect.offcpu import OffcpuCollector
+from fslab.collect.others import OthersProbe
 from fslab.collect.perf import PerfCollector
-from fslab.collect.sysstat import SysstatCollector
+from fslab.collect.probe import Probe
+from fslab.collect.sysstat import StealProbe, SysstatCollector
 from fslab.collect.tpcounters import TpCountersCollector
 from fslab.collect.workqueue import WorkqueueCollector
 
@@ -26,6 +31,11 @@ ALL_COLLECTORS: dict[str, type[Collector]] = {
         Jbd2Collector,
         SysstatCollector,
     )
+}
+
+# begun in this order before the workload, ended in the reverse order after it
+ALL_PROBES: dict[str, type[Probe]] = {
+    cls.name: cls for cls in (StealProbe, OthersProbe, SpeedProbe)
 }
 
 

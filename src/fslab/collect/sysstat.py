@@ -18,6 +18,7 @@ from typing import ClassVar
 from fslab.base.vocab import CatalogEntry, MetricDef
 from fslab.collect.base import Collector, CollectorResult, PointContext, Unavailable
 from fslab.collect.common import RampSnapshot
+from fslab.collect.probe import Probe, read_proc_stat
 from fslab.collect.tracefs import Ticker
 
 PROC = Path("/proc")
@@ -157,6 +158,28 @@ def host_cpu_share(before_text: str, after_text: str) -> dict[str, float]:
         for name in ("steal", "idle")
         if f"sys.cpu.{name}_pct" in split
     }
+
+
+class StealProbe(Probe):
+    """Steal and idle over every run (host_cpu_share), collectors or not (collect.probe)."""
+
+    name: ClassVar[str] = "steal"
+    fact_names: ClassVar[tuple[str, ...]] = ("steal_pct", "idle_pct")
+
+    def __init__(self, proc: Path = PROC) -> None:
+        self.proc = proc
+        self._before = self._after = ""
+
+    def begin(self) -> None:
+        self._before = read_proc_stat(self.proc)
+
+    def end(self) -> None:
+        self._after = read_proc_stat(self.proc)
+
+    def facts(self) -> dict[str, float]:
+        if not (self._before and self._after):
+            return {}
+        return dict(host_cpu_share(self._before, self._after))
 
 
 def vm_metrics(before: dict[str, float], after: dict[str, float], elapsed_s: float) -> dict:

@@ -115,7 +115,7 @@ def run_request(path: Path, host: HostFacts) -> PointOutcome:
             started_at=started,
             ended_at=utc_now(),
         )
-    outcome.facts["guest_point_s"] = round(time.monotonic() - start, 3)
+    outcome.facts = outcome.facts.updated(guest_point_s=round(time.monotonic() - start, 3))
     return outcome
 
 

@@ -21,6 +21,7 @@ from fslab.spec.model import Spec
 from fslab.spec.points import Point
 from fslab.spec.vm import GUEST_AXES
 from fslab.store.db import PointOutcome
+from fslab.store.facts import PointFacts
 
 MARKER = "@fslab-agent"
 SESSION_FILE = "session.json"
@@ -97,11 +98,14 @@ def write_json_atomic(path: Path, data: Any) -> None:
 
 
 def outcome_to_json(outcome: PointOutcome) -> dict[str, Any]:
-    return dataclasses.asdict(outcome)
+    return {**dataclasses.asdict(outcome), "facts": outcome.facts.stored()}
 
 
 def outcome_from_json(data: dict[str, Any]) -> PointOutcome:
+    """The agent's outcome; its facts are checked as the agent built them (strictly: the
+    agent is this fslab)."""
     data = dict(data)
+    data["facts"] = PointFacts.model_validate(data.get("facts", {}))
     data["commands"] = [(list(argv), int(rc), float(s)) for argv, rc, s in data["commands"]]
     data["collectors"] = {name: (str(s), str(r)) for name, (s, r) in data["collectors"].items()}
     return PointOutcome(**data)

@@ -30,7 +30,6 @@ from collections.abc import Callable, Iterator
 from dataclasses import asdict
 from pathlib import Path
 from types import FrameType
-from typing import Any
 
 from fslab.base.errors import FslabError
 from fslab.base.format import format_bytes
@@ -54,6 +53,8 @@ from fslab.spec.model import Spec
 from fslab.spec.points import Point
 from fslab.spec.vm import Accel, GuestConfig
 from fslab.store.db import PointOutcome, utc_now
+from fslab.store.facts import GuestFacts as PointGuestFacts
+from fslab.store.facts import PointFacts
 
 CONSOLE_TAIL_BYTES = 6000
 QUIT_GRACE_S = 30.0
@@ -472,27 +473,30 @@ class GuestSession:
         host_s = time.monotonic() - start
         result = self._rwdir / ("res-" + name.removeprefix("req-"))
         outcome = outcome_from_json(json.loads(result.read_text()))
-        outcome.facts["guest"] = {**self.facts(), "point_s_host": round(host_s, 3)}
+        guest = self.facts().updated(point_s_host=round(host_s, 3))
+        outcome.facts = outcome.facts.updated(guest=guest)
         return outcome
 
-    def facts(self) -> dict[str, Any]:
+    def facts(self) -> PointGuestFacts:
         """The guest's facts a point records: kernel, command line, CPUs, accelerator."""
         assert self.kernel is not None and self.accel is not None
         guest = asdict(self.guest_facts) if self.guest_facts is not None else {}
-        return {
-            **guest,
-            **self.kernel.facts(),
-            "accel": self.accel.accel,
-            "accel_reason": self.accel.reason,
-            "cpus": self.config.cpus,
-            "possible_cpus": self.config.possible_cpus,
-            "memory_bytes_requested": self.memory_bytes,
-            "boot": self.boots,
-            "boot_s": round(self.boot_s, 2),
-        }
+        return PointGuestFacts.model_validate(
+            {
+                **guest,
+                **self.kernel.facts(),
+                "accel": self.accel.accel,
+                "accel_reason": self.accel.reason,
+                "cpus": self.config.cpus,
+                "possible_cpus": self.config.possible_cpus,
+                "memory_bytes_requested": self.memory_bytes,
+                "boot": self.boots,
+                "boot_s": round(self.boot_s, 2),
+            }
+        )
 
     def _failed(self, started: str, error: str, console: str) -> PointOutcome:
-        facts = {"guest": self.facts()} if self.kernel is not None else {}
+        facts = PointFacts(guest=self.facts()) if self.kernel is not None else PointFacts()
         return PointOutcome(
             status="failed",
             error=error,

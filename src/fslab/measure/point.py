@@ -8,7 +8,11 @@ qemu guest, under fslab.guest.agent.
 
 A point's role (fslab.base.roles) says whether its collectors run: clean
 repetitions run none, evidence and inline runs run them. Their
-post-processing is left running, for the campaign loop to wait for.
+post-processing is left running, for the campaign loop to wait for. The
+probes (collect.probe) run around every workload, whatever its role.
+
+What the runner learns about a point is built as its typed facts
+(store.facts.PointFacts), which take no key they do not name.
 """
 
 from __future__ import annotations
@@ -18,10 +22,9 @@ import os
 import shutil
 import tempfile
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 from fslab.base import faults
 from fslab.base.errors import FslabError, ToolError
@@ -34,15 +37,20 @@ from fslab.base.roles import (
 )
 from fslab.base.timing import PointTiming
 from fslab.collect.base import Collector, CollectorResult, PendingResult, PointContext
-from fslab.collect.cpuspeed import SpeedProbe
-from fslab.collect.others import others_cpu_pct, snapshot
-from fslab.collect.registry import ALL_COLLECTORS
-from fslab.collect.sysstat import all_cpu_ticks, host_cpu_share
+from fslab.collect.probe import Probe
+from fslab.collect.registry import ALL_COLLECTORS, ALL_PROBES
 from fslab.measure import plan
 from fslab.measure.post import PostProcessing
 from fslab.spec.model import DdWorkload, FioWorkload, Spec
 from fslab.spec.points import Point
 from fslab.store.db import PointOutcome, utc_now
+from fslab.store.facts import (
+    DeviceLimitFacts,
+    FilesystemFacts,
+    FillFacts,
+    HostCpuFacts,
+    PointFacts,
+)
 from fslab.target import fill as fill_mod
 from fslab.target.fs import Mount, describe_filesystem, make_filesystem
 from fslab.target.guard import check_device
@@ -77,7 +85,7 @@ def formatted_device(
     def make(path: str) -> None:
         faults.checkpoint("prepare")
         make_filesystem(fs.type, path, fs.mkfs_options, label=None, log=state.log)
-        state.facts["filesystem"] = _describe(fs.type, path, state.log)
+        state.facts = state.facts.updated(filesystem=_describe(fs.type, path, state.log))
         faults.checkpoint("mkfs")
 
     if target.kind == "device":
@@ -156,13 +164,51 @@ def collecting(
             spent[name]["stop_s"] = round(time.monotonic() - started, 4)
 
 
+# ------------------------------------------------------------------ probes
+
+
+@contextlib.contextmanager
+def probing(probes: Mapping[str, type[Probe]] = ALL_PROBES) -> Iterator[dict[str, float]]:
+    """Every probe around the block (collect.probe), whatever the point's role.
+
+    They begin in order just before the block and end in the reverse order
+    just after it, also when it fails; what they found fills the dict yielded,
+    once the block has ended (the point's `host_cpu`). A probe that raises is
+    left out; the point goes on.
+    """
+    running: list[Probe] = []
+    for cls in probes.values():
+        try:
+            probe = cls()
+            probe.begin()
+        except Exception:  # a probe never fails the point
+            continue
+        running.append(probe)
+    found: dict[str, float] = {}
+    try:
+        yield found
+    finally:
+        ended = []
+        for probe in reversed(running):
+            try:
+                probe.end()
+            except Exception:
+                continue
+            ended.append(probe)
+        for probe in reversed(ended):  # the facts in the probes' order
+            try:
+                found.update(probe.facts())
+            except Exception:
+                continue
+
+
 # ------------------------------------------------------------------ one point
 
 
 @dataclass
 class _PointState:
     log: CommandLog = field(default_factory=CommandLog)
-    facts: dict[str, Any] = field(default_factory=dict)
+    facts: PointFacts = field(default_factory=PointFacts)
     metrics: dict[str, float] = field(default_factory=dict)
     artifacts: dict[str, str] = field(default_factory=dict)
     pending: dict[str, PendingResult] = field(default_factory=dict)
@@ -185,15 +231,18 @@ class MeasuredPoint:
     post: PostProcessing | None
 
 
-def _watermark_facts(host: HostFacts, fs_facts: dict[str, Any], free_bytes: int) -> dict[str, Any]:
+def _with_watermark(
+    facts: PointFacts, host: HostFacts, fs_facts: FilesystemFacts | None, free_bytes: int
+) -> PointFacts:
     """ext4's free-cluster watermark in bytes and whether this point starts below it."""
-    cluster = int(fs_facts.get("cluster_size_bytes") or fs_facts.get("block_size_bytes") or 4096)
+    fs = fs_facts or FilesystemFacts()
+    cluster = int(fs.cluster_size_bytes or fs.block_size_bytes or 4096)
     watermark_bytes = host.ext4_watermark_clusters * cluster
-    return {
-        "ext4_watermark_clusters": host.ext4_watermark_clusters,
-        "ext4_watermark_bytes": watermark_bytes,
-        "below_ext4_watermark": free_bytes < watermark_bytes,
-    }
+    return facts.updated(
+        ext4_watermark_clusters=host.ext4_watermark_clusters,
+        ext4_watermark_bytes=watermark_bytes,
+        below_ext4_watermark=free_bytes < watermark_bytes,
+    )
 
 
 def run_point(
@@ -217,9 +266,9 @@ def run_point(
         outcome.metrics.update(results.metrics)
         outcome.artifacts.update(results.artifacts)
         outcome.collectors = results.collectors
-        timing = PointTiming.from_facts(outcome.facts) or PointTiming()
+        timing = outcome.facts.point_timing or PointTiming()
         timing.post_s = timing.post_wait_s = results.seconds
-        outcome.facts["timing"] = timing.to_dict()
+        outcome.facts = outcome.facts.updated(timing=timing.to_dict())
     return outcome
 
 
@@ -274,8 +323,9 @@ def measure_point(
             shutil.rmtree(artifact_dir, ignore_errors=True)
     state.metrics.update(outcome.metrics)
     state.artifacts.update(outcome.artifacts)
-    state.facts.setdefault("config", fs.label)
-    state.facts["timing"] = state.timing.to_dict()
+    if state.facts.config is None:
+        state.facts = state.facts.updated(config=fs.label)
+    state.facts = state.facts.updated(timing=state.timing.to_dict())
     result = PointOutcome(
         status="ok" if outcome.ok else "failed",
         error=outcome.error,
@@ -309,21 +359,23 @@ def _measure(
     ) as device:
         with Mount(device, fs.type, fs.mount_options, log=log) as mount:
             faults.checkpoint("mount")
-            state.facts["mount_options_effective"] = mount.effective_options()
+            state.facts = state.facts.updated(mount_options_effective=mount.effective_options())
             _fill(spec, point, mount.mountpoint, state)
             free_bytes = fill_mod.free_bytes(mount.mountpoint)
             state.metrics["fs.free_bytes_start"] = float(free_bytes)
             if fs.type == "ext4":
-                state.facts.update(_watermark_facts(host, state.facts["filesystem"], free_bytes))
+                state.facts = _with_watermark(state.facts, host, state.facts.filesystem, free_bytes)
             # limits cap the workload (file layout included), not mkfs and fill
             with device_limits(limits, device) as limit_facts:
-                state.facts.update({"device_limits": limit_facts} if limit_facts else {})
+                if limit_facts:
+                    limited = DeviceLimitFacts.model_validate(limit_facts)
+                    state.facts = state.facts.updated(device_limits=limited)
                 outcome = _run_workload(
                     spec, point, device, mount.mountpoint, state, artifact_dir, before_measure
                 )
             faults.checkpoint("umount")
         if mount.lazily_unmounted:  # a process held it: the point's figures stand, say so
-            state.facts["umount"] = "lazy: the mount stayed busy; detached lazily"
+            state.facts = state.facts.updated(umount="lazy: the mount stayed busy; detached lazily")
         faults.checkpoint("release")
     return outcome
 
@@ -334,16 +386,16 @@ def _fill(spec: Spec, point: Point, mountpoint: str, state: _PointState) -> None
         filled = fill_mod.fill_filesystem(
             mountpoint, percent=request.percent, leave_free_bytes=request.leave_free_bytes
         )
-        state.facts["fill"] = vars(filled)
+        state.facts = state.facts.updated(fill=FillFacts.model_validate(vars(filled)))
         state.metrics["fs.fill_bytes"] = float(filled.bytes_filled)
     faults.checkpoint("fill")
 
 
-def _describe(fs_type: str, device: str, log: CommandLog) -> dict[str, Any]:
+def _describe(fs_type: str, device: str, log: CommandLog) -> FilesystemFacts:
     try:
-        return describe_filesystem(fs_type, device, log=log)
+        return FilesystemFacts.model_validate(describe_filesystem(fs_type, device, log=log))
     except ToolError as exc:
-        return {"error": str(exc)}
+        return FilesystemFacts(error=str(exc))
 
 
 def _run_workload(
@@ -388,43 +440,29 @@ def _run_workload(
     faults.checkpoint("collectors_start")
     classes = collector_classes(spec, point)
     seconds: dict[str, dict[str, float]] = {}
-    if classes:  # what each instrument added to setup and teardown
-        state.facts["collector_seconds"] = seconds
-    with collecting(classes, spec, ctx, state.pending, seconds):
-        state.timing.setup_s += state.lap()
-        faults.checkpoint("workload")
-        cpu_before, processes_before = _proc_stat(), snapshot()
-        try:
-            with SpeedProbe() as probe:
-                if isinstance(workload, FioWorkload):
-                    outcome = plan.run_fio(argv, timeout_s=timeout_s, log=state.log)
-                else:
-                    assert isinstance(workload, DdWorkload)
-                    outcome = plan.run_dd(
-                        plan.dd_parameters(workload, point.sweep_dict),
-                        mountpoint=mountpoint,
-                        runtime_s=spec.runtime_s,
-                        timeout_s=timeout_s,
-                        log=state.log,
-                    )
-        finally:
-            state.timing.measure_s += state.lap()
-        host_cpu: dict[str, float] = {}
-        if cpu_before and (cpu_after := _proc_stat()):
-            host_cpu.update(host_cpu_share(cpu_before, cpu_after))
-            window = all_cpu_ticks(cpu_before, cpu_after)
-            if (others := others_cpu_pct(processes_before, snapshot(), window)) is not None:
-                host_cpu["others_cpu_pct"] = others
-        host_cpu.update(probe.facts())
-        if host_cpu:
-            state.facts["host_cpu"] = host_cpu
-        faults.checkpoint("collectors_stop")
-    return outcome
-
-
-def _proc_stat() -> str:
-    """/proc/stat's text ("" where it cannot be read: the run goes on without it)."""
     try:
-        return Path("/proc/stat").read_text()
-    except OSError:
-        return ""
+        with collecting(classes, spec, ctx, state.pending, seconds):
+            state.timing.setup_s += state.lap()
+            faults.checkpoint("workload")
+            with probing() as host_cpu:
+                try:
+                    if isinstance(workload, FioWorkload):
+                        outcome = plan.run_fio(argv, timeout_s=timeout_s, log=state.log)
+                    else:
+                        assert isinstance(workload, DdWorkload)
+                        outcome = plan.run_dd(
+                            plan.dd_parameters(workload, point.sweep_dict),
+                            mountpoint=mountpoint,
+                            runtime_s=spec.runtime_s,
+                            timeout_s=timeout_s,
+                            log=state.log,
+                        )
+                finally:
+                    state.timing.measure_s += state.lap()
+            if host_cpu:
+                state.facts = state.facts.updated(host_cpu=HostCpuFacts.model_validate(host_cpu))
+            faults.checkpoint("collectors_stop")
+    finally:
+        if classes:  # what each instrument added to setup and teardown
+            state.facts = state.facts.updated(collector_seconds=seconds)
+    return outcome

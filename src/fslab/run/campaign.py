@@ -35,6 +35,7 @@ from fslab.measure.progress import ProgressSink, SilentProgress
 from fslab.spec.model import Spec
 from fslab.spec.points import Point, expand_points
 from fslab.store.db import CampaignRow, PlannedPoint, PointRow, Store
+from fslab.store.facts import PointFacts
 from fslab.target.guard import check_device
 from fslab.target.leftovers import find_leftovers
 from fslab.target.loop import InterruptGuard
@@ -157,9 +158,9 @@ class _InFlight:
         self.post: PostProcessing | None = None
         self.timing = PointTiming()
 
-    def hand_over(self, point_id: int, post: PostProcessing | None, facts: dict[str, Any]) -> None:
+    def hand_over(self, point_id: int, post: PostProcessing | None, facts: PointFacts) -> None:
         self.point_id, self.post = point_id, post
-        self.timing = PointTiming.from_facts(facts) or PointTiming()
+        self.timing = facts.point_timing or PointTiming()
 
     def settle(self) -> None:
         """Wait for the post-processing (if any) and add its results to the point."""
@@ -174,7 +175,7 @@ class _InFlight:
             metrics=results.metrics,
             artifacts=results.artifacts,
             collectors=results.collectors,
-            facts={"timing": self.timing.to_dict()},
+            facts=PointFacts(timing=self.timing.to_dict()),
         )
         self.post = None
 

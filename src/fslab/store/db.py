@@ -20,7 +20,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Literal, TypeVar
 
-from pydantic import BaseModel, ValidationError
+from pydantic import ValidationError
 from sqlalchemy import (
     URL,
     ColumnElement,
@@ -52,7 +52,7 @@ from fslab.base.vocab import ScalarValue
 from fslab.spec.load import validate_spec
 from fslab.spec.model import Spec
 from fslab.store import migrate, tables
-from fslab.store.facts import CampaignOverrides, DeviceFacts, PointFacts
+from fslab.store.facts import CampaignOverrides, DeviceFacts, FactsModel, PointFacts
 from fslab.store.lock import campaign_lock, campaign_running, write_turn
 from fslab.store.spool import Spool, spool_path
 from fslab.store.tables import SCHEMA_VERSION
@@ -145,7 +145,7 @@ class PointOutcome:
     artifacts: dict[str, str] = field(default_factory=dict)
     commands: list[tuple[list[str], int, float]] = field(default_factory=list)
     collectors: dict[str, tuple[str, str]] = field(default_factory=dict)  # name -> (status, reason)
-    facts: dict[str, Any] = field(default_factory=dict)
+    facts: PointFacts = field(default_factory=PointFacts)  # built strictly (store.facts)
     started_at: str = ""
     ended_at: str = ""
 
@@ -348,7 +348,7 @@ class Store:
         metrics: Mapping[str, float],
         artifacts: Mapping[str, str],
         collectors: Mapping[str, tuple[str, str]],
-        facts: Mapping[str, Any],
+        facts: PointFacts,
     ) -> None:
         """Add what post-processing produced to a saved point (replacing same-named
         entries; top-level facts keys are merged), in one transaction."""
@@ -359,7 +359,7 @@ class Store:
                 "metrics": dict(metrics),
                 "artifacts": dict(artifacts),
                 "collectors": {k: list(v) for k, v in collectors.items()},
-                "facts": dict(facts),
+                "facts": facts.stored(),
             },
         )
 
@@ -739,7 +739,7 @@ def _outcome_dict(outcome: PointOutcome) -> dict[str, Any]:
         "artifacts": dict(outcome.artifacts),
         "commands": [[list(argv), rc, secs] for argv, rc, secs in outcome.commands],
         "collectors": {k: list(v) for k, v in outcome.collectors.items()},
-        "facts": outcome.facts,
+        "facts": outcome.facts.stored(),
         "started_at": outcome.started_at,
         "ended_at": outcome.ended_at or utc_now(),
     }
@@ -916,13 +916,14 @@ def _campaign_row(row: RowMapping) -> CampaignRow:
     )
 
 
-_Model = TypeVar("_Model", bound=BaseModel)
+_Model = TypeVar("_Model", bound=FactsModel)
 
 
 def _read(model: type[_Model], stored: str | None, what: str) -> _Model:
-    """A JSON column as its type; one that does not read back names its row."""
+    """A JSON column as its type, unknown keys kept (store.facts: the lenient read path);
+    one that does not read back names its row."""
     try:
-        return model.model_validate_json(stored or "{}")
+        return model.read_json(stored or "{}")
     except ValidationError as exc:
         raise FslabError(f"{what}: stored {model.__name__} does not read back: {exc}") from None
 

@@ -45,7 +45,7 @@ from fslab.store.db import (
     PointStatus,
     Store,
 )
-from fslab.store.facts import CampaignOverrides, DeviceFacts, PointFacts
+from fslab.store.facts import CampaignOverrides, DeviceFacts, FactsModel, PointFacts
 
 FORMAT = "fslab-campaign"
 FORMAT_VERSION = 2  # 2: points carry a role (version 1 exports import as 'inline')
@@ -307,9 +307,10 @@ def check_export(data: Mapping[str, Any]) -> _Export:
     return export
 
 
-def _check_model(model: type[BaseModel], value: Mapping[str, Any], where: str) -> None:
+def _check_model(model: type[FactsModel], value: Mapping[str, Any], where: str) -> None:
+    """Typed as the store reads it: unknown keys kept (another fslab's), wrong types not."""
     try:
-        model.model_validate(value)
+        model.read(value)
     except ValidationError as exc:
         error = exc.errors()[0]
         field = ".".join(str(part) for part in (where, *error["loc"]))
@@ -367,7 +368,7 @@ def _outcome(point: _Point) -> PointOutcome:
         artifacts={k: v for k, v in point.artifacts.items() if v is not None},
         commands=[(c.argv, c.returncode, c.seconds) for c in point.commands],
         collectors=dict(point.collectors),
-        facts=dict(point.facts),
+        facts=PointFacts.read(point.facts),
         started_at=point.started_at or "",
         ended_at=point.ended_at or "",
     )
