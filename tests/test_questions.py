@@ -108,6 +108,25 @@ def test_no_round_past_the_budget(cold):
     assert any(q.is_open for q in result.questions)
 
 
+def test_no_round_while_the_store_is_away(cold, monkeypatch):
+    """A shared store that went away keeps the runs' writes on this host: the campaign
+    cannot be read back, so no question is asked and no run added (the caller says
+    the store went away); the default budget is not read from it either."""
+    store, cid = cold
+    replay = Replay(store, cid)
+    monkeypatch.setattr(store, "spooled", lambda: 3)
+
+    def unreachable(*args, **kwargs):
+        raise AssertionError("the store was read while it was away")
+
+    monkeypatch.setattr(store, "campaign", unreachable)
+    monkeypatch.setattr(store, "points", unreachable)
+    result = adaptive.run_until_answered(store, cid, budget_s=None, run=replay)
+    assert result.rounds == replay.rounds == 0 and result.questions == []
+    ci = adaptive.run_until_ci(store, cid, pct=5.0, run=replay)
+    assert ci.rounds == replay.rounds == 0
+
+
 def test_evidence_runs_stop_at_their_cap(cold):
     store, cid = cold
     data = load_campaign(store, cid)

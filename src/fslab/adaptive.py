@@ -89,6 +89,16 @@ class AdaptiveResult:
     unsettled: list[KeyState] = field(default_factory=list)
 
 
+def store_away(store: Store, sink: ProgressSink, what: str) -> bool:
+    """True (and says so) when the shared store went away during the runs: writes are
+    kept on this host (fslab.store.spool), so the stored campaign cannot be read
+    back to decide on more runs. The runs done stand; the caller reports the outage."""
+    if not store.spooled():
+        return False
+    sink.message(f"{what}: {store.location} went away during the runs; no run is added")
+    return True
+
+
 def check_options(pct: float | None, max_repeat: int | None) -> int:
     """Validate --until-ci / --max-repeat; returns the cap."""
     if pct is None:
@@ -162,8 +172,12 @@ def run_until_ci(
     sink = progress or SilentProgress()
     options = options or RunOptions()
     result = AdaptiveResult()
+    if store_away(store, sink, "until-ci"):
+        return result
     role = headline_role(store, campaign_id)
     while True:
+        if store_away(store, sink, "until-ci"):
+            return result
         data = load_campaign(store, campaign_id)
         if data.headline is None:
             sink.message("until-ci: no successful point has a headline metric; not repeating")
@@ -265,18 +279,24 @@ def run_until_answered(
     store: Store,
     campaign_id: int,
     *,
-    budget_s: float,
+    budget_s: float | None,
     options: RunOptions | None = None,
     progress: ProgressSink | None = None,
     run: RunFn = run_campaign,
 ) -> AnswerResult:
     """Run what the open questions want, round by round, while the campaign's machine
-    time (planned runs included) stays within budget_s."""
+    time (planned runs included) stays within budget_s (None: default_budget_s)."""
     sink = progress or SilentProgress()
     options = options or RunOptions()
     result = AnswerResult()
+    if store_away(store, sink, "questions"):
+        return result
+    if budget_s is None:
+        budget_s = default_budget_s(store, campaign_id)
     clean_role = headline_role(store, campaign_id)
     while True:
+        if store_away(store, sink, "questions"):
+            break
         data = load_campaign(store, campaign_id)
         result.questions = campaign_questions(store, data)
         planned = _round(
