@@ -15,7 +15,7 @@ import pytest
 
 from fslab import adaptive
 from fslab.analyze.dataset import load_campaign
-from fslab.analyze.questions import MAX_EVIDENCE_RUNS, campaign_questions
+from fslab.analyze.questions import MAX_EVIDENCE_RUNS, Want, campaign_questions
 from fslab.errors import UsageError
 from fslab.store.db import PointOutcome, Store
 from fslab.store.exchange import import_campaign
@@ -98,6 +98,24 @@ def test_rounds_run_what_the_open_questions_want_until_they_settle(cold):
     mechanism = next(q for q in result.questions if q.kind == "mechanism")
     assert mechanism.status == "settled" and "first in 2 of 2 evidence runs" in mechanism.answer
     assert all(q.status != "open" for q in result.questions)
+
+
+def test_an_adaptive_scan_gets_the_evidence_runs_its_questions_want(cold):
+    """An adaptive campaign planned with --collect=separate scans with clean runs only:
+    its first evidence run is one the questions add (the mode is the campaign's, not
+    read from the roles it has so far)."""
+    store, cid = cold
+    data = load_campaign(store, cid)
+    data.points = [p for p in data.points if p.role != "evidence"]  # as an adaptive scan
+    assert data.campaign.overrides.collect == "separate"
+    bad = (("numjobs", 1024),)
+    wants = [Want("ext4-default", bad, "evidence"), Want("ext4-default", bad, "clean")]
+    planned = adaptive._round(data, wants)
+    assert [(p.config, p.sweep, p.role) for p in planned] == [
+        ("ext4-default", {"numjobs": 1024}, "evidence"),
+        ("ext4-default", {"numjobs": 1024}, "clean"),
+    ]
+    assert planned[0].repeat == 0
 
 
 def test_no_round_past_the_budget(cold):

@@ -36,7 +36,7 @@ from fslab.analyze.dataset import CampaignData, load_campaign
 from fslab.analyze.questions import Question, Want, campaign_questions
 from fslab.analyze.stats import MIN_REPS
 from fslab.errors import UsageError
-from fslab.roles import PointRole, counts_for_headline, instrumented
+from fslab.roles import PointRole, counts_for_headline, instrumented, repetition_role
 from fslab.runner import (
     ProgressSink,
     RunOptions,
@@ -293,15 +293,12 @@ def run_until_answered(
         return result
     if budget_s is None:
         budget_s = default_budget_s(store, campaign_id)
-    clean_role = headline_role(store, campaign_id)
     while True:
         if store_away(store, sink, "questions"):
             break
         data = load_campaign(store, campaign_id)
         result.questions = campaign_questions(store, data)
-        planned = _round(
-            data, [w for q in result.questions if q.is_open for w in q.wants], clean_role
-        )
+        planned = _round(data, [w for q in result.questions if q.is_open for w in q.wants])
         if not planned:
             break
         spent = machine_seconds(data.points)
@@ -323,10 +320,13 @@ def run_until_answered(
     return result
 
 
-def _round(data: CampaignData, wants: Sequence[Want], clean_role: PointRole) -> list[PlannedPoint]:
-    """One run per distinct want, in the questions' order; evidence wants need
-    collectors (none in a campaign run without them)."""
-    mode_roles = {p.role for p in data.points}
+def _round(data: CampaignData, wants: Sequence[Want]) -> list[PlannedPoint]:
+    """One run per distinct want, in the questions' order, with the roles of the mode the
+    campaign was planned with: evidence wants are evidence runs with --collect=separate
+    (an adaptive scan has none yet: the questions add them), instrumented repetitions
+    with --collect=inline, and none without collectors."""
+    mode = campaign_collect_mode(data.campaign, data.points)
+    clean_role = repetition_role(mode)
     next_repeat: dict[tuple[str, PointKey, PointRole], int] = {}
     fs_type: dict[str, str] = {}
     for p in data.points:
@@ -335,11 +335,15 @@ def _round(data: CampaignData, wants: Sequence[Want], clean_role: PointRole) -> 
         fs_type.setdefault(p.config, p.fs_type)
     planned: list[PlannedPoint] = []
     for want in dict.fromkeys(wants):
-        role: PointRole = clean_role if want.role == "clean" else "evidence"
-        if role == "evidence" and "evidence" not in mode_roles:
-            if not instrumented(clean_role):
-                continue  # no collectors in this campaign: no evidence to add
+        role: PointRole
+        if want.role == "clean":
+            role = clean_role
+        elif mode == "separate":
+            role = "evidence"
+        elif instrumented(clean_role):
             role = clean_role  # inline: every repetition is instrumented
+        else:
+            continue  # no collectors in this campaign: no evidence to add
         key = (want.config, want.sweep, role)
         for _ in range(want.count):
             repeat = next_repeat.get(key, 0)
