@@ -16,7 +16,7 @@ import pytest
 from fslab.analyze.campaign.dataset import load_campaign
 from fslab.base.errors import UsageError
 from fslab.drive import rounds as adaptive
-from fslab.drive.questions import MAX_EVIDENCE_RUNS, campaign_questions
+from fslab.drive.questions import MAX_EVIDENCE_RUNS, Want, campaign_questions
 from fslab.store.db import PointOutcome, Store
 from fslab.store.exchange import import_campaign
 from tests.conftest import DATA_DIR
@@ -100,12 +100,49 @@ def test_rounds_run_what_the_open_questions_want_until_they_settle(cold):
     assert all(q.status != "open" for q in result.questions)
 
 
+def test_an_adaptive_scan_gets_the_evidence_runs_its_questions_want(cold):
+    """An adaptive campaign planned with --collect=separate scans with clean runs only:
+    its first evidence run is one the questions add (the mode is the campaign's, not
+    read from the roles it has so far)."""
+    store, cid = cold
+    data = load_campaign(store, cid)
+    data.points = [p for p in data.points if p.role != "evidence"]  # as an adaptive scan
+    assert data.campaign.overrides.collect == "separate"
+    bad = (("numjobs", 1024),)
+    wants = [Want("ext4-default", bad, "evidence"), Want("ext4-default", bad, "clean")]
+    planned = adaptive._round(data, wants)
+    assert [(p.config, p.sweep, p.role) for p in planned] == [
+        ("ext4-default", {"numjobs": 1024}, "evidence"),
+        ("ext4-default", {"numjobs": 1024}, "clean"),
+    ]
+    assert planned[0].repeat == 0
+
+
 def test_no_round_past_the_budget(cold):
     store, cid = cold
     spent = adaptive.machine_seconds(store.points(cid))
     result = adaptive.run_until_answered(store, cid, budget_s=spent + 1.0, run=Replay(store, cid))
     assert result.rounds == 0 and result.budget_spent
     assert any(q.is_open for q in result.questions)
+
+
+def test_no_round_while_the_store_is_away(cold, monkeypatch):
+    """A shared store that went away keeps the runs' writes on this host: the campaign
+    cannot be read back, so no question is asked and no run added (the caller says
+    the store went away); the default budget is not read from it either."""
+    store, cid = cold
+    replay = Replay(store, cid)
+    monkeypatch.setattr(store, "spooled", lambda: 3)
+
+    def unreachable(*args, **kwargs):
+        raise AssertionError("the store was read while it was away")
+
+    monkeypatch.setattr(store, "campaign", unreachable)
+    monkeypatch.setattr(store, "points", unreachable)
+    result = adaptive.run_until_answered(store, cid, budget_s=None, run=replay)
+    assert result.rounds == replay.rounds == 0 and result.questions == []
+    ci = adaptive.run_until_ci(store, cid, pct=5.0, run=replay)
+    assert ci.rounds == replay.rounds == 0
 
 
 def test_evidence_runs_stop_at_their_cap(cold):

@@ -57,10 +57,26 @@ def write_spec(tmp_path: Path, runtime: str) -> Path:
     return path
 
 
+def split_warmups(points: list) -> tuple[list, list]:
+    """The warm-up runs (one per configuration, discarded) and the measured ones."""
+    return [p for p in points if p.role == "warmup"], [p for p in points if p.role != "warmup"]
+
+
 def start_and_wait_for_mount(spec: Path, db: Path) -> subprocess.Popen[str]:
     """Start `fslab run` and return once its first point has mounted a filesystem."""
     proc = subprocess.Popen(
-        [sys.executable, "-m", "fslab", "run", str(spec), "--db", str(db), "--no-collect"],
+        [
+            sys.executable,
+            "-m",
+            "fslab",
+            "run",
+            str(spec),
+            "--db",
+            str(db),
+            "--no-collect",
+            "--budget",
+            "0",
+        ],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
@@ -88,7 +104,9 @@ def start_and_wait_for_mount(spec: Path, db: Path) -> subprocess.Popen[str]:
 def test_tiny_campaign_stores_trustworthy_results(tmp_path, no_leaks):
     spec = write_spec(tmp_path, "2s")
     db = tmp_path / "r.db"
-    proc = fslab("run", str(spec), "--db", str(db), "--no-collect", "--json", timeout=300)
+    proc = fslab(
+        "run", str(spec), "--db", str(db), "--no-collect", "--budget", "0", "--json", timeout=300
+    )
     assert proc.returncode == 0, proc.stderr
     result = json.loads(proc.stdout)
     assert result["campaign"]["status"] == "complete"
@@ -100,7 +118,8 @@ def test_tiny_campaign_stores_trustworthy_results(tmp_path, no_leaks):
     with Store(db) as store:
         (campaign,) = store.campaigns()
         assert campaign.host.nr_cpu_ids >= 1 and campaign.host.fio_version.startswith("fio")
-        points = store.points(campaign.id)
+        (warmups, points) = split_warmups(store.points(campaign.id))
+        assert [(w.config, w.status) for w in warmups] == [("ext4", "ok"), ("xfs", "ok")]
         assert [p.status for p in points] == ["ok"] * 4
         metrics = store.metrics(campaign.id)
         ext4 = next(p for p in points if p.config == "ext4")
@@ -129,7 +148,7 @@ def test_tiny_campaign_stores_trustworthy_results(tmp_path, no_leaks):
         assert xfs.facts.filesystem and xfs.facts.filesystem.log_size_bytes
 
     listed = json.loads(fslab("list", "--db", str(db), "--json").stdout)
-    assert listed[0]["points"] == {"ok": 4}
+    assert listed[0]["points"] == {"ok": 6}  # the two warm-ups are runs too
     shown = fslab("show", str(campaign.id), "--db", str(db))
     assert shown.returncode == 0 and "ext4" in shown.stdout and "xfs" in shown.stdout
 
@@ -149,11 +168,21 @@ def test_sigint_mid_run_releases_everything_and_resume_completes(tmp_path, no_le
         pending_before = sum(p.status == "pending" for p in store.points(campaign.id))
     assert pending_before >= 1
     # the leak check runs again at teardown; resume finishes what was left
-    done = fslab("run", "--resume", str(campaign.id), "--db", str(db), "--no-collect", timeout=300)
+    done = fslab(
+        "run",
+        "--resume",
+        str(campaign.id),
+        "--db",
+        str(db),
+        "--no-collect",
+        "--budget",
+        "0",
+        timeout=300,
+    )
     assert done.returncode == 0, done.stderr
     with Store(db) as store:
-        points = store.points(campaign.id)
-        assert [p.status for p in points] == ["ok"] * 4
+        (warmups, points) = split_warmups(store.points(campaign.id))
+        assert [p.status for p in points] == ["ok"] * 4 and len(warmups) == 2
         assert store.campaign(campaign.id).status == "complete"
 
 

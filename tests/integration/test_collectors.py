@@ -230,7 +230,8 @@ def test_ensure_tracefs_mounts_when_missing(tmp_path):
 
 def test_an_evidence_point_states_what_each_collector_added_to_its_setup_and_teardown(no_leaks):
     """facts["collector_seconds"]: wall seconds to start and to stop observing, per
-    collector, on evidence runs only (a clean run has no instrument to account for)."""
+    collector, on evidence runs only (a clean run or a warm-up has no instrument to
+    account for). The grid plan: an adaptive scan has no evidence run of its own."""
     from fslab.base.hostfacts import collect_host_facts
     from fslab.run.campaign import RunOptions, run_point
     from fslab.spec.load import load_spec
@@ -241,6 +242,7 @@ def test_an_evidence_point_states_what_each_collector_added_to_its_setup_and_tea
         "ext4-fsync-storm",
         overrides=[
             "sweep.numjobs=[4]",
+            "run.adaptive=false",
             'run.runtime="2s"',
             'run.ramp="1s"',
             *(
@@ -255,8 +257,9 @@ def test_an_evidence_point_states_what_each_collector_added_to_its_setup_and_tea
         p.role: run_point(spec, p, options=RunOptions(), host=host, formatted_before=False)
         for p in points
     }
-    assert set(by_role) == {"clean", "evidence"}
+    assert set(by_role) == {"warmup", "clean", "evidence"}
     assert by_role["clean"].facts.collector_seconds is None
+    assert by_role["warmup"].facts.collector_seconds is None
     evidence = by_role["evidence"]
     assert evidence.status == "ok", evidence.error
     seconds = evidence.facts.collector_seconds

@@ -3,7 +3,9 @@
 The first tests run a fixed handful of the cases bench/fault_injection.py
 draws at random (the bench runs >= 50 of them); the others check that a fio
 or dd that fails, hangs or prints garbage becomes a failed point with its
-stderr while the campaign goes on.
+stderr while the campaign goes on. A warm-up (point 0 here: one configuration)
+is a run like the others: a failing one is stored as a failed point, and the
+configuration's measured runs still run.
 """
 
 from __future__ import annotations
@@ -86,7 +88,8 @@ def test_fio_failing_garbled_or_hung_is_a_failed_point(
     monkeypatch.setenv("PATH", f"{fake.parent}:{os.environ['PATH']}")
     monkeypatch.setenv(
         "FSLAB_FAULTS",
-        '{"stage": "workload", "action": "stop-child:fio", "point_seq": 3, "delay_s": 0.3}',
+        # numjobs=4: the warm-up (numjobs=5, the heaviest) is point 0
+        '{"stage": "workload", "action": "stop-child:fio", "point_seq": 4, "delay_s": 0.3}',
     )
     data = {
         "name": "fio-failures",
@@ -101,8 +104,10 @@ def test_fio_failing_garbled_or_hung_is_a_failed_point(
     }
     store, campaign_id = _campaign(tmp_path, data)
     with store:
-        points = store.points(campaign_id)
+        (warmup, *points) = store.points(campaign_id)
         assert store.campaign(campaign_id).status == "complete"
+        assert (warmup.role, warmup.sweep, warmup.status) == ("warmup", {"numjobs": 5}, "ok")
+        assert [p.sweep["numjobs"] for p in points] == [1, 2, 3, 4, 5]
         assert [p.status for p in points] == ["ok", "failed", "failed", "failed", "ok"]
         failing, garbled, hung = points[1:4]
         assert "fio exited 1" in (failing.error or "")
@@ -117,10 +122,9 @@ def test_fio_failing_garbled_or_hung_is_a_failed_point(
 def test_dd_failing_or_hung_is_a_failed_point(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setenv(
-        "FSLAB_FAULTS",
-        '{"stage": "workload", "action": "stop-child:dd", "point_seq": 1, "delay_s": 0.05}',
-    )
+    # the warm-up (point 0, bs=8k: the last combination) hangs, and so does bs=4k
+    hang = '{"stage": "workload", "action": "stop-child:dd", "point_seq": %d, "delay_s": 0.05}'
+    monkeypatch.setenv("FSLAB_FAULTS", f"[{hang % 0}, {hang % 2}]")
     data = {
         "name": "dd-failures",
         "target": {"size": "1GiB"},
@@ -132,8 +136,12 @@ def test_dd_failing_or_hung_is_a_failed_point(
     }
     store, campaign_id = _campaign(tmp_path, data)
     with store:
-        points = store.points(campaign_id)
+        (warmup, *points) = store.points(campaign_id)
         assert store.campaign(campaign_id).status == "complete"
+        # a failed warm-up is a failed point like any other; the measured runs go on
+        assert (warmup.role, warmup.sweep, warmup.status) == ("warmup", {"bs": "8k"}, "failed")
+        assert "dd hung" in (warmup.error or "")
+        assert [p.sweep["bs"] for p in points] == ["1000", "4k", "8k"]
         assert [p.status for p in points] == ["failed", "failed", "ok"]
         assert "dd exited 1" in (points[0].error or "")
         assert "Invalid argument" in (points[0].stderr or "")

@@ -129,15 +129,17 @@ def test_a_campaign_point_runs_at_its_limit_and_records_it(tmp_path, no_leaks):
     spec = tmp_path / "limited.toml"
     spec.write_text(LIMITED_SPEC)
     db = tmp_path / "r.db"
+    run = ["run", str(spec), "--db", str(db), "--no-collect", "--budget", "0"]
     done = subprocess.run(
-        [sys.executable, "-m", "fslab", "run", str(spec), "--db", str(db), "--no-collect"],
+        [sys.executable, "-m", "fslab", *run],
         capture_output=True,
         text=True,
         check=False,
     )
     assert done.returncode == 0, done.stderr
     with Store(db) as store:
-        (point,) = store.points(store.latest_campaign_id())
+        (warmup, point) = store.points(store.latest_campaign_id())
+        assert (warmup.role, point.role) == ("warmup", "clean")
         iops = store.metrics(point.campaign_id)[point.id]["fio.write.iops"]
     limits = point.facts.device_limits
     assert limits is not None and limits.write_iops == 300 and "blkio" in limits.how

@@ -155,13 +155,16 @@ def test_no_preflight_lets_a_failing_mkfs_fail_its_points(tmp_path: Path) -> Non
         '[run]\nruntime = "1s"\n'
     )
     db = tmp_path / "r.db"
-    args = ["run", str(spec), "--db", str(db), "--no-preflight", "--no-collect", "--json"]
+    args = ["run", str(spec), "--db", str(db), "--no-preflight", "--no-collect", "--budget", "0"]
+    args.append("--json")
     result = CliRunner().invoke(cli.app, args)
     assert result.exit_code == 0, result.output
     with Store(db) as store:
         (campaign,) = store.campaigns()
-        (point,) = store.points(campaign.id)
+        (warmup, point) = store.points(campaign.id)
         assert campaign.status == "complete"
-        assert point.status == "failed"
-        assert "mkfs.ext4" in (point.error or "") and "journal" in (point.stderr or "").lower()
+        assert warmup.role == "warmup" and point.role == "clean"
+        for run in (warmup, point):  # the warm-up fails as its configuration does
+            assert run.status == "failed"
+            assert "mkfs.ext4" in (run.error or "") and "journal" in (run.stderr or "").lower()
     assert owned_by([os.getpid()]).empty()

@@ -17,7 +17,6 @@ from fslab.drive.rounds import (
     AnswerResult,
     check_budget,
     check_options,
-    default_budget_s,
     run_until_answered,
     run_until_ci,
 )
@@ -253,9 +252,7 @@ def run(
                         answered = run_until_answered(
                             store,
                             campaign_id,
-                            budget_s=budget_s
-                            if budget_s is not None
-                            else default_budget_s(store, campaign_id),
+                            budget_s=budget_s,
                             options=options,
                             progress=progress,
                         )

@@ -36,7 +36,13 @@ from fslab.analyze.campaign.dataset import CampaignData, load_campaign
 from fslab.analyze.campaign.stats import MIN_REPS
 from fslab.base.errors import UsageError
 from fslab.base.format import format_pct
-from fslab.base.roles import PointRole, counts_for_headline, instrumented, is_headline_run
+from fslab.base.roles import (
+    PointRole,
+    counts_for_headline,
+    instrumented,
+    is_headline_run,
+    repetition_role,
+)
 from fslab.base.units import parse_duration_s
 from fslab.base.vocab import PointKey, point_key, point_label
 from fslab.drive.questions import Question, Want, campaign_questions
@@ -89,6 +95,16 @@ class AdaptiveResult:
     added: int = 0
     states: list[KeyState] = field(default_factory=list)
     unsettled: list[KeyState] = field(default_factory=list)
+
+
+def store_away(store: Store, sink: ProgressSink, what: str) -> bool:
+    """True (and says so) when the shared store went away during the runs: writes are
+    kept on this host (fslab.store.spool), so the stored campaign cannot be read
+    back to decide on more runs. The runs done stand; the caller reports the outage."""
+    if not store.spooled():
+        return False
+    sink.message(f"{what}: {store.location} went away during the runs; no run is added")
+    return True
 
 
 def check_options(pct: float | None, max_repeat: int | None) -> int:
@@ -164,8 +180,12 @@ def run_until_ci(
     sink = progress or SilentProgress()
     options = options or RunOptions()
     result = AdaptiveResult()
+    if store_away(store, sink, "until-ci"):
+        return result
     role = headline_role(store, campaign_id)
     while True:
+        if store_away(store, sink, "until-ci"):
+            return result
         data = load_campaign(store, campaign_id)
         if data.headline is None:
             sink.message("until-ci: no successful point has a headline metric; not repeating")
@@ -267,23 +287,26 @@ def run_until_answered(
     store: Store,
     campaign_id: int,
     *,
-    budget_s: float,
+    budget_s: float | None,
     options: RunOptions | None = None,
     progress: ProgressSink | None = None,
     run: RunFn = run_campaign,
 ) -> AnswerResult:
     """Run what the open questions want, round by round, while the campaign's machine
-    time (planned runs included) stays within budget_s."""
+    time (planned runs included) stays within budget_s (None: default_budget_s)."""
     sink = progress or SilentProgress()
     options = options or RunOptions()
     result = AnswerResult()
-    clean_role = headline_role(store, campaign_id)
+    if store_away(store, sink, "questions"):
+        return result
+    if budget_s is None:
+        budget_s = default_budget_s(store, campaign_id)
     while True:
+        if store_away(store, sink, "questions"):
+            break
         data = load_campaign(store, campaign_id)
         result.questions = campaign_questions(store, data)
-        planned = _round(
-            data, [w for q in result.questions if q.is_open for w in q.wants], clean_role
-        )
+        planned = _round(data, [w for q in result.questions if q.is_open for w in q.wants])
         if not planned:
             break
         spent = machine_seconds(data.points)
@@ -305,10 +328,13 @@ def run_until_answered(
     return result
 
 
-def _round(data: CampaignData, wants: Sequence[Want], clean_role: PointRole) -> list[PlannedPoint]:
-    """One run per distinct want, in the questions' order; evidence wants need
-    collectors (none in a campaign run without them)."""
-    mode_roles = {p.role for p in data.points}
+def _round(data: CampaignData, wants: Sequence[Want]) -> list[PlannedPoint]:
+    """One run per distinct want, in the questions' order, with the roles of the mode the
+    campaign was planned with: evidence wants are evidence runs with --collect=separate
+    (an adaptive scan has none yet: the questions add them), instrumented repetitions
+    with --collect=inline, and none without collectors."""
+    mode = campaign_collect_mode(data.campaign, data.points)
+    clean_role = repetition_role(mode)
     next_repeat: dict[tuple[str, PointKey, PointRole], int] = {}
     fs_type: dict[str, str] = {}
     for p in data.points:
@@ -317,11 +343,15 @@ def _round(data: CampaignData, wants: Sequence[Want], clean_role: PointRole) -> 
         fs_type.setdefault(p.config, p.fs_type)
     planned: list[PlannedPoint] = []
     for want in dict.fromkeys(wants):
-        role: PointRole = clean_role if want.role == "clean" else "evidence"
-        if role == "evidence" and "evidence" not in mode_roles:
-            if not instrumented(clean_role):
-                continue  # no collectors in this campaign: no evidence to add
+        role: PointRole
+        if want.role == "clean":
+            role = clean_role
+        elif mode == "separate":
+            role = "evidence"
+        elif instrumented(clean_role):
             role = clean_role  # inline: every repetition is instrumented
+        else:
+            continue  # no collectors in this campaign: no evidence to add
         key = (want.config, want.sweep, role)
         for _ in range(want.count):
             repeat = next_repeat.get(key, 0)
