@@ -15,6 +15,11 @@ spool over SPOOL_LIMIT_BYTES is decoded during the window, in batches:
 events are then correlated up to a watermark a little behind the trace clock,
 so a work item queued on one CPU and run on another is always seen in time
 order; the last event of each work struct is carried to the next batch.
+
+One module of more than 600 lines, on purpose: decoding, pairing and
+aggregating one tracer's four events is one pipeline whose batches carry
+state from one to the next; the page decoding it shares with other
+collectors is `collect.ringbuffer`.
 """
 
 from __future__ import annotations

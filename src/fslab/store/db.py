@@ -7,6 +7,11 @@ runs in WAL mode, so `fslab show` reads while a campaign writes; PostgreSQL
 takes many hosts' campaigns at once, its sequences keeping ids unique. When a
 shared database drops out mid-campaign, writes are kept in a local spool
 (fslab.store.spool) and sent, in order, once it is back.
+
+One module of more than 600 lines, on purpose: it is the Store class, every
+query on the schema and the transaction each runs in, read together; the
+schema (tables), the facts models, the spool, exchange and migrations are
+modules of their own.
 """
 
 from __future__ import annotations
