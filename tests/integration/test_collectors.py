@@ -233,7 +233,7 @@ def test_an_evidence_point_states_what_each_collector_added_to_its_setup_and_tea
     collector, on evidence runs only (a clean run or a warm-up has no instrument to
     account for). The grid plan: an adaptive scan has no evidence run of its own."""
     from fslab.base.hostfacts import collect_host_facts
-    from fslab.run.campaign import RunOptions, run_point
+    from fslab.measure.point import RunOptions, run_point
     from fslab.spec.load import load_spec
     from fslab.spec.points import expand_points
 
