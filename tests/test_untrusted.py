@@ -179,6 +179,15 @@ def test_report_shell_loop_becomes_a_sweep():
     assert spec["workload"]["options"]["name"] == "x1"
 
 
+def test_report_loop_over_a_dropped_option_sweeps_nothing(tmp_path):
+    # bench/fuzz_inputs (seed 1) found a spec that did not load: a loop swept "umjobs"
+    text = "for ((i=1; i<=3; i++)); do fio --name=x --n umjobs=$i; done\n"
+    reproduction = build_spec(extract_facts(text), source_name="r", host=HOST)
+    assert "umjobs" not in tomllib.loads(reproduction.toml).get("sweep", {})
+    (tmp_path / "s.toml").write_text(reproduction.toml)
+    load_spec(str(tmp_path / "s.toml"))
+
+
 @pytest.mark.parametrize(
     "head",
     [
@@ -479,6 +488,21 @@ def test_report_long_words_are_read_in_linear_time(word):
     assert time.monotonic() - started < 2.0  # 70,000 letters used to take 18 s
 
 
+def test_report_of_unclosed_option_braces_is_read_in_linear_time():
+    # bench/fuzz_inputs (seed 1): 660 kB of "{ --..." without "}" took over 30 s
+    started = time.monotonic()
+    extract_facts("fio --name=t --rw=write\n" + "{ --rw=write " + " " * 60000 + "x\n" * 3)
+    assert time.monotonic() - started < 2.0
+
+
+def test_spec_size_of_hundreds_of_digits_is_a_spec_error(tmp_path):
+    # bench/fuzz_inputs (seed 1): float("9" * 400) * 1024 is inf, and int(inf) raised
+    path = tmp_path / "s.toml"
+    path.write_text(spec_text({}))
+    with pytest.raises(SpecError, match="is too large"):
+        load_spec(str(path), overrides=['target.size="' + "9" * 400 + 'GiB"'])
+
+
 def test_spec_integer_of_thousands_of_digits_is_a_spec_error(tmp_path):
     path = tmp_path / "s.toml"
     path.write_text(spec_text({}) + "x = " + "1" * 5000 + "\n")  # was int()'s ValueError
@@ -619,6 +643,7 @@ def _set(data: dict[str, Any], path: str, value: Any) -> None:
         ("points.0.collectors", {"perf": ["gone", "x"]}, "points.0.collectors.perf.0"),
         ("points.0.facts", {"fill": 3}, "points.0.facts.fill"),
         ("points.0.error", "\udcff", "not UTF-8 text"),
+        ("points.0.commands", [{"argv": ["x"], "returncode": 10**40, "seconds": 1.0}], "less than"),
     ],
 )
 def test_import_refuses_a_malformed_export_naming_the_field(path, value, message, tmp_path):

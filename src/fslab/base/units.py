@@ -3,6 +3,7 @@ base/format.py spells them back."""
 
 from __future__ import annotations
 
+import math
 import re
 
 _SIZE_RE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([kmgtp]?)(i?)(b?)\s*$", re.IGNORECASE)
@@ -26,6 +27,9 @@ def parse_size_bytes(text: str | int) -> int:
     decimal = bool(byte_suffix) and not binary and prefix != ""
     base = 1000 if decimal else 1024
     value = float(number) * base ** _POWERS[prefix.lower()]
+    if not math.isfinite(value):  # thousands of digits: no size anything has
+        shown = text if len(text) <= 40 else text[:40] + "..."
+        raise ValueError(f"not a size: {shown!r} is too large")
     return int(value)
 
 

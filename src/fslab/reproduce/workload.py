@@ -33,7 +33,7 @@ from fslab.workload import fio_trust
 _FIO_START_RE = re.compile(
     r"(?:^|(?<=[\s`'\"(:>{]))(?:sudo\s+)?(?:[\w./-]*/)?fio\s+(?=--|\S+\.fio\b)"
 )
-_BRACES_RE = re.compile(r"\{\s*(--[^{}]*?)\s*\}")
+_BRACES_RE = re.compile(r"\{\s*(--[^{}]*)\}")  # no lazy run before \s*: linear
 _SECTION_RE = re.compile(r"^\s*\[([A-Za-z0-9_.+-]+)\]\s*$")
 _JOB_LINE_RE = re.compile(r"^\s*([A-Za-z][A-Za-z0-9_.-]*)\s*(?:=\s*(.*))?$")
 _SWEEP_COMMENT_RE = re.compile(r"^\s*(?:[0-9A-Za-z_.]+\s*){1,8}$")
@@ -324,6 +324,8 @@ def _rewrite_option(name: str, value: str | None, context: _Options) -> str | No
         if value is None:
             return None
     if not _trusted(name, value, context):
+        if context.sweeps.pop(name, None) is not None:  # a loop over it sweeps nothing
+            context.notes[:] = [n for n in context.notes if not n.startswith(f"--{name}=")]
         return None
     return _path_option(name, value, context)
 

@@ -205,7 +205,7 @@ class _Part(BaseModel):
 
 class _Command(_Part):
     argv: list[str]
-    returncode: StrictInt
+    returncode: Annotated[StrictInt, Field(ge=-(2**31), lt=2**31)]  # as the store's column
     seconds: float
 
 
