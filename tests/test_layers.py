@@ -92,3 +92,38 @@ def test_no_import_cycles():
 def test_a_cycle_is_found():
     edges = {"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}
     assert _cycles(edges) == [["a", "b", "c"]]
+
+
+# The house rules of docs/architecture.md, kept true by a test: every layer of the
+# contract is a folder, few modules lie loose at the top, few modules grow past a size
+# where one job usually became several (each one left says why in its docstring).
+MAX_LOOSE = 6
+MAX_LINES = 600
+LARGE_ALLOWED = 2
+
+
+def _layers() -> list[str]:
+    import tomllib
+
+    config = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["importlinter"]
+    top = next(c for c in config["contracts"] if c["containers"] == ["fslab"])
+    return [name.strip() for layer in top["layers"] for name in layer.split("|")]
+
+
+def test_every_layer_is_a_folder_and_few_modules_are_loose():
+    package = ROOT / "src" / "fslab"
+    layers = [name for name in _layers() if name != "__main__"]
+    assert [name for name in layers if not (package / name).is_dir()] == []
+    loose = sorted(p.name for p in package.glob("*.py"))
+    assert len(loose) <= MAX_LOOSE, loose
+
+
+def test_at_most_two_modules_are_large_and_each_says_why():
+    large = {
+        path: len(path.read_text().splitlines())
+        for path in (ROOT / "src" / "fslab").rglob("*.py")
+        if len(path.read_text().splitlines()) > MAX_LINES
+    }
+    assert len(large) <= LARGE_ALLOWED, sorted(str(p) for p in large)
+    for path in large:
+        assert "on purpose" in path.read_text()[:3000], f"{path}: say why it is one module"
