@@ -68,6 +68,7 @@ from fslab.spec.model import CollectSpec
 from fslab.spec.points import expand_points
 from fslab.target.fs import Mount, make_filesystem
 from fslab.target.loop import LoopImage
+from fslab.workload.fio import plan as fio_plan
 
 COLLECTORS = tuple(CollectSpec().enabled())  # perf, offcpu, workqueue, tpcounters, jbd2, sysstat
 CELLS = ("clean", "all", *COLLECTORS)
@@ -236,8 +237,8 @@ def fio_running(
         LoopImage(spec.target.size_bytes, directory="/dev/shm", log=log, prepare=make) as image,
         Mount(image.device, fs.type, fs.mount_options, log=log) as mount,
     ):
-        argv = plan.fio_argv_for_point(spec, point.sweep_dict, mount.mountpoint)
-        if run(plan.layout_argv(argv), log=log, check=False).returncode != 0:
+        argv = plan.workload_plan(spec, point.sweep_dict, mount.mountpoint).run_argv
+        if run(fio_plan.layout_argv(argv), log=log, check=False).returncode != 0:
             raise SystemExit("fio layout failed")
         run(["sync", "--file-system", mount.mountpoint], log=log)
         fio = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)

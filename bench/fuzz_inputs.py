@@ -794,9 +794,11 @@ def check_spec(source: str, overrides: list[str], quick: bool) -> list[str]:
     properties broken: an option that needs the opt-in passing without it."""
     from fslab.measure import plan
     from fslab.spec.load import load_spec
-    from fslab.spec.model import FioWorkload
+    from fslab.spec.model import workload_axes
     from fslab.spec.points import expand_points
-    from fslab.workload import fio_trust
+    from fslab.workload.fio import trust as fio_trust
+    from fslab.workload.fio.plan import fio_options
+    from fslab.workload.fio.spec import FioWorkload
 
     spec, _ = load_spec(source, overrides=overrides, quick=quick)
     plan.check_workload(spec)
@@ -805,7 +807,7 @@ def check_spec(source: str, overrides: list[str], quick: bool) -> list[str]:
         return []
     broken = []
     for sweep in {tuple(sorted(p.sweep_dict.items())): p.sweep_dict for p in points}.values():
-        options = plan.fio_options_for_point(spec, sweep)
+        options = fio_options(spec.workload, workload_axes(sweep), spec.run_shape)
         for found in fio_trust.needs_opt_in(fio_trust.findings(options)):
             broken.append(f"spec runs {found.shown} without allow_commands")
     return broken

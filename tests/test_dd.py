@@ -8,7 +8,8 @@ import math
 import pytest
 
 from fslab.base.errors import FslabError, ToolError, UsageError
-from fslab.workload.dd import DdResult, build_dd_argv, parse_dd_output
+from fslab.workload.dd.argv import build_dd_argv
+from fslab.workload.dd.parse import DdResult, parse_dd_output
 
 # Verbatim from the report in docs/cases/ext4-cached-write-falloff.md (coreutils of 2014).
 SEED_DD_STDERR = """\

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from fslab.analyze.campaign.plotted import latency_distribution, wchan_rows, workqueue_rows
-from fslab.workload.fio_json import parse_fio_json
+from fslab.workload.fio.parse import parse_fio_json
 
 
 def test_latency_distribution_agrees_with_fios_percentiles(data_dir):

@@ -10,7 +10,7 @@ import pytest
 
 from fslab.base.errors import UsageError
 from fslab.base.proc import run
-from fslab.workload.fio import (
+from fslab.workload.fio.options import (
     FSLAB_OWNED,
     build_fio_argv,
     fio_job_text,

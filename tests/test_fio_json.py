@@ -12,13 +12,13 @@ import numpy as np
 import pytest
 
 from fslab.base.errors import FslabError, ToolError
-from fslab.base.vocab import headline_metric
-from fslab.workload.fio_json import (
+from fslab.workload.fio.parse import (
     FioOutputError,
     merge_bins,
     parse_fio_json,
     percentiles_from_bins,
 )
+from fslab.workload.registry import headline_metric
 
 QUANTILES = {"p50": 0.5, "p90": 0.9, "p99": 0.99, "p99_9": 0.999}
 FIO_KEYS = {"p50": "50.000000", "p90": "90.000000", "p99": "99.000000", "p99_9": "99.900000"}

@@ -1,9 +1,10 @@
-"""From spec and sweep values to the fio run a point makes (no root needed)."""
+"""From spec and sweep values to the commands a point runs (no root needed)."""
 
 from __future__ import annotations
 
 from fslab.measure import plan
 from fslab.spec.load import load_spec, validate_spec
+from fslab.workload.fio import plan as fio_plan
 
 PASTED = {
     "name": "p",
@@ -27,7 +28,7 @@ def test_a_pasted_runtime_is_the_runtime_collectors_and_timeouts_see():
 
 def test_fio_argv_applies_sweep_and_takes_over_max_jobs():
     spec = validate_spec(PASTED)
-    argv = plan.fio_argv_for_point(spec, {"numjobs": 4}, "/mnt/x")
+    argv = plan.workload_plan(spec, {"numjobs": 4}, "/mnt/x").run_argv
     assert argv[0] == "fio" and "--directory=/mnt/x" in argv and "--numjobs=4" in argv
     assert [a for a in argv if a.startswith("--max-jobs")] == ["--max-jobs=2048"]
     assert "--output-format=json+" in argv
@@ -35,6 +36,9 @@ def test_fio_argv_applies_sweep_and_takes_over_max_jobs():
 
 def test_layout_runs_separately_only_when_large():
     spec, _ = load_spec("ext4-fsync-storm", quick=True)
-    assert plan.needs_separate_layout(spec, {"numjobs": 1024})  # 4 GiB of files
-    assert not plan.needs_separate_layout(spec, {"numjobs": 1})  # 4 MiB
-    assert plan.layout_argv(["fio", "--name=x"]) == ["fio", "--name=x", "--create_only=1"]
+    large = plan.workload_plan(spec, {"numjobs": 1024}, "/mnt/x")  # 4 GiB of files
+    assert [c.what for c in large.phase("prepare")] == ["fio file layout", "sync"]
+    assert list(large.phase("prepare")[0].argv) == [*large.run_argv, "--create_only=1"]
+    assert large.phase("prepare")[1].argv == ("sync", "--file-system", "/mnt/x")
+    assert not plan.workload_plan(spec, {"numjobs": 1}, "/mnt/x").phase("prepare")  # 4 MiB
+    assert fio_plan.layout_argv(["fio", "--name=x"]) == ["fio", "--name=x", "--create_only=1"]

@@ -208,8 +208,8 @@ def test_guest_axes_are_not_fio_options_and_imply_a_guest():
         ("6.1", 2),
         ("6.1", 1728),
     }
-    options = plan.fio_options_for_point(spec, {"kernel": "6.1", "possible_cpus": 2})
-    assert "kernel" not in options and "possible_cpus" not in options
+    argv = plan.workload_plan(spec, {"kernel": "6.1", "possible_cpus": 2}, "/mnt/x").run_argv
+    assert not any(a.startswith(("--kernel", "--possible_cpus")) for a in argv)
 
 
 @pytest.mark.parametrize(

@@ -26,7 +26,7 @@ from fslab.reproduce.specwrite import build_spec
 from fslab.spec.load import load_spec
 from fslab.store.db import Store
 from fslab.store.exchange import export_campaign, import_campaign
-from fslab.workload import fio_trust
+from fslab.workload.fio import trust as fio_trust
 from tests.conftest import DATA_DIR, requires_root
 
 FIO_LISTS = DATA_DIR / "fio_options"

@@ -13,15 +13,9 @@ import pytest
 
 from fslab.analyze.campaign.metrics_catalog import CATALOG, format_value, metric_def
 from fslab.base.format import format_ns
-from fslab.base.vocab import (
-    headline_metric,
-    latency_metric,
-    metric_label,
-    point_key,
-    point_label,
-    value_label,
-)
-from fslab.workload.fio_json import parse_fio_json
+from fslab.base.vocab import point_key, point_label, value_label
+from fslab.workload.fio.parse import parse_fio_json
+from fslab.workload.registry import headline_metric, latency_metric, metric_label
 
 DATA = Path(__file__).parent / "data"
 

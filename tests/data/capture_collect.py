@@ -37,9 +37,9 @@ from fslab.collect.tpcounters import (
     plan_counters,
 )
 from fslab.collect.workqueue import EVENTS as WQ_EVENTS
-from fslab.measure.plan import preset_fio_argv
+from fslab.measure.plan import preset_argv
 from fslab.target.scratch import scratch_filesystem
-from fslab.workload.fio_json import parse_fio_json
+from fslab.workload.fio.parse import parse_fio_json
 
 OUT = Path(__file__).resolve().parent
 MAX_BYTES = 1_000_000
@@ -54,7 +54,7 @@ def loop_ext4(tag: str, size: str = "2G", *mkfs_args: str) -> Iterator[tuple[str
 
 def fio_argv(directory: Path, numjobs: int, runtime_s: float) -> list[str]:
     """The seed case's fsync workload (from the ext4-fsync-storm preset), scaled."""
-    return preset_fio_argv("ext4-fsync-storm", str(directory), numjobs, runtime_s)
+    return preset_argv("ext4-fsync-storm", str(directory), {"numjobs": numjobs}, runtime_s)
 
 
 def fio_iops(directory: Path, numjobs: int, runtime_s: float) -> float:

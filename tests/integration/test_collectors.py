@@ -20,7 +20,7 @@ from fslab.collect.offcpu import OffcpuCollector
 from fslab.collect.sysstat import SysstatCollector
 from fslab.collect.tpcounters import TpCountersCollector
 from fslab.collect.workqueue import WorkqueueCollector
-from fslab.measure.plan import preset_fio_argv
+from fslab.measure.plan import preset_argv
 from fslab.target.scratch import scratch_filesystem
 
 pytestmark = [
@@ -39,7 +39,7 @@ def loop_ext4(tag: str, size: str = "2G", *mkfs_args: str) -> Iterator[tuple[str
 
 def fsync_fio(directory: Path, numjobs: int = 32, runtime_s: int = 3) -> None:
     """The seed workload (ext4-fsync-storm preset) for `runtime_s` seconds."""
-    argv = preset_fio_argv("ext4-fsync-storm", str(directory), numjobs, runtime_s)
+    argv = preset_argv("ext4-fsync-storm", str(directory), {"numjobs": numjobs}, runtime_s)
     subprocess.run(argv, check=True, timeout=120, stdout=subprocess.DEVNULL)
 
 

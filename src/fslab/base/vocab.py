@@ -14,9 +14,10 @@ comparison calls a change "better" or "worse" only for metrics declared
 "higher" or "lower". Evidence metrics (profiles, queueing delays, CPU shares,
 counters) describe *why* something happened, not whether it is good, so they
 are declared "none" and a comparison only says whether they changed. A name
-that matches no declared pattern is "none" too. This module declares the
-workload's metrics (fio, dd) and the runner's (fs.*); each collector declares
-its own family beside its code (collect/registry.py gathers them).
+that matches no declared pattern is "none" too. Each benchmark declares
+its metrics, headline and labels beside its code (workload/registry.py gathers
+them, with the runner's fs.*), and each collector its own family
+(collect/registry.py).
 
 Patterns are matched against the whole name, first match wins: ``*`` matches
 any run of characters within one dot-separated segment (``clat_ns_p*``),
@@ -47,29 +48,6 @@ class MetricDef:
 
 CatalogEntry = tuple[str, MetricDef]  # (pattern, definition)
 UNKNOWN = MetricDef("none", "", "not in the catalog: direction unknown, so none")
-
-# The workload's metrics (workload/fio_json.py, workload/dd.py) and the runner's fs.* facts.
-WORKLOAD_CATALOG: tuple[CatalogEntry, ...] = (
-    # --- fio: per direction (read, write, trim, total) and fsync ------------------------
-    ("fio.*.iops", MetricDef("higher", "IO/s", "I/O operations per second, summed over jobs")),
-    ("fio.*.bw_bytes_s", MetricDef("higher", "B/s", "bytes per second, summed over jobs")),
-    ("fio.*.clat_ns_*", MetricDef("lower", "ns", "completion latency (merged histogram)")),
-    ("fio.*.slat_ns_*", MetricDef("lower", "ns", "submission latency")),
-    ("fio.*.lat_ns_*", MetricDef("lower", "ns", "total latency (fsync: time per fsync call)")),
-    ("fio.*.io_bytes", MetricDef("none", "B", "bytes moved; set by runtime, not a score")),
-    ("fio.sync.count", MetricDef("none", "calls", "fsync/fdatasync calls issued")),
-    ("fio.cpu.*_pct", MetricDef("none", "%", "fio's CPU time share (user or system)")),
-    ("fio.cpu.ctx", MetricDef("none", "switches", "context switches of fio jobs")),
-    ("fio.runtime_s", MetricDef("none", "s", "measured run time")),
-    ("fio.jobs", MetricDef("none", "jobs", "worker count fio reports")),
-    # --- dd -----------------------------------------------------------------------------
-    ("dd.bw_bytes_s", MetricDef("higher", "B/s", "bytes copied per second")),
-    ("dd.seconds", MetricDef("lower", "s", "time to copy a fixed amount")),
-    ("dd.bytes", MetricDef("none", "B", "bytes copied")),
-    ("dd.iterations", MetricDef("none", "runs", "dd invocations in the point")),
-    # --- the runner: filesystem state around the point ----------------------------------
-    ("fs.**", MetricDef("none", "B", "filesystem state around the point (free space, fill)")),
-)
 
 
 def _compile(pattern: str) -> re.Pattern[str]:
@@ -103,20 +81,6 @@ class Catalog:
 
 # ------------------------------------------------------------------ headline and latency
 
-# A campaign's headline: the first of these that any successful point has, so one
-# campaign uses one headline (a randrw job is judged by its total, not by its writes).
-HEADLINE_CANDIDATES = (
-    "fio.total.iops",
-    "fio.write.iops",
-    "fio.read.iops",
-    "fio.trim.iops",
-    "dd.bw_bytes_s",
-)
-LATENCY_CANDIDATES = (
-    "fio.sync.lat_ns_p99",
-    "fio.write.clat_ns_p99",
-    "fio.read.clat_ns_p99",
-)
 PERCENTILES = ("p50", "p99", "p99_9")  # the latency percentiles the reports show
 
 
@@ -126,44 +90,6 @@ def pick_metric(
     """The first candidate present in any of the metric sets."""
     sets = list(metric_sets)
     return next((name for name in candidates if any(name in m for m in sets)), None)
-
-
-def headline_metric(metric_sets: Iterable[Mapping[str, float]]) -> str | None:
-    """The headline of a campaign (all its successful points) or of one run."""
-    return pick_metric(HEADLINE_CANDIDATES, metric_sets)
-
-
-def latency_metric(metric_sets: Iterable[Mapping[str, float]]) -> str | None:
-    return pick_metric(LATENCY_CANDIDATES, metric_sets)
-
-
-# ------------------------------------------------------------------ labels
-
-LABELS = {
-    "fio.total.iops": "IOPS",
-    "fio.write.iops": "write IOPS",
-    "fio.read.iops": "read IOPS",
-    "fio.trim.iops": "trim IOPS",
-    "dd.bw_bytes_s": "dd rate",
-    "fio.sync.lat_ns": "fsync latency",
-    "fio.write.clat_ns": "write completion latency",
-    "fio.read.clat_ns": "read completion latency",
-}
-_PERCENTILE_KIND = {"sync": "fsync", "write": "write", "read": "read"}
-
-
-def metric_label(metric: str | None, *, missing: str = "-") -> str:
-    """Short reader-facing names: "write IOPS", "fsync p99"; others as stored."""
-    if not metric:
-        return missing
-    if metric in LABELS:
-        return LABELS[metric]
-    for pct in PERCENTILES:
-        family = metric.removesuffix(f"_{pct}")
-        if family != metric and family in LABELS:
-            kind = _PERCENTILE_KIND[family.split(".")[1]]
-            return f"{kind} {pct.replace('_', '.')}"
-    return metric
 
 
 # ------------------------------------------------------------------ names

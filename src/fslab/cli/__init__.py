@@ -14,6 +14,7 @@ from fslab.cli.common import app
 from fslab.cli import run  # noqa: F401
 from fslab.cli import campaigns  # noqa: F401
 from fslab.cli import doctor  # noqa: F401
+from fslab.cli import workloads  # noqa: F401
 from fslab.cli import analyze  # noqa: F401
 from fslab.cli import diagnose  # noqa: F401
 from fslab.cli import kernels  # noqa: F401

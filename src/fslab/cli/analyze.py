@@ -33,7 +33,7 @@ from fslab.analyze.versus.hosts import HostFact, campaigns_across_hosts, host_fa
 from fslab.analyze.versus.within import axis_comparisons, config_comparisons
 from fslab.base.errors import UsageError
 from fslab.base.format import format_pct, format_share
-from fslab.base.vocab import metric_label, point_label
+from fslab.base.vocab import point_label
 from fslab.cli.common import DbOption, JsonOption, app, err, guarded, open_store, out, print_json
 from fslab.report.flamegraph import diff_flamegraph_svg, flamegraph_svg
 from fslab.report.speedscope import speedscope_json
@@ -42,6 +42,7 @@ from fslab.report.verdict_cells import SHARE_LEGEND
 from fslab.stacks.fold import folded_to_text
 from fslab.stacks.profile import Profile, folded_diff_text, format_chains, format_diff
 from fslab.store.db import Store
+from fslab.workload.registry import metric_label
 
 CampaignArg = Annotated[int, typer.Argument(help="Campaign id (see `fslab list`).")]
 

@@ -34,10 +34,11 @@ def doctor(
     """Check this machine can run fslab, and say exactly how to fix what is missing."""
     from fslab.guest.leftovers import find_guest_leftovers, stop_guest_leftovers
     from fslab.target.leftovers import cleanup_leftovers, find_leftovers
+    from fslab.workload.registry import process_names
 
     checks = doctor_mod.run_checks()
     guests = stop_guest_leftovers() if cleanup else find_guest_leftovers()
-    leftovers = cleanup_leftovers() if cleanup else find_leftovers()
+    leftovers = cleanup_leftovers(workloads=process_names()) if cleanup else find_leftovers()
     if as_json:
         print_json(
             {

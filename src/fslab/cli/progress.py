@@ -15,8 +15,9 @@ from rich.progress import (
 
 from fslab.analyze.campaign.metrics_catalog import format_value
 from fslab.base.roles import is_evidence, is_warmup
-from fslab.base.vocab import headline_metric, point_label
+from fslab.base.vocab import point_label
 from fslab.store.db import PointOutcome, PointRow
+from fslab.workload.registry import headline_metric
 
 
 class RichProgress:

@@ -31,7 +31,7 @@ from fslab.analyze.noise.model import MIN_CAMPAIGNS, spec_fingerprint
 from fslab.base.errors import FslabError, SpecError, UsageError
 from fslab.base.format import format_pct
 from fslab.base.units import parse_duration_s
-from fslab.base.vocab import metric_label, point_label
+from fslab.base.vocab import point_label
 from fslab.cli.common import DbOption, JsonOption, app, err, guarded, open_store, print_json
 from fslab.cli.progress import RichProgress
 from fslab.drive.bisection import DEFAULT_MAX_REPEAT, LocalRunner, judge_candidate, kernel_runner
@@ -40,6 +40,7 @@ from fslab.run.campaign import RunOptions, run_campaign, start_campaign
 from fslab.spec.load import load_spec, read_spec_source
 from fslab.spec.model import Spec
 from fslab.store.db import CampaignRow, Store
+from fslab.workload.registry import metric_label
 
 SetOption = Annotated[
     list[str] | None, typer.Option("--set", help="Override a spec field, as for `fslab run`.")

@@ -29,7 +29,7 @@ from pathlib import Path
 from fslab.base import faults
 from fslab.base.errors import FslabError, ToolError
 from fslab.base.hostfacts import HostFacts
-from fslab.base.proc import CommandLog, run, run_interruptible
+from fslab.base.proc import CommandLog
 from fslab.base.roles import (
     CollectMode,
     instrumented,
@@ -41,7 +41,7 @@ from fslab.collect.probe import Probe
 from fslab.collect.registry import ALL_COLLECTORS, ALL_PROBES
 from fslab.measure import plan
 from fslab.measure.post import PostProcessing
-from fslab.spec.model import DdWorkload, FioWorkload, Spec
+from fslab.spec.model import Spec
 from fslab.spec.points import Point
 from fslab.store.db import PointOutcome, utc_now
 from fslab.store.facts import (
@@ -409,26 +409,18 @@ def _run_workload(
 ) -> plan.WorkloadOutcome:
     timeout_s = plan.point_timeout_s(spec, point.sweep_dict)
     runtime_s, ramp_s = plan.runtime_and_ramp_s(spec, point.sweep_dict)
-    workload = spec.workload
-    if isinstance(workload, FioWorkload):
-        plan.check_fits(spec, point.sweep_dict, fill_mod.free_bytes(mountpoint))
-        argv = plan.fio_argv_for_point(spec, point.sweep_dict, mountpoint)
-        if plan.needs_separate_layout(spec, point.sweep_dict):
-            layout = run_interruptible(plan.layout_argv(argv), timeout_s=timeout_s, log=state.log)
-            if layout.returncode != 0 or layout.timed_out:
-                return plan.WorkloadOutcome(
-                    ok=False, error="fio file layout failed", stderr=layout.stderr or layout.stdout
-                )
-            run(["sync", "--file-system", mountpoint], log=state.log)
-        comm = "fio"
-    else:
-        comm = "dd"
+    bench = plan.benchmark(spec)
+    plan.check_fits(spec, point.sweep_dict, fill_mod.free_bytes(mountpoint))
+    commands = plan.workload_plan(spec, point.sweep_dict, mountpoint)
+    failed = plan.run_prepare(commands, timeout_s=timeout_s, log=state.log)
+    if failed is not None:
+        return failed
     ctx = PointContext(
         device=device,
         device_name=Path(os.path.realpath(device)).name,
         mountpoint=mountpoint,
         fs_type=point.filesystem.type,
-        workload_comm=comm,
+        workload_comm=bench.process_name,
         ramp_s=ramp_s,
         runtime_s=runtime_s,
         artifact_dir=Path(artifact_dir),
@@ -446,17 +438,13 @@ def _run_workload(
             faults.checkpoint("workload")
             with probing() as host_cpu:
                 try:
-                    if isinstance(workload, FioWorkload):
-                        outcome = plan.run_fio(argv, timeout_s=timeout_s, log=state.log)
-                    else:
-                        assert isinstance(workload, DdWorkload)
-                        outcome = plan.run_dd(
-                            plan.dd_parameters(workload, point.sweep_dict),
-                            mountpoint=mountpoint,
-                            runtime_s=spec.runtime_s,
-                            timeout_s=timeout_s,
-                            log=state.log,
-                        )
+                    outcome = plan.run_measured(
+                        bench,
+                        commands,
+                        runtime_s=spec.runtime_s,
+                        timeout_s=timeout_s,
+                        log=state.log,
+                    )
                 finally:
                     state.timing.measure_s += state.lap()
             if host_cpu:

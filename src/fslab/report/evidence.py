@@ -21,11 +21,12 @@ from fslab.analyze.campaign.plotted import jbd2_pairs, wchan_rows, workqueue_row
 from fslab.analyze.curve.falloff import campaign_falloffs, focus_config
 from fslab.analyze.curve.point_profile import NoProfile, ProfileKind, load_profile
 from fslab.base.roles import is_evidence
-from fslab.base.vocab import metric_label, point_key
+from fslab.base.vocab import point_key
 from fslab.collect.registry import ALL_COLLECTORS
 from fslab.report.tree import Contention, EvidenceRun, PointRef, Profiles, ProfileSection
 from fslab.stacks.profile import diff
 from fslab.store.db import PointRow, Store
+from fslab.workload.registry import metric_label
 
 PROFILE_KINDS: tuple[ProfileKind, ...] = ("oncpu", "offcpu")
 CHAINS = 3  # perf-style chains are 15-20 lines each: the top three tell the story

@@ -20,7 +20,6 @@ from html import escape
 
 from fslab.analyze.campaign.metrics_catalog import format_value
 from fslab.base.format import format_share
-from fslab.base.vocab import metric_label
 from fslab.report import text_blocks as tb
 from fslab.report import text_tables as tt
 from fslab.report.flamegraph import diff_flamegraph_svg, flamegraph_svg
@@ -29,6 +28,7 @@ from fslab.report.plots import all_plots
 from fslab.report.series_text import series_lines
 from fslab.report.tree import Report
 from fslab.report.verdict_cells import MARK_LEGEND
+from fslab.workload.registry import metric_label
 
 CSS = """
 :root { --fg: #1d1d1f; --muted: #5f6368; --rule: #d9d9de; --bg: #ffffff; --code: #f5f5f7; }

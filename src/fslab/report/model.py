@@ -32,7 +32,7 @@ from fslab.analyze.versus.within import config_comparisons, with_profile_shares
 from fslab.base.errors import FslabError
 from fslab.base.roles import is_evidence, mode_of_roles
 from fslab.base.timing import CampaignTiming
-from fslab.base.vocab import PERCENTILES, metric_label, point_key
+from fslab.base.vocab import PERCENTILES, point_key
 from fslab.diagnose.diagnosis import diagnose_campaign
 from fslab.report.diagnosis_text import describe_diagnosis
 from fslab.report.evidence import (
@@ -59,6 +59,7 @@ from fslab.report.tree import (
     Scaling,
 )
 from fslab.store.db import Store
+from fslab.workload.registry import metric_label
 
 
 def build_report(store: Store, campaign_id: int) -> Report:

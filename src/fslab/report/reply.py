@@ -19,7 +19,7 @@ from fslab.analyze.campaign.verdicts import ComparisonRow
 from fslab.analyze.versus.reported import FigureMatch
 from fslab.analyze.versus.within import PointVerdict
 from fslab.base.format import format_bytes, format_change_pct, format_share
-from fslab.base.vocab import PointKey, ScalarValue, metric_label, point_key, point_label
+from fslab.base.vocab import PointKey, ScalarValue, point_key, point_label
 from fslab.diagnose.diagnosis import ConfigDiagnosis, ruled_out_reasons
 from fslab.diagnose.score import Candidate
 from fslab.report.diagnosis_text import candidate_evidence
@@ -29,6 +29,7 @@ from fslab.report.tree import FailedPoint, FilesystemSetup
 from fslab.report.verdict_cells import comparison_cells
 from fslab.spec.reported import ReportedFigure
 from fslab.store.db import Store
+from fslab.workload.registry import metric_label
 
 WIDTH = 72
 INDENT = "  "

@@ -7,7 +7,8 @@ import textwrap
 from fslab.analyze.campaign.metrics_catalog import format_value
 from fslab.analyze.history.series import Series
 from fslab.base.format import format_change_pct
-from fslab.base.vocab import metric_label, point_label
+from fslab.base.vocab import point_label
+from fslab.workload.registry import metric_label
 
 
 def series_lines(built: Series) -> list[str]:

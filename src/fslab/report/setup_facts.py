@@ -13,12 +13,12 @@ from fslab.analyze.campaign.dataset import CampaignData
 from fslab.analyze.versus.guests import TCG_CAVEAT, guest_label, runs_under_tcg
 from fslab.base.format import format_bytes
 from fslab.report.tree import FilesystemSetup, Setup
-from fslab.spec.model import DdWorkload, FilesystemSpec, FioWorkload
+from fslab.spec.model import FilesystemSpec
 from fslab.store.db import Store
 from fslab.store.facts import DeviceFacts, DeviceLimitFacts, FilesystemFacts, PointFacts
 from fslab.target.limits import DeviceLimits
-
-DD_WORDS = ("bs", "count", "conv", "oflag")  # dd's operands, in the order dd is shown
+from fslab.workload.base import WorkloadSpec
+from fslab.workload.registry import benchmark_for
 
 
 def build_setup(store: Store, data: CampaignData) -> Setup:
@@ -79,21 +79,9 @@ def _device_base_text(device: DeviceFacts | None) -> str:
     return f"block device {path} {size_text}".strip()
 
 
-def _workload_text(workload: FioWorkload | DdWorkload) -> list[str]:
-    if isinstance(workload, FioWorkload):
-        if workload.command_line:
-            return [
-                " ".join(workload.command_line.split()),
-                "(as written in the spec: fslab sets --directory, the swept options, "
-                "--runtime and --ramp_time per point; the commands below are what ran)",
-            ]
-        if workload.job_file:
-            return [f"fio job file {workload.job_file}"]
-        return ["fio " + " ".join(f"--{k}={v}" for k, v in workload.options.items())]
-    given = workload.model_fields_set  # the operands the spec gave; dd's defaults are not shown
-    words = [f"{k}={getattr(workload, k)}" for k in DD_WORDS if k in given and getattr(workload, k)]
-    extra = " (repeated, write + delete, for the runtime)" if workload.mode == "sustained" else ""
-    return [f"dd if=/dev/zero of=MNT/fslab-dd.out {' '.join(words)}{extra}"]
+def _workload_text(workload: WorkloadSpec) -> list[str]:
+    """The workload as its benchmark describes it (workload/<kind>/benchmark.py)."""
+    return benchmark_for(workload).describe(workload)
 
 
 def _filesystem(

@@ -13,9 +13,10 @@ from fslab.analyze.campaign.summary import SummaryRow, watermark_relevant
 from fslab.analyze.campaign.verdicts import ComparisonRow, Verdict
 from fslab.analyze.versus.comparisons import Comparison
 from fslab.base.format import format_bytes, format_change_pct
-from fslab.base.vocab import PointKey, metric_label, point_label, sweep_cell
+from fslab.base.vocab import PointKey, point_label, sweep_cell
 from fslab.report.verdict_cells import CALL_CHAIN_SHARE, comparison_cells, comparison_label
 from fslab.store.db import CampaignRow, PointRow
+from fslab.workload.registry import metric_label
 
 
 def format_evidence(

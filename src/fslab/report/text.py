@@ -11,7 +11,6 @@ from __future__ import annotations
 
 from fslab.analyze.campaign.metrics_catalog import format_value
 from fslab.base.format import format_share
-from fslab.base.vocab import metric_label
 from fslab.report.series_text import series_lines
 from fslab.report.text_blocks import (
     WIDTH,
@@ -39,6 +38,7 @@ from fslab.report.text_tables import (
 )
 from fslab.report.tree import Comparisons, EvidenceRun, Report
 from fslab.report.verdict_cells import MARK_LEGEND, SHARE_LEGEND
+from fslab.workload.registry import metric_label
 
 
 def render_text(report: Report) -> str:

@@ -29,9 +29,9 @@ from fslab.base.hostfacts import HostFacts
 from fslab.base.timing import CampaignTiming
 from fslab.base.vocab import point_label
 from fslab.diagnose.diagnosis import ConfigDiagnosis
-from fslab.spec.model import DdWorkload, FioWorkload
 from fslab.stacks.profile import DiffRow, HotChain, Profile
 from fslab.store.facts import CampaignOverrides, DeviceFacts
+from fslab.workload.base import WorkloadSpec
 
 
 @dataclass
@@ -100,7 +100,7 @@ class Setup:
     device: DeviceFacts | None
     device_text: str
     filesystems: list[FilesystemSetup]
-    workload: FioWorkload | DdWorkload  # as the spec gave it (JSON: the fields it set)
+    workload: WorkloadSpec  # as the spec gave it (JSON: the fields it set)
     workload_text: list[str]
     sweep: dict[str, list[Any]]
     run: dict[str, Any]

@@ -29,7 +29,8 @@ from fslab.base.format import (
     format_ratio,
     format_share,
 )
-from fslab.base.vocab import metric_label, point_label
+from fslab.base.vocab import point_label
+from fslab.workload.registry import metric_label
 
 CALL_CHAIN_SHARE = "profile.inclusive."
 MARKS: dict[Verdict, str] = {

@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 from fslab.spec.reported import NameKind, Qualifier
-from fslab.workload.fio import FioOptions
+from fslab.workload.fio.options import FioOptions
 
 FioForm = Literal["command line", "braces", "job file", "lkp parameters"]
 

@@ -1,6 +1,6 @@
 """The workload of a report: fio in every form people paste, dd transcripts, other tools.
 
-fio options are imported by fslab's own parser (fslab.workload.fio); this module
+fio options are imported by fslab's own parser (fslab.workload.fio.options); this module
 only finds them in prose and undoes what mail does to them (braces, backticks,
 wrapped lines, prompts, absolute paths of the reporter's machine). Every such
 change becomes a note or a question, never a silent rewrite.
@@ -26,9 +26,9 @@ from fslab.reproduce.facts import (
 )
 from fslab.reproduce.scale import fio_size_text
 from fslab.reproduce.text import ReportText, without_prompt
-from fslab.workload import dd as dd_mod
-from fslab.workload import fio as fio_mod
-from fslab.workload import fio_trust
+from fslab.workload.dd import parse as dd_mod
+from fslab.workload.fio import options as fio_mod
+from fslab.workload.fio import trust as fio_trust
 
 _FIO_START_RE = re.compile(
     r"(?:^|(?<=[\s`'\"(:>{]))(?:sudo\s+)?(?:[\w./-]*/)?fio\s+(?=--|\S+\.fio\b)"

@@ -16,7 +16,6 @@ from tomlkit.items import Table
 
 from fslab.base.format import format_size
 from fslab.base.units import parse_size_bytes
-from fslab.measure.plan import fio_seconds
 from fslab.reproduce.configwrite import Config
 from fslab.reproduce.draft import Draft
 from fslab.reproduce.facts import DdFact, FioFact, QuestionFact
@@ -34,7 +33,8 @@ from fslab.reproduce.scale import (
     runtime_s,
 )
 from fslab.reproduce.tomlitems import add, toml_value, wrap
-from fslab.spec.model import MAX_NUMJOBS
+from fslab.workload.fio.plan import fio_seconds
+from fslab.workload.fio.spec import MAX_NUMJOBS
 
 DD_MAX_BS = 1024**3  # spec.DdWorkload's bounds
 DD_MAX_COUNT = 10_000_000

@@ -8,9 +8,9 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from fslab.base.format import format_bytes
+from fslab.base.proc import run
 
 TOOLS = (
-    ("fio", "fio", "apt-get install fio"),
     ("mkfs.ext4", "mkfs.ext4 / dumpe2fs", "apt-get install e2fsprogs"),
     ("dumpe2fs", "dumpe2fs", "apt-get install e2fsprogs"),
     ("mkfs.xfs", "mkfs.xfs / xfs_info", "apt-get install xfsprogs"),
@@ -40,6 +40,19 @@ def _root() -> Check:
         "running as root" if is_root else f"running as uid {os.geteuid()}",
         "" if is_root else "run fslab as root (sudo): it creates loop devices, runs mkfs and mount",
     )
+
+
+def _benchmarks() -> list[Check]:
+    """Each registered benchmark's binary (workload/registry.py), from its package."""
+    from fslab.workload.registry import BENCHMARKS
+
+    checks = []
+    for bench in BENCHMARKS.values():
+        path = shutil.which(bench.binary)
+        fix = "" if path else f"apt-get install {bench.package}"
+        label = bench.binary if bench.binary == bench.kind else f"{bench.binary} ({bench.kind})"
+        checks.append(Check(label, path is not None, path or "not found", fix))
+    return checks
 
 
 def _tools() -> list[Check]:
@@ -182,10 +195,73 @@ def _guests() -> list[Check]:
 def run_checks(image_bytes: int = 16 * 1024**3) -> list[Check]:
     return [
         _root(),
+        *_benchmarks(),
         *_tools(),
         _loop_support(),
         _shm_space(image_bytes),
         _tracefs(),
         *_collectors(),
         *_guests(),
+    ]
+
+
+# ------------------------------------------------------------------ fslab workloads
+
+
+def package_installed(package: str) -> bool | None:
+    """Whether dpkg has the package installed; None where there is no dpkg to ask."""
+    if shutil.which("dpkg-query") is None:
+        return None
+    try:
+        record = run(["dpkg-query", "-W", "-f=${Status}", package], check=False, timeout_s=30)
+    except Exception:
+        return None
+    return record.returncode == 0 and record.stdout.strip().endswith(" installed")
+
+
+@dataclass(frozen=True)
+class WorkloadRow:
+    """One registered benchmark as `fslab workloads` lists it."""
+
+    kind: str
+    summary: str
+    package: str
+    package_installed: bool | None  # None: no dpkg to ask
+    binary: str
+    binary_path: str | None
+    axes: list[str]
+    open_axes: str
+    headline: list[str]
+    metrics: list[dict[str, str]]  # name, unit, direction, description
+
+    def to_dict(self) -> dict[str, object]:
+        return asdict(self)
+
+
+def workload_listing() -> list[WorkloadRow]:
+    """Every registered benchmark: its package (installed or not), binary, axes, metrics."""
+    from fslab.workload.registry import BENCHMARKS
+
+    return [
+        WorkloadRow(
+            kind=bench.kind,
+            summary=bench.summary,
+            package=bench.package,
+            package_installed=package_installed(bench.package),
+            binary=bench.binary,
+            binary_path=shutil.which(bench.binary),
+            axes=list(bench.axes),
+            open_axes=bench.open_axes,
+            headline=list(bench.headline),
+            metrics=[
+                {
+                    "name": m.name,
+                    "unit": m.unit,
+                    "direction": m.direction,
+                    "description": m.description,
+                }
+                for m in bench.metrics
+            ],
+        )
+        for bench in BENCHMARKS.values()
     ]

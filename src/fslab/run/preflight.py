@@ -1,17 +1,18 @@
 """Preflight: try what a campaign will run, before the campaign is created.
 
-A mkfs or mount option the tools reject, or a fio option fio rejects, would
+A mkfs or mount option the tools reject, or a workload option its tool rejects, would
 otherwise show up as failed points: every point of that configuration, maybe
 hours into a campaign. Here each is found in a fraction of a second per
 configuration and reported as one SpecError naming the fields, in the tools'
 own words:
 
-- fio: `fio --parse-only` on the base options, each sweep value and each combination;
+- the workload: its benchmark's own check (fio: `fio --parse-only` on the base
+  options, each sweep value and each combination);
 - mkfs: the real mkfs on a sparse regular file of the target's size (no loop device);
 - mount: that same file attached to a loop device, mounted and unmounted (the
   kernel's reason for a refusal is read from /dev/kmsg); its free space then
-  shows whether numjobs x filesize fit after the fill, and a dd workload's
-  operands are tried on it with count=0.
+  shows whether the workload's files fit after the fill, and the benchmark's
+  check on a mounted filesystem runs on it (dd's operands with count=0).
 
 Images are named fslab-<pid>-<hex>.img (so `fslab doctor --cleanup` knows them
 if fslab is killed here), mounts live under /run/fslab, and everything is
@@ -21,14 +22,12 @@ target is never touched: a sparse stand-in of its size is used instead.
 
 from __future__ import annotations
 
-import contextlib
 import errno
 import itertools
 import os
 import shlex
 import time
 from collections.abc import Mapping, Sequence
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
 from fslab.base.errors import FslabError, SpecError, ToolError, UsageError
@@ -36,11 +35,8 @@ from fslab.base.format import format_bytes
 from fslab.base.proc import CommandLog, run
 from fslab.measure import plan
 from fslab.spec.model import (
-    MAX_NUMJOBS,
     NON_WORKLOAD_AXES,
-    DdWorkload,
     FilesystemSpec,
-    FioWorkload,
     ScalarValue,
     Spec,
     sweep_combinations,
@@ -50,12 +46,10 @@ from fslab.target.fs import Mount, mkfs_argv
 from fslab.target.guard import block_major_minor, sysfs_dir
 from fslab.target.limits import unavailable_reason as limits_unavailable
 from fslab.target.loop import InterruptGuard, LoopImage, check_image_space
-from fslab.workload.fio import FioOptions, validate_with_fio
+from fslab.workload.base import one_paragraph as _one_paragraph
 
 TOOL_TIMEOUT_S = 120.0
-MAX_COMBINATIONS = 64  # beyond this, sweep values are tried one axis at a time only
 MAX_LISTED = 12  # problems listed in the message; the rest are counted
-FIO_WORKERS = 4
 
 
 @dataclass(frozen=True)
@@ -95,7 +89,7 @@ def run_preflight(spec: Spec, *, mount: bool = True) -> PreflightResult:
     start = time.monotonic()
     result = PreflightResult()
     with InterruptGuard():
-        problems = check_fio(spec) + check_limits(spec)
+        problems = check_workload(spec) + check_limits(spec)
         fs_problems, result.space = check_filesystems(spec, mount=mount)
         problems += fs_problems
         if mount and not any(p.field.startswith(("workload", "sweep")) for p in problems):
@@ -127,104 +121,19 @@ def format_problems(problems: Sequence[Problem]) -> str:
     return "\n".join(lines)
 
 
-# ------------------------------------------------------------------ fio
-
-
-def _workload_field(workload: FioWorkload) -> str:
-    if workload.command_line is not None:
-        return "workload.command_line"
-    if workload.job_file is not None:
-        return "workload.job_file"
-    return "workload.options"
+# ------------------------------------------------------------------ the workload
 
 
 def _workload_axes(spec: Spec) -> dict[str, list[ScalarValue]]:
     return {k: v for k, v in spec.sweep.items() if k not in NON_WORKLOAD_AXES}
 
 
-def _fio_candidates(spec: Spec) -> list[tuple[str, str, dict[str, ScalarValue]]]:
-    """(field, what, sweep values) for each option set fio is asked to parse."""
-    # numjobs values are checked by the spec (integers 1..4096); fio's parse adds nothing
-    axes = {k: v for k, v in _workload_axes(spec).items() if k != "numjobs"}
-    candidates = [
-        (f"sweep.{axis}", f"{axis}={value}", {axis: value})
-        for axis, values in axes.items()
-        for value in values
-    ]
-    combos = sweep_combinations(axes)
-    if len(axes) > 1 and len(combos) <= MAX_COMBINATIONS:
-        for combo in combos:
-            what = ", ".join(f"{k}={v}" for k, v in combo)
-            candidates.append(("sweep", f"the combination {what}", dict(combo)))
-    return candidates
-
-
-def _fio_complaint(options: FioOptions) -> str | None:
-    try:
-        return validate_with_fio(options)
-    except (UsageError, ToolError) as exc:
-        return str(exc)
-
-
-def _numjobs_problem(options: Mapping[str, str | None], where: str) -> Problem | None:
-    """fio --parse-only accepts numjobs=0 and 10^9; the run would not."""
-    text = options.get("numjobs")
-    if text is None:
-        return None
-    try:
-        numjobs = int(text)
-    except ValueError:
-        return None  # fio's own parse says what is wrong with it
-    if not 1 <= numjobs <= MAX_NUMJOBS:
-        return Problem(where, f"numjobs={text}: must be from 1 to {MAX_NUMJOBS} (fio's limit)")
-    return None
-
-
-def check_fio(spec: Spec) -> list[Problem]:
-    """fio's complaints about the base options, each sweep value and each combination."""
-    workload = spec.workload
-    if not isinstance(workload, FioWorkload):
-        return []
-    base_field = _workload_field(workload)
-    try:
-        base = plan.fio_options_for_point(spec, {})
-    except (UsageError, ValueError) as exc:
-        return [Problem(base_field, str(exc))]
-    numjobs = _numjobs_problem(base, base_field)
-    if numjobs is not None:
-        return [numjobs]
-    complaint = _fio_complaint(base)
-    if complaint is not None:
-        return [Problem(base_field, f"fio rejected it: {_one_paragraph(complaint)}")]
-    candidates = []
-    problems = []
-    for where, what, sweep in _fio_candidates(spec):
-        try:
-            candidates.append((where, what, plan.fio_options_for_point(spec, sweep)))
-        except (UsageError, ValueError) as exc:
-            problems.append(Problem(where, f"{what}: {exc}"))
-    with ThreadPoolExecutor(max_workers=FIO_WORKERS) as pool:
-        complaints = list(pool.map(lambda c: _fio_complaint(c[2]), candidates))
-    axis_failed = False
-    for (where, what, _options), complaint in zip(candidates, complaints, strict=True):
-        if complaint is None or (where == "sweep" and axis_failed):
-            continue
-        axis_failed = axis_failed or where != "sweep"
-        problems.append(Problem(where, f"fio rejected {what}: {_one_paragraph(complaint)}"))
-    return problems
-
-
-def _one_paragraph(text: str, limit: int = 400) -> str:
-    """A tool's message on one line, usage text and repeats dropped."""
-    lines: list[str] = []
-    for raw in text.strip().splitlines():
-        line = raw.strip()
-        if line.lower().startswith(("usage:", "try '")):
-            break
-        if line and line not in lines:
-            lines.append(line)
-    joined = " ".join(lines)
-    return joined if len(joined) <= limit else joined[: limit - 3] + "..."
+def check_workload(spec: Spec) -> list[Problem]:
+    """The workload's tool on the base options, each sweep value and each combination
+    (fio --parse-only); nothing is created."""
+    bench = plan.benchmark(spec)
+    complaints = bench.preflight(spec.workload, _workload_axes(spec), spec.run_shape)
+    return [Problem(c.field, c.message) for c in complaints]
 
 
 # ------------------------------------------------------------------ mkfs
@@ -377,7 +286,7 @@ def _mount_image(spec: Spec, index: int, fs: FilesystemSpec, device: str) -> Spa
         with Mount(device, fs.type, fs.mount_options, log=CommandLog()) as mount:
             total = fill_mod.total_bytes(mount.mountpoint)
             free = fill_mod.free_bytes(mount.mountpoint)
-            problems = _dd_problems(spec, mount.mountpoint)
+            problems = _mounted_problems(spec, mount.mountpoint)
     except ToolError as exc:
         name = os.path.basename(device)
         said = kernel.new_messages([f"{fs.type}:", f"({name})", f"device {name}"])
@@ -394,46 +303,13 @@ def _mount_image(spec: Spec, index: int, fs: FilesystemSpec, device: str) -> Spa
     return problems or Space(total, free)
 
 
-def _dd_problems(spec: Spec, mountpoint: str) -> list[Problem]:
-    """dd's own parse of each point's operands, with count=0 on the real filesystem."""
-    workload = spec.workload
-    if not isinstance(workload, DdWorkload):
-        return []
-    problems = []
-    combos = sweep_combinations(_workload_axes(spec))
-    for number, combo in enumerate(combos[:MAX_COMBINATIONS]):
-        sweep = dict(combo)
-        try:
-            params = plan.dd_parameters(workload, sweep)
-            path = os.path.join(mountpoint, f"fslab-preflight-dd-{number}")
-            argv = [
-                ("count=0" if a.startswith("count=") else a) for a in plan.dd_argv(params, path)
-            ]
-        except (UsageError, ValueError) as exc:
-            problems.append(Problem("workload", str(exc)))
-            continue
-        what = " ".join(a for a in argv[3:] if not a.startswith(("count=", "of=")))
-        try:
-            record = run(argv, check=False, timeout_s=TOOL_TIMEOUT_S)
-        except ToolError as exc:
-            problems.append(Problem("workload.kind", str(exc)))
-            break
-        finally:
-            with contextlib.suppress(FileNotFoundError):
-                os.unlink(path)
-        if record.returncode != 0:
-            where = _dd_field(record.stderr, sweep)
-            problems.append(Problem(where, f"dd rejected {what}: {_one_paragraph(record.stderr)}"))
-    return problems
-
-
-def _dd_field(stderr: str, sweep: Mapping[str, ScalarValue]) -> str:
-    """The operand dd complains about ("invalid conversion", "invalid output flag")."""
-    text = stderr.lower()
-    key = "conv" if "conversion" in text else "oflag" if "flag" in text else None
-    if key is None:
-        return "sweep" if sweep else "workload"
-    return f"sweep.{key}" if key in sweep else f"workload.{key}"
+def _mounted_problems(spec: Spec, mountpoint: str) -> list[Problem]:
+    """The workload's tool on the real filesystem (dd's operands, with count=0)."""
+    bench = plan.benchmark(spec)
+    complaints = bench.preflight_mounted(
+        spec.workload, _workload_axes(spec), spec.run_shape, mountpoint
+    )
+    return [Problem(c.field, c.message) for c in complaints]
 
 
 # ------------------------------------------------------------------ fit

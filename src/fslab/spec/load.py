@@ -18,6 +18,7 @@ from pydantic import ValidationError
 
 from fslab.base.errors import SpecError
 from fslab.spec.model import ScalarValue, Spec
+from fslab.workload.registry import kinds
 
 PRESET_DIR = Path(__file__).parent / "presets"
 MAX_SPEC_BYTES = 1024**2
@@ -216,13 +217,13 @@ def format_validation_error(exc: ValidationError, source: str) -> str:
     lines = [f"{source}: invalid spec ({exc.error_count()} problem(s)):"]
     for error in exc.errors():
         location = ".".join(
-            str(part) if part != "" else '""' for part in error["loc"] if part not in ("fio", "dd")
+            str(part) if part != "" else '""' for part in error["loc"] if part not in kinds()
         )
         message = error["msg"].removeprefix("Value error, ")
         if error["type"] == "extra_forbidden":
             message = "unknown field (check the spelling; `fslab presets show` prints examples)"
         if error["type"] in ("union_tag_invalid", "union_tag_not_found"):
-            expected = error.get("ctx", {}).get("expected_tags", "'fio', 'dd'")
+            expected = error.get("ctx", {}).get("expected_tags", ", ".join(map(repr, kinds())))
             location = f"{location}.kind" if location else "kind"
             message = f"must be one of {expected}"
         if not location and re.match(r"^[\w.]+: ", message):  # a model check naming its field

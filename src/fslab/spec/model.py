@@ -16,11 +16,15 @@ from pydantic import (
     BaseModel,
     ConfigDict,
     Field,
+    SerializeAsAny,
     ValidationError,
+    ValidatorFunctionWrapHandler,
+    WrapValidator,
     create_model,
     field_validator,
     model_validator,
 )
+from pydantic_core import PydanticCustomError
 
 from fslab.base.units import parse_duration_s, parse_size_bytes
 from fslab.collect.base import CollectorOptions
@@ -28,16 +32,16 @@ from fslab.collect.registry import ALL_COLLECTORS
 from fslab.spec.reported import ReportedSpec
 from fslab.spec.vm import GUEST_AXES, GuestConfig
 from fslab.target.limits import DeviceLimits
+from fslab.workload.base import RunShape, WorkloadSpec
+from fslab.workload.registry import BENCHMARKS, benchmark_for
 
 FS_TYPES = ("ext4", "xfs", "btrfs")
-MAX_NUMJOBS = 4096  # fio's compiled-in REAL_MAX_JOBS
 WARMUP_RUNTIME_S = 5.0
 """The workload's runtime in a warm-up run (spec.warmup_form)."""
 MAX_POINTS = 10_000
 """Runs in one campaign (configurations x sweep points x repetitions): weeks of machine
 time at the shortest runtimes; a larger spec is a mistake, refused before expansion."""
 SPECIAL_AXES = ("fill_percent", "fill_leave_free")
-DD_AXES = ("bs", "count", "conv", "oflag")
 # Axes that are not workload options: fslab's fill axes and the guest's (kernel, CPUs)
 NON_WORKLOAD_AXES = SPECIAL_AXES + GUEST_AXES
 
@@ -116,72 +120,30 @@ class FilesystemSpec(_Strict):
     description: str = ""
 
 
-class FioWorkload(_Strict):
-    """A fio job given as options, a pasted command line, or a job file."""
-
-    kind: Literal["fio"]
-    options: dict[str, ScalarValue | None] = {}
-    command_line: str | None = None
-    job_file: str | None = None
-    allow_commands: bool = False  # opt-in: options that run programs or act outside the scratch
-
-    @model_validator(mode="after")
-    def _one_source(self) -> FioWorkload:
-        sources = {
-            "workload.options": bool(self.options),
-            "workload.command_line": self.command_line is not None,
-            "workload.job_file": self.job_file is not None,
-        }
-        given = [name for name, present in sources.items() if present]
-        if len(given) != 1:
-            raise ValueError(
-                "give exactly one of workload.options, workload.command_line or "
-                f"workload.job_file (given: {', '.join(given) or 'none'})"
-            )
-        return self
-
-    @model_validator(mode="after")
-    def _run_shaping_options_ok(self) -> FioWorkload:
-        """fio accepts numjobs=0 or 10^9 and runs runtime=0 forever; refuse them here."""
-        numjobs = self.options.get("numjobs")
-        if numjobs is not None:
-            text = str(numjobs)
-            if isinstance(numjobs, bool | float) or not text.isdigit():
-                raise ValueError(f"workload.options.numjobs: must be an integer, not {numjobs!r}")
-            if not 1 <= int(text) <= MAX_NUMJOBS:
-                raise ValueError(
-                    f"workload.options.numjobs: must be from 1 to {MAX_NUMJOBS} (fio's limit)"
-                )
-        runtime = self.options.get("runtime")
-        if runtime is not None:
-            try:
-                seconds = parse_duration_s(runtime if isinstance(runtime, str) else str(runtime))
-            except ValueError as exc:
-                raise ValueError(f"workload.options.runtime: {exc}") from None
-            if seconds <= 0:
-                raise ValueError("workload.options.runtime: must be greater than 0")
-        return self
-
-
-class DdWorkload(_Strict):
-    """dd from /dev/zero into a file, once or repeated (write + delete) for the runtime."""
-
-    kind: Literal["dd"]
-    bs: str = "1M"
-    count: Annotated[int, Field(gt=0, le=10_000_000)] = 10
-    conv: str = ""  # comma-separated, as dd takes it ("fsync")
-    oflag: str = ""
-    mode: Literal["once", "sustained"] = "once"
-
-    @field_validator("bs")
-    @classmethod
-    def _bs_ok(cls, value: str) -> str:
-        if not 0 < parse_size_bytes(value) <= 1024**3:
-            raise ValueError("must be between 1 byte and 1GiB")
+def _workload_of_kind(value: Any, handler: ValidatorFunctionWrapHandler) -> WorkloadSpec:
+    """[workload] validated by the model of its kind's benchmark (workload/registry.py),
+    looked up when a spec is validated, so a benchmark registered later is a kind too."""
+    if isinstance(value, WorkloadSpec):
         return value
+    if not isinstance(value, Mapping) or "kind" not in value:
+        raise PydanticCustomError(
+            "union_tag_not_found",
+            "Unable to extract tag using discriminator {discriminator}",
+            {"discriminator": "'kind'"},
+        )
+    kind = value["kind"]
+    if not isinstance(kind, str) or kind not in BENCHMARKS:
+        expected = ", ".join(repr(k) for k in BENCHMARKS)
+        raise PydanticCustomError(
+            "union_tag_invalid",
+            "Input tag {tag} found using {discriminator} does not match any of the "
+            "expected tags: {expected_tags}",
+            {"discriminator": "'kind'", "tag": str(kind), "expected_tags": expected},
+        )
+    return BENCHMARKS[kind].Spec.model_validate(value)
 
 
-Workload = Annotated[FioWorkload | DdWorkload, Field(discriminator="kind")]
+Workload = Annotated[SerializeAsAny[WorkloadSpec], WrapValidator(_workload_of_kind)]
 
 
 class FillSpec(_Strict):
@@ -396,13 +358,17 @@ class Spec(_Strict):
     def runtime_s(self) -> float:
         if self.run.runtime is not None:
             return parse_duration_s(self.run.runtime)
-        if isinstance(self.workload, FioWorkload) and "runtime" in self.workload.options:
-            return parse_duration_s(str(self.workload.options["runtime"]))
-        return 30.0
+        own = benchmark_for(self.workload).own_runtime_s(self.workload)
+        return own if own is not None else 30.0
 
     @property
     def ramp_s(self) -> float:
         return parse_duration_s(self.run.ramp)
+
+    @property
+    def run_shape(self) -> RunShape:
+        """[run]'s times as the workload's benchmark sees them."""
+        return RunShape(self.runtime_s, self.ramp_s, runtime_given=self.run.runtime is not None)
 
 
 def workload_axes(sweep: Mapping[str, ScalarValue]) -> dict[str, ScalarValue]:
@@ -410,7 +376,7 @@ def workload_axes(sweep: Mapping[str, ScalarValue]) -> dict[str, ScalarValue]:
     return {k: v for k, v in sweep.items() if k not in NON_WORKLOAD_AXES}
 
 
-def _check_axis(axis: str, values: SweepValues, workload: FioWorkload | DdWorkload) -> None:
+def _check_axis(axis: str, values: SweepValues, workload: WorkloadSpec) -> None:
     if len(set(map(str, values))) != len(values):
         raise ValueError(f"sweep.{axis} repeats a value: {values}")
     if axis in GUEST_AXES:
@@ -435,23 +401,7 @@ def _check_axis(axis: str, values: SweepValues, workload: FioWorkload | DdWorklo
                 except ValueError as exc:
                     raise ValueError(f"sweep.fill_leave_free: {exc}") from None
         return
-    if isinstance(workload, DdWorkload):
-        if axis not in DD_AXES:
-            raise ValueError(f"sweep.{axis}: a dd workload can sweep {', '.join(DD_AXES)}")
-        return
-    if axis in ("directory", "output-format", "output", "filename", "filename_format"):
-        raise ValueError(f"sweep.{axis}: fslab sets '{axis}' itself; it cannot be swept")
-    if axis == "numjobs":
-        for value in values:
-            if (
-                isinstance(value, bool)
-                or not isinstance(value, int)
-                or not 1 <= value <= MAX_NUMJOBS
-            ):
-                raise ValueError(
-                    f"sweep.numjobs values must be integers from 1 to {MAX_NUMJOBS} "
-                    f"(fio's limit): {value!r}"
-                )
+    benchmark_for(workload).check_axis(axis, values)
 
 
 def _check_guest_axis(axis: str, values: SweepValues) -> None:

@@ -114,9 +114,13 @@ def _remove_orphan_mount_dirs(mount_base: str) -> None:
 
 
 ORPHAN_WORKLOADS = ("fio", "dd")
+"""The built-in benchmarks' process names; callers above pass the registry's
+(fslab.workload.registry.process_names), which this layer cannot import."""
 
 
-def stop_orphan_workloads(mountpoint: str, wait_s: float = 10.0) -> list[int]:
+def stop_orphan_workloads(
+    mountpoint: str, wait_s: float = 10.0, names: Sequence[str] = ORPHAN_WORKLOADS
+) -> list[int]:
     """SIGKILL the workloads a killed fslab left writing to its mount, so it can go.
 
     fslab starts fio and dd in their own session, so they outlive a SIGKILLed
@@ -124,7 +128,7 @@ def stop_orphan_workloads(mountpoint: str, wait_s: float = 10.0) -> list[int]:
     commands are stopped; anything else using the mount is left to the user
     (the lazy unmount still detaches the mount point).
     """
-    pids = [pid for pid, comm in process_users(mountpoint) if comm in ORPHAN_WORKLOADS]
+    pids = [pid for pid, comm in process_users(mountpoint) if comm in names]
     for pid in pids:
         with contextlib.suppress(ProcessLookupError):
             os.kill(pid, signal.SIGKILL)
@@ -140,14 +144,16 @@ def cleanup_leftovers(
     image_dirs: Sequence[str] = ("/dev/shm",),
     mount_base: str = "/run/fslab",
     log: CommandLog | None = None,
+    workloads: Sequence[str] = ORPHAN_WORKLOADS,
 ) -> Leftovers:
-    """Unmount, detach and delete fslab's orphans; return what was released."""
+    """Unmount, detach and delete fslab's orphans (stopping the `workloads` processes
+    that keep a mount busy); return what was released."""
     found = find_leftovers(image_dirs=image_dirs, mount_base=mount_base)
     released = Leftovers()
     errors: list[str] = []
     with deferred_interrupts():
         for mountpoint in found.mounts:
-            stop_orphan_workloads(mountpoint)
+            stop_orphan_workloads(mountpoint, names=workloads)
             try:
                 _release_mount(mountpoint, log)
                 released.mounts.append(mountpoint)

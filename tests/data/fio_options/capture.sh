@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Captures fio's own list of options, their aliases, its engines' options and its
 # command-line-only options. tests/test_fio_trust.py checks that fslab's trust table
-# (fslab.workload.fio_trust) classifies every option named here.
+# (fslab.workload.fio.trust) classifies every option named here.
 # Run from this folder: ./capture.sh
 set -euo pipefail
 cd "$(dirname "$0")"

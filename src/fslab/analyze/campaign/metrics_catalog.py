@@ -1,5 +1,5 @@
-"""The whole metric catalog: the workload's entries (fslab.base.vocab) and those each
-collector declares (collect/registry.py).
+"""The whole metric catalog: those each benchmark declares (workload/registry.py) and
+those each collector declares (collect/registry.py).
 
 fslab.base.vocab explains the patterns and why directions are declared, never guessed.
 """
@@ -7,13 +7,40 @@ fslab.base.vocab explains the patterns and why directions are declared, never gu
 from __future__ import annotations
 
 from fslab.base.format import format_metric
-from fslab.base.vocab import UNKNOWN, WORKLOAD_CATALOG, Catalog, Direction, MetricDef
+from fslab.base.vocab import UNKNOWN, Catalog, CatalogEntry, Direction, MetricDef
 from fslab.collect.registry import collector_catalog
+from fslab.workload.registry import generation, workload_catalog
 
 __all__ = ["CATALOG", "UNKNOWN", "Direction", "MetricDef", "format_value", "metric_def"]
 
-# first match wins; the families do not overlap, so the order across them does not matter
-CATALOG = Catalog(WORKLOAD_CATALOG + collector_catalog())
+
+class _Current:
+    """The catalog of the benchmarks registered now (a test or plugin may add one), rebuilt
+    only when they change. First match wins; the families do not overlap, so the order
+    across them does not matter."""
+
+    def __init__(self) -> None:
+        self._generation = -1
+        self._catalog = Catalog(())
+
+    def _get(self) -> Catalog:
+        if self._generation != generation():
+            self._catalog = Catalog(workload_catalog() + collector_catalog())
+            self._generation = generation()
+        return self._catalog
+
+    @property
+    def entries(self) -> tuple[CatalogEntry, ...]:
+        return self._get().entries
+
+    def lookup(self, name: str) -> MetricDef:
+        return self._get().lookup(name)
+
+    def covers(self, name: str) -> bool:
+        return self._get().covers(name)
+
+
+CATALOG = _Current()
 
 
 def metric_def(name: str) -> MetricDef:

@@ -13,7 +13,7 @@ from fslab.analyze.campaign import stats
 from fslab.analyze.campaign.dataset import CampaignData
 from fslab.analyze.campaign.stats import MIN_REPS
 from fslab.base.vocab import ScalarValue, point_label
-from fslab.workload.fio_json import latency_histogram
+from fslab.workload.fio.parse import latency_histogram
 
 TOP_WORKQUEUES = 5
 TOP_WCHANS = 8

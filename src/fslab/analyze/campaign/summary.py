@@ -25,15 +25,9 @@ from fslab.base.roles import (
     is_headline_run,
     is_warmup,
 )
-from fslab.base.vocab import (
-    PointKey,
-    ScalarValue,
-    headline_metric,
-    latency_metric,
-    point_key,
-    point_label,
-)
+from fslab.base.vocab import PointKey, ScalarValue, point_key, point_label
 from fslab.store.db import PointRow
+from fslab.workload.registry import headline_metric, latency_metric
 
 
 @dataclass(frozen=True)

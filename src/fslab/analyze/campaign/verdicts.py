@@ -51,7 +51,8 @@ from fslab.analyze.campaign import stats
 from fslab.analyze.campaign.metrics_catalog import metric_def
 from fslab.analyze.campaign.stats import MIN_REPS
 from fslab.base.format import format_change_pct
-from fslab.base.vocab import PointKey, headline_metric, point_label
+from fslab.base.vocab import PointKey, point_label
+from fslab.workload.registry import headline_metric
 
 Samples = Mapping[PointKey, Mapping[str, Sequence[float]]]
 Verdict = Literal["better", "worse", "changed", "no change shown", "needs more runs"]

@@ -43,7 +43,7 @@ from itertools import pairwise
 
 from fslab.analyze.campaign.metrics_catalog import format_value
 from fslab.analyze.noise.model import MIN_CAMPAIGNS
-from fslab.base.vocab import metric_label
+from fslab.workload.registry import metric_label
 
 
 @dataclass(frozen=True)

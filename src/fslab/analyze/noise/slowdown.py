@@ -52,8 +52,9 @@ from scipy import stats as sps
 
 from fslab.analyze.campaign.dataset import CampaignData
 from fslab.base.format import format_change_pct, format_ns
-from fslab.base.vocab import metric_label, point_key
+from fslab.base.vocab import point_key
 from fslab.store.facts import HostCpuFacts
+from fslab.workload.registry import metric_label
 
 P_VALUE = 0.01
 MIN_RUNS = 10

@@ -56,7 +56,8 @@ from fslab.analyze.noise.model import (
 )
 from fslab.base.errors import UsageError
 from fslab.base.format import format_pct
-from fslab.base.vocab import PointKey, metric_label, point_key, point_label
+from fslab.base.vocab import PointKey, point_key, point_label
+from fslab.workload.registry import metric_label
 
 Samples = dict[PointKey, dict[str, list[float]]]
 

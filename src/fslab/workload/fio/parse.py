@@ -1,5 +1,8 @@
 """fio json+ output to flat metrics, with percentiles from merged latency bins.
 
+Samples: tests/data/fio_seed_grouped.json (and fio_seed_pertask, fio_randread,
+fio_randrw, fio_fail_*), captured by tests/data/capture_workload.py.
+
 Per-job percentiles cannot be averaged into a percentile of the whole run, so
 fslab merges the json+ latency histograms (`bins`) of all jobs and reads the
 percentiles from the merged histogram, the way fio itself does under

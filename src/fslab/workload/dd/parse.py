@@ -1,4 +1,7 @@
-"""dd: the argv for a sequential copy, and GNU dd's summary line to metrics.
+"""dd: GNU dd's summary line to metrics.
+
+Samples: tests/data/dd_cached.stderr.txt (and dd_fsync, dd_progress, dd_fail_*),
+captured by tests/data/capture_workload.py.
 
 Some reports (the 1728-core ext4 falloff) give their evidence as a dd run, so
 fslab can replay it as written. dd prints its result on stderr:
@@ -19,10 +22,8 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from fslab.base.errors import ToolError, UsageError
+from fslab.base.errors import ToolError
 
-_OPERAND_RE = re.compile(r"^[A-Za-z0-9_]+$")
-_BS_RE = re.compile(r"^\d+[A-Za-z]*$")
 _RECORDS_OUT_RE = re.compile(r"^\d+\+\d+ records out$")
 # coreutils >= 8.24: "N bytes (10 MB, 10 MiB) copied, 0.0123 s, 852 MB/s"
 # older:             "N bytes (10 MB) copied, 17.4307 s, 602 kB/s"; one byte: "1 byte copied, ..."
@@ -43,34 +44,6 @@ class DdResult:
     def bw_bytes_s(self) -> float:
         """Bytes per second; NaN when dd reports zero seconds (nothing measurable)."""
         return self.bytes_copied / self.seconds if self.seconds > 0 else math.nan
-
-
-def build_dd_argv(
-    *,
-    output_path: str,
-    bs: str,
-    count: int,
-    conv: Sequence[str] = (),
-    oflag: Sequence[str] = (),
-    input_path: str = "/dev/zero",
-) -> list[str]:
-    """dd's argv, operands in a fixed order so the recorded command reads the same every run."""
-    if not _BS_RE.match(str(bs)):
-        raise UsageError(f"dd bs: not a block size: {bs!r} (examples: 4096, 64k, 1M)")
-    if isinstance(count, bool) or not isinstance(count, int) or count <= 0:
-        raise UsageError(f"dd count: must be a positive whole number, not {count!r}")
-    for operand, values in (("conv", conv), ("oflag", oflag)):
-        for value in values:
-            if not _OPERAND_RE.match(value):
-                raise UsageError(
-                    f"dd {operand}: not a flag name: {value!r} (examples: fsync, direct)"
-                )
-    argv = ["dd", f"if={input_path}", f"of={output_path}", f"bs={bs}", f"count={count}"]
-    if conv:
-        argv.append("conv=" + ",".join(conv))
-    if oflag:
-        argv.append("oflag=" + ",".join(oflag))
-    return argv
 
 
 def parse_dd_output(stderr: str) -> DdResult:

@@ -1,0 +1,268 @@
+"""What a benchmark declares: the contract every folder under workload/ keeps.
+
+A benchmark is one folder, `workload/<tool>/`: its [workload] table (a
+WorkloadSpec with `kind: Literal["<tool>"]`), the commands it runs (argv lists
+in phases, never a shell), its output parser (a pure function in
+`<tool>/parse.py`, whose docstring names a captured sample under tests/data/
+and the script that captured it), its metrics and headline (data), the Debian
+package and binary it needs, the axes a spec may sweep, and how a report
+shows its setup. One line in workload/registry.py registers it; the spec's
+workload union, the runner, preflight, `fslab doctor`, `fslab workloads`,
+the report's setup text and the metric catalog follow from the declaration.
+docs/workloads.md walks through one.
+
+This layer sits below the spec: a benchmark sees the spec's [run] table only
+as a RunShape, and a point only as its sweep values.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import ClassVar, Literal
+
+from pydantic import BaseModel, ConfigDict
+
+from fslab.base.errors import FslabError, UsageError
+from fslab.base.vocab import CatalogEntry, Direction, MetricDef, ScalarValue
+
+Phase = Literal["prepare", "run", "cleanup"]
+Sweep = Mapping[str, ScalarValue]  # a point's values of the workload's axes
+Axes = Mapping[str, Sequence[ScalarValue]]  # the spec's sweep, workload axes only
+
+
+class WorkloadSpec(BaseModel):
+    """A benchmark's [workload] table: strict (unknown fields refused) and frozen.
+
+    Each benchmark subclasses it with `kind: Literal["<tool>"]` and its own fields.
+    """
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    kind: str
+
+
+@dataclass(frozen=True)
+class Metric:
+    """One metric family the parser writes, declared once (fslab.base.vocab explains
+    patterns and directions)."""
+
+    name: str  # the metric name or a catalog pattern: "dd.bw_bytes_s", "fio.*.iops"
+    unit: str  # "IO/s", "B/s", "ns", "s", ... (fslab.base.format spells values by it)
+    direction: Direction  # "higher" or "lower" is better; "none": a fact, not a score
+    description: str
+
+    def catalog_entry(self) -> CatalogEntry:
+        return self.name, MetricDef(self.direction, self.unit, self.description)
+
+
+@dataclass(frozen=True)
+class Command:
+    """One command of a point's workload: an argv, never a shell line."""
+
+    phase: Phase  # prepare: before the measured window; run: measured; cleanup: after each run
+    argv: tuple[str, ...]
+    what: str = ""  # its failure in words: "fio file layout" failed
+    record: bool = True  # kept in the point's command log (the report's hand replay)
+
+
+@dataclass(frozen=True)
+class Plan:
+    """A point's commands, in phase order."""
+
+    commands: tuple[Command, ...]
+    repeat: bool = False  # run (then cleanup) again until the runtime has passed
+    env: dict[str, str] | None = None  # the commands' environment (None: fslab's own)
+
+    def phase(self, phase: Phase) -> list[Command]:
+        return [c for c in self.commands if c.phase == phase]
+
+    @property
+    def run_argv(self) -> list[str]:
+        """The measured command (the first of the run phase)."""
+        return list(self.phase("run")[0].argv)
+
+
+@dataclass(frozen=True)
+class RunShape:
+    """What the spec's [run] table says about time, as a benchmark needs it."""
+
+    runtime_s: float  # run.runtime, else the workload's own runtime, else 30 s
+    ramp_s: float
+    runtime_given: bool  # run.runtime is set: it overrides a runtime the workload gives
+
+
+@dataclass(frozen=True)
+class Output:
+    """What one run-phase command printed, handed to the benchmark to judge."""
+
+    argv: Sequence[str]
+    stdout: str
+    stderr: str
+    returncode: int
+    timed_out: bool
+    timeout_s: float
+    iteration: int = 0  # 0-based, for a repeated plan
+
+
+@dataclass
+class WorkloadOutcome:
+    """What a workload run produced: metrics, artifacts, or why it failed."""
+
+    ok: bool
+    metrics: dict[str, float] = field(default_factory=dict)
+    artifacts: dict[str, str] = field(default_factory=dict)
+    error: str = ""
+    stderr: str = ""
+
+
+@dataclass(frozen=True)
+class OptedIn:
+    """Something a spec opted in to (workload.allow_commands), said before the run."""
+
+    shown: str
+    reason: str
+
+
+@dataclass(frozen=True)
+class Complaint:
+    """A spec field the tool itself rejects (preflight), in the tool's words."""
+
+    field: str
+    message: str
+
+
+class Benchmark:
+    """A benchmark's declaration and behaviour; subclass it in `workload/<tool>/benchmark.py`.
+
+    The class attributes are data (read by the spec, doctor, `fslab workloads`,
+    the metric catalog); `plan` and `parse` must be written, every other method
+    has a default that suits a tool run once per point.
+    """
+
+    kind: ClassVar[str]  # workload.kind in a spec; also the metric prefix ("<kind>.")
+    Spec: ClassVar[type[WorkloadSpec]]  # the [workload] table's model
+    summary: ClassVar[str]  # one line for `fslab workloads`
+    package: ClassVar[str]  # the Debian package that ships the binary
+    binary: ClassVar[str]  # looked for on PATH by `fslab doctor`
+    comm: ClassVar[str] = ""  # its process name (collectors, doctor --cleanup); default binary
+    axes: ClassVar[tuple[str, ...]] = ()  # the workload fields a spec may sweep
+    open_axes: ClassVar[str] = ""  # said when any other name may be swept ("any fio option")
+    metrics: ClassVar[tuple[Metric, ...]] = ()
+    headline: ClassVar[tuple[str, ...]] = ()  # headline candidates, best first
+    latency: ClassVar[tuple[str, ...]] = ()  # latency candidates (p99 names), best first
+    labels: ClassVar[Mapping[str, str]] = {}  # short names: {"dd.bw_bytes_s": "dd rate"}
+    percentile_words: ClassVar[Mapping[str, str]] = {}  # latency family -> "fsync" (fsync p99)
+
+    @property
+    def process_name(self) -> str:
+        return self.comm or self.binary
+
+    # ------------------------------------------------------------- the spec
+
+    def check_axis(self, axis: str, values: Sequence[ScalarValue]) -> None:
+        """Raise ValueError when `sweep.<axis>` cannot be swept with these values."""
+        if axis not in self.axes and not self.open_axes:
+            raise ValueError(
+                f"sweep.{axis}: a {self.kind} workload can sweep {', '.join(self.axes)}"
+            )
+
+    def own_runtime_s(self, workload: WorkloadSpec) -> float | None:
+        """The runtime the workload itself gives (None: run.runtime or 30 s decides)."""
+        return None
+
+    def swept(self, workload: WorkloadSpec, sweep: Sweep) -> WorkloadSpec:
+        """The workload with a point's swept fields applied (axes name its fields)."""
+        update = {k: v for k, v in sweep.items() if k in type(workload).model_fields}
+        return workload.model_copy(update=update) if update else workload
+
+    # ------------------------------------------------------------- one point
+
+    def plan(self, workload: WorkloadSpec, sweep: Sweep, run: RunShape, directory: str) -> Plan:
+        """The point's commands; `directory` is the mounted scratch filesystem."""
+        raise NotImplementedError
+
+    def timing(self, workload: WorkloadSpec, sweep: Sweep, run: RunShape) -> tuple[float, float]:
+        """(runtime, ramp) in seconds as the tool will really run them."""
+        return run.runtime_s, run.ramp_s
+
+    def check(self, workload: WorkloadSpec, sweep: Sweep, run: RunShape) -> None:
+        """Raise UsageError on a refusal, before anything is created (default: plan it)."""
+        try:
+            self.plan(workload, sweep, run, "/nonexistent/fslab-check")
+        except ValueError as exc:
+            raise UsageError(str(exc)) from None
+
+    def files_bytes(
+        self, workload: WorkloadSpec, sweep: Sweep, run: RunShape
+    ) -> tuple[int | None, str]:
+        """Bytes the workload writes up front, and how that was computed (None: unknown)."""
+        return None, ""
+
+    def opted_in(self, workload: WorkloadSpec, sweep: Sweep, run: RunShape) -> list[OptedIn]:
+        """What the spec opted in to at this point (workload.allow_commands)."""
+        return []
+
+    # ------------------------------------------------------------- its output
+
+    def parse(self, out: Output) -> dict[str, float]:
+        """The metrics in the tool's output (pure; raise ToolError when there are none)."""
+        raise NotImplementedError
+
+    def judge(self, out: Output) -> WorkloadOutcome:
+        """One run-phase command's outcome: a hang, an exit status or no result fails it."""
+        name = self.binary
+        if out.timed_out:
+            error = f"{name} hung: killed after the point timeout of {out.timeout_s:.0f} s"
+            return WorkloadOutcome(ok=False, error=error, stderr=out.stderr)
+        if out.returncode != 0:
+            last = (out.stderr.strip().splitlines() or [""])[-1]
+            error = f"{name} exited {out.returncode}: {last}".rstrip(": ")
+            return WorkloadOutcome(ok=False, error=error, stderr=out.stderr)
+        try:
+            metrics = self.parse(out)
+        except FslabError as exc:
+            return WorkloadOutcome(ok=False, error=str(exc), stderr=out.stderr)
+        return WorkloadOutcome(ok=True, metrics=metrics, artifacts=self.artifacts(out))
+
+    def artifacts(self, out: Output) -> dict[str, str]:
+        """What the point stores of the output (default: stdout and stderr, if any)."""
+        kept = {f"{self.kind}.stdout": out.stdout, f"{self.kind}.stderr": out.stderr}
+        return {name: text for name, text in kept.items() if text}
+
+    def combine(self, outcomes: list[WorkloadOutcome]) -> WorkloadOutcome:
+        """The point's outcome from its runs (a repeated plan has several; default: last)."""
+        return outcomes[-1]
+
+    # ------------------------------------------------------------- preflight
+
+    def preflight(self, workload: WorkloadSpec, axes: Axes, run: RunShape) -> list[Complaint]:
+        """The tool's own complaints about the spec and its swept values (`axes`: the
+        workload's sweep axes), before any filesystem exists (fio --parse-only)."""
+        return []
+
+    def preflight_mounted(
+        self, workload: WorkloadSpec, axes: Axes, run: RunShape, mountpoint: str
+    ) -> list[Complaint]:
+        """The tool's complaints on a freshly made, mounted filesystem (dd with count=0)."""
+        return []
+
+    # ------------------------------------------------------------- the report
+
+    def describe(self, workload: WorkloadSpec) -> list[str]:
+        """The report's Setup lines for the workload as the spec gave it."""
+        given = workload.model_dump(exclude_unset=True, exclude={"kind"})
+        return [" ".join([self.binary, *(f"{k}={v}" for k, v in given.items())])]
+
+
+def one_paragraph(text: str, limit: int = 400) -> str:
+    """A tool's message on one line, usage text and repeats dropped."""
+    lines: list[str] = []
+    for raw in text.strip().splitlines():
+        line = raw.strip()
+        if line.lower().startswith(("usage:", "try '")):
+            break
+        if line and line not in lines:
+            lines.append(line)
+    joined = " ".join(lines)
+    return joined if len(joined) <= limit else joined[: limit - 3] + "..."

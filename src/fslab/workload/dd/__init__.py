@@ -1,0 +1,1 @@
+"""dd: a sequential copy from /dev/zero into a file, once or sustained (benchmark.py)."""
