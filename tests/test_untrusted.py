@@ -717,3 +717,26 @@ def test_fleet_fetched_export_is_checked_and_one_bad_host_stops_no_other(tmp_pat
     assert outcomes[0].note.startswith("fetched back, imported as campaign")
     assert "refused" in outcomes[1].note and "not JSON" in outcomes[1].note
     assert (fetched / "beta.json").exists() and not (fetched / "alpha.json").exists()
+
+
+def test_report_mkfs_device_paths_and_benchmark_commands_never_reach_the_spec():
+    """An external log on a device the report names is never written (mkfs would format
+    it here); a benchmark fslab has no kind for, or a shell command, is refused (exit 2)
+    with what was read, never run or substituted."""
+    text = (
+        "$ mkfs.xfs -f -l logdev=/dev/sdz,size=1g /dev/sdy -n parent=0\n"
+        "$ mount -o logdev=/dev/sdz /dev/sdy /mnt\n"
+        "$ fio --name=x --rw=write --bs=4k --size=1g\n"
+    )
+    reproduction = build_spec(extract_facts(text), source_name="r.txt", host=HOST)
+    configs = json.dumps([fs.model_dump() for fs in reproduction.spec.filesystems])
+    assert "/dev/sdz" not in configs and "logdev" not in configs
+    for report in (
+        "$ dbench -D /mnt -t 300 64\n",
+        "$ sync; time rm -rf /; time sync\n",
+        "testcase: aim7\nparameters:\n\ttest: disk_rw\n\tload: 3000\n",
+    ):
+        with pytest.raises(UsageError) as raised:
+            build_spec(extract_facts(report), source_name="r.txt", host=HOST)
+        assert raised.value.exit_code == 2
+        assert "# [workload]" in str(raised.value)

@@ -8,13 +8,14 @@ journal). ext4 gets fslab's lazy-init options, said in a comment.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 
 import tomlkit
 from tomlkit.items import Table
 
 from fslab.reproduce.draft import Draft
-from fslab.reproduce.facts import QuestionFact
+from fslab.reproduce.facts import FilesystemFact, Line, QuestionFact
 from fslab.reproduce.tomlitems import wrap
 
 LAZY_INIT = ["-E", "lazy_itable_init=0,lazy_journal_init=0"]
@@ -88,10 +89,63 @@ def _options_of(draft: Draft, fs_type: str) -> tuple[list[str], list[str], list[
     for fs in draft.facts.filesystems:
         if fs.type != fs_type or not (fs.mkfs_options or fs.mount_options):
             continue
-        mkfs += [o for o in fs.mkfs_options if o not in mkfs]
-        mount += [o for o in fs.mount_options if o not in mount]
+        mkfs += [o for o in _buildable(draft, fs, fs.mkfs_options) if o not in mkfs]
+        mount += [o for o in _no_paths(draft, fs.mount_options, fs.source) if o not in mount]
         lines.append(fs.source.number)
     return mkfs, mount, lines
+
+
+_BTRFS_PROFILE_FLAGS = ("-d", "-m", "--data", "--metadata")
+_ONE_DEVICE_PROFILES = ("single", "dup")
+
+
+def _buildable(draft: Draft, fs: FilesystemFact, options: tuple[str, ...]) -> list[str]:
+    """mkfs options one scratch device can take: a device path of the reporter's machine
+    (an external log) is never written, nor a btrfs RAID profile that needs more devices."""
+    source = fs.source
+    kept = _no_paths(draft, options, source)
+    if fs.type != "btrfs":
+        return kept
+    result: list[str] = []
+    index = 0
+    while index < len(kept):
+        word = kept[index]
+        following = kept[index + 1] if index + 1 < len(kept) else ""
+        if word in _BTRFS_PROFILE_FLAGS and following and following not in _ONE_DEVICE_PROFILES:
+            draft.questions.append(
+                QuestionFact(
+                    "mkfs options",
+                    f"the report's {word} {following} needs several devices",
+                    "left out: btrfs's profile for one device",
+                    source,
+                )
+            )
+            index += 2
+            continue
+        result.append(word)
+        index += 1
+    return result
+
+
+def _no_paths(draft: Draft, options: tuple[str, ...], source: Line) -> list[str]:
+    """Options without a path of the reporter's machine: `-l logdev=/dev/nvme1n1` would
+    make mkfs write to that device here."""
+    kept: list[str] = []
+    for index, word in enumerate(options):
+        if "/dev/" in word or re.search(r"=\s*/", word):
+            if kept and kept[-1].startswith("-") and "=" not in kept[-1] and index > 0:
+                kept.pop()  # the flag that took this value ("-l")
+            draft.questions.append(
+                QuestionFact(
+                    "mkfs or mount options",
+                    f"the report's option {word} names a device or path of the reporter's machine",
+                    "left out: fslab never writes to a device or path a report names",
+                    source,
+                )
+            )
+            continue
+        kept.append(word)
+    return kept
 
 
 def _config(

@@ -15,14 +15,19 @@ from fslab.reproduce import figures as figures_mod
 from fslab.reproduce import filesystems as filesystems_mod
 from fslab.reproduce import hypothesis as hypothesis_mod
 from fslab.reproduce import machine as machine_mod
+from fslab.reproduce import setup as setup_mod
+from fslab.reproduce import sweeps as sweeps_mod
+from fslab.reproduce import tools as tools_mod
 from fslab.reproduce import workload as workload_mod
 from fslab.reproduce.facts import (
     DdFact,
     FigureFact,
     FilesystemFact,
+    FioFact,
     KernelFact,
     QuestionFact,
     ReportFacts,
+    ToolWorkload,
 )
 from fslab.reproduce.text import ReportText
 
@@ -80,6 +85,7 @@ def extract_facts(text: str) -> ReportFacts:
     facts.patches = hypothesis_mod.find_patches(report)
     facts.dd = [_dd_on_filesystem(run, facts.filesystems) for run in dd]
     facts.questions = [*questions, *fs_questions, *device_questions]
+    _experiment(report, facts)
     dd_output_lines = {run.output_line.number for run in facts.dd if run.output_line}
     found = [f for f in figures_mod.find_figures(report) if f.source.number not in dd_output_lines]
     found += [_dd_figure(run) for run in facts.dd if run.seconds]
@@ -99,6 +105,36 @@ def extract_facts(text: str) -> ReportFacts:
             )
         ]
     return facts
+
+
+def _experiment(report: ReportText, facts: ReportFacts) -> None:
+    """Other benchmarks, the setup steps, the devices and what the reporter varied."""
+    facts.tools = tools_mod.find_tools(report)
+    if not (facts.fio or facts.dd or facts.tools):
+        timed = tools_mod.find_timed_command(report)
+        facts.tools = [timed] if timed else []
+    workloads: list[FioFact | ToolWorkload | DdFact] = [*facts.fio, *facts.tools, *facts.dd]
+    if workloads:
+        first = min(workloads, key=lambda x: x.source.number)
+        text = first.text if isinstance(first, ToolWorkload) and first.tool == "command" else ""
+        facts.setup = setup_mod.find_setup(report, facts.filesystems, first.source.number, text)
+    facts.layouts = setup_mod.find_layouts(report, facts.filesystems)
+    facts.sweeps = sweeps_mod.find_sweeps(
+        report, facts.fio, facts.tools, facts.filesystems, facts.kernels
+    )
+    count = setup_mod.device_count(facts.layouts)
+    if count > 1:
+        layout = max(facts.layouts, key=lambda x: x.devices)
+        facts.questions.append(
+            QuestionFact(
+                "devices",
+                f"the report's filesystem spans {count} devices ({layout.layout}); a spec "
+                "builds each point on one scratch device, so this host does not build the "
+                "layout",
+                "one RAM-backed loop image; options that need the other devices are left out",
+                layout.source,
+            )
+        )
 
 
 def _dd_on_filesystem(run: DdFact, filesystems: list[FilesystemFact]) -> DdFact:

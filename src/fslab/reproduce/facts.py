@@ -34,6 +34,7 @@ class FioFact:
     notes: tuple[str, ...] = ()  # what the import changed, said to the user
     sweeps: tuple[tuple[str, tuple[str, ...]], ...] = ()  # values the report ran one by one
     host_cpus: tuple[str, ...] = ()  # options the report set to its machine's CPU count
+    written: tuple[tuple[str, str | None], ...] = ()  # the options as the reporter wrote them
 
 
 @dataclass(frozen=True)
@@ -61,6 +62,82 @@ class OtherToolFact:
     source: Line
 
 
+ToolName = Literal["fio", "dd", "fs_mark", "sysbench", "dbench", "aim7", "filebench", "command"]
+
+
+@dataclass(frozen=True)
+class ToolWorkload:
+    """A benchmark the report runs, as the reporter wrote it: the tool, its options in the
+    tool's own spelling (fs_mark and dbench with their dashes, sysbench and fio without),
+    the steps it runs (sysbench's prepare/run/cleanup) and the line it came from.
+
+    `runnable` is whether the tool can run on a machine like this at all (aim7 is not
+    packaged anywhere fslab runs); whether fslab's spec has a workload kind for it is the
+    spec writer's question (specwrite), not the report's."""
+
+    tool: ToolName
+    options: tuple[tuple[str, str | None], ...]
+    text: str  # the command (or parameter block) as written
+    source: Line
+    runnable: bool = True
+    why: str = ""  # why it cannot run here, when it cannot
+    steps: tuple[str, ...] = ()  # sysbench prepare/run/cleanup, as given
+    sweeps: tuple[tuple[str, tuple[str, ...]], ...] = ()  # alternatives the command spells out
+
+    def option(self, name: str, default: str = "") -> str:
+        value = dict(self.options).get(name)
+        return default if value is None else value
+
+
+SetupKind = Literal[
+    "truncate",
+    "fallocate",
+    "dd",
+    "mkdir",
+    "tune2fs",
+    "sysctl",
+    "sysfs",
+    "procfs",
+    "drop caches",
+    "sync",
+    "fio layout",
+    "file",
+]
+
+
+@dataclass(frozen=True)
+class SetupFact:
+    """A step the reporter ran between making the filesystem and the workload. Read as
+    text, never run: fslab repeats what it can express in a spec and asks about the rest."""
+
+    kind: SetupKind
+    text: str  # the command as written (continuations joined)
+    source: Line
+
+
+@dataclass(frozen=True)
+class LayoutFact:
+    """The devices under the reporter's filesystem: how many, and how they were combined
+    (an LVM stripe, md RAID, btrfs -d raid0, an external log)."""
+
+    devices: int
+    layout: str
+    text: str
+    source: Line
+
+
+@dataclass(frozen=True)
+class SweepFact:
+    """What the reporter changed between runs: an option's values, mkfs or mount options,
+    kernels. `axis` is the changed option's name as written ("bs", "clients", "mkfs -n
+    parent", "mount_options", "kernel")."""
+
+    axis: str
+    values: tuple[str, ...]
+    why: str  # how the report shows it was varied
+    source: Line
+
+
 FilesystemHow = Literal["mkfs", "mount", "prose", "parameters"]  # where the fact was read
 
 
@@ -75,6 +152,7 @@ class FilesystemFact:
     mkfs_options: tuple[str, ...] = ()
     mount_options: tuple[str, ...] = ()
     mountpoint: str = ""
+    extra_devices: tuple[str, ...] = ()  # more devices one mkfs spans (mkfs.btrfs A B C D)
 
 
 @dataclass(frozen=True)
@@ -178,6 +256,10 @@ class ReportFacts:
     fio: list[FioFact] = field(default_factory=list)
     dd: list[DdFact] = field(default_factory=list)
     other_tools: list[OtherToolFact] = field(default_factory=list)
+    tools: list[ToolWorkload] = field(default_factory=list)  # benchmarks other than fio and dd
+    setup: list[SetupFact] = field(default_factory=list)
+    layouts: list[LayoutFact] = field(default_factory=list)
+    sweeps: list[SweepFact] = field(default_factory=list)
     filesystems: list[FilesystemFact] = field(default_factory=list)
     kernels: list[KernelFact] = field(default_factory=list)
     cpus: list[CpuFact] = field(default_factory=list)
@@ -194,9 +276,13 @@ class ReportFacts:
         return bool(self.fio or self.dd)
 
     def filesystem_types(self) -> list[str]:
-        """The filesystems the report names, in order of first mention."""
+        """The filesystems the report names: the one its commands made and mounted first
+        (the reporter's), then the others in order of first mention."""
         seen: list[str] = []
-        for fs in self.filesystems:
+        made = [fs for fs in self.filesystems if fs.how in ("mkfs", "mount") and fs.type] or [
+            fs for fs in self.filesystems if fs.how == "parameters"
+        ]
+        for fs in [*made[:1], *self.filesystems]:
             if fs.type not in seen:
                 seen.append(fs.type)
         return seen

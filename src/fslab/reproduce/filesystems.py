@@ -6,6 +6,7 @@ import re
 import shlex
 from collections.abc import Iterator
 
+from fslab.reproduce import shell
 from fslab.reproduce.facts import FilesystemFact, FilesystemHow, QuestionFact
 from fslab.reproduce.text import ReportText, without_prompt
 from fslab.spec.model import FS_TYPES
@@ -15,6 +16,8 @@ _MOUNT_RE = re.compile(r"^(?:sudo\s+)?mount\s+(.*)$")
 _QUOTED_OPTIONS_RE = re.compile(r"""["'“]\s*-o\s+([A-Za-z0-9_=,.:-]+)\s*["'”]""")
 _PROSE_FS_RE = re.compile(r"(?<![\w/.-])(ext4|xfs|btrfs)(?![\w/-]|\.\w)", re.IGNORECASE)
 _PARAMETER_FS_RE = re.compile(r"^\s*fs:\s*(ext4|xfs|btrfs)\s*$")
+# "  btrfs: -m raid1 -d raid0" in a test-case list: the mkfs options without the command
+_LISTED_MKFS_RE = re.compile(r"^\s+(ext4|xfs|btrfs):\s+(-[A-Za-z].*)$")
 # mkfs flags fslab passes itself (force, quiet), so a pasted one is not kept twice.
 _FORCE_FLAGS = {"-f", "-F", "-q"}
 MAX_FS_OPTIONS = 64
@@ -25,8 +28,24 @@ def find_filesystems(report: ReportText) -> tuple[list[FilesystemFact], list[Que
     """mkfs/mount commands first (they carry options), then names the prose compares."""
     facts: list[FilesystemFact] = []
     questions: list[QuestionFact] = []
+    assigned: dict[str, str] | None = None
     for number, line in report.numbered():
         command = without_prompt(line)
+        if "$" in command and re.match(r"^(?:sudo\s+)?(?:mkfs|mke2fs|mount)\b", command):
+            if assigned is None:
+                assigned = shell.assignments(report, len(report.lines) + 1)
+            command = shell.substituted(command, assigned) or command
+        listed = _LISTED_MKFS_RE.match(line)
+        if listed:
+            facts.append(
+                FilesystemFact(
+                    type=listed.group(1),
+                    source=report.line(number),
+                    how="mkfs",
+                    mkfs_options=tuple(_words(listed.group(2))),
+                )
+            )
+            continue
         mkfs = _MKFS_RE.search(command)
         if mkfs:
             fact = _mkfs_fact(mkfs.group(1), mkfs.group(2), report, number)
@@ -71,7 +90,7 @@ def _mkfs_fact(program: str, rest: str, report: ReportText, number: int) -> File
     words = _words(rest)
     fs_type = program.removeprefix("mkfs.") if program.startswith("mkfs.") else ""
     options: list[str] = []
-    device = ""
+    devices: list[str] = []
     index = 0
     while index < len(words):
         word = words[index]
@@ -80,7 +99,7 @@ def _mkfs_fact(program: str, rest: str, report: ReportText, number: int) -> File
             index += 2
             continue
         if word.startswith("/dev/") or (word.startswith("/") and index == len(words) - 1):
-            device = word
+            devices.append(word)
         elif word not in _FORCE_FLAGS:
             options.append(word)
         index += 1
@@ -90,8 +109,9 @@ def _mkfs_fact(program: str, rest: str, report: ReportText, number: int) -> File
         type=fs_type,
         source=report.line(number),
         how="mkfs",
-        device=device,
+        device=devices[0] if devices else "",
         mkfs_options=tuple(options),
+        extra_devices=tuple(devices[1:]),
     )
 
 

@@ -40,7 +40,10 @@ _SEQ_RE = re.compile(r"^(?:\$\(|`)\s*seq\s+(-?\d+)(?:\s+(-?\d+))?(?:\s+(-?\d+))?
 _BRACE_RANGE_RE = re.compile(r"^\{(-?\d+)\.\.(-?\d+)(?:\.\.(-?\d+))?\}$")
 _BRACE_LIST_RE = re.compile(r"^\{([^{},]+(?:,[^{},]+)+)\}$")
 _LOOP_WORD_RE = re.compile(r"\$\([^)]*\)|`[^`]*`|\S+")
-_ASSIGN_RE = re.compile(r"^\s*(?:export\s+)?([A-Za-z_][A-Za-z0-9_]*)=([^\s;$`'\"()]+)\s*$")
+_ASSIGN_RE = re.compile(
+    r"^\s*(?:export\s+)?([A-Za-z_][A-Za-z0-9_]*)="
+    r"(?:([^\s;$`'\"()]+)|\"([^\"$`\\]*)\"|'([^']*)')\s*$"
+)
 
 
 @dataclass(frozen=True)
@@ -165,8 +168,21 @@ def assignments(report: ReportText, before: int) -> dict[str, str]:
             break
         match = _ASSIGN_RE.match(without_prompt(raw))
         if match:
-            found[match.group(1)] = match.group(2)
+            found[match.group(1)] = next(g for g in match.groups()[1:] if g is not None)
     return found
+
+
+def substituted(value: str | None, assigned: dict[str, str]) -> str | None:
+    """A value with the variables the report assigns replaced by their literal values; any
+    other expansion is left as written (this is what the reporter wrote, never run)."""
+    if value is None or "$" not in value:
+        return value
+
+    def literal(match: re.Match[str]) -> str:
+        name = match.group(1) or match.group(2)
+        return assigned.get(name, match.group(0))
+
+    return _VAR_RE.sub(literal, value)
 
 
 def expansions(value: str) -> list[Expansion]:

@@ -19,7 +19,7 @@ from typing import Any
 import tomlkit
 from tomlkit.items import Table
 
-from fslab.base.errors import UsageError
+from fslab.base.errors import SpecError, UsageError
 from fslab.base.format import format_size
 from fslab.reproduce import pending
 from fslab.reproduce.configwrite import Config, config_table, configurations
@@ -28,6 +28,13 @@ from fslab.reproduce.facts import QuestionFact, ReportFacts
 from fslab.reproduce.reportedwrite import reported_table, unreproducible, vm_table
 from fslab.reproduce.scale import QUICK_REPEAT, HostShape, target_size_bytes
 from fslab.reproduce.tomlitems import add, wrap
+from fslab.reproduce.toolwrite import (
+    ask_about_setup,
+    kind_loadable,
+    not_runnable_message,
+    setup_comment_lines,
+    tool_workload_lines,
+)
 from fslab.reproduce.workloadwrite import workload_tables
 from fslab.spec.load import validate_spec
 from fslab.spec.model import Spec
@@ -35,7 +42,10 @@ from fslab.spec.model import Spec
 LOOKED_FOR = (
     "a fio command line (fio --name=... --rw=...), fio options in braces ({ --name=... }), "
     "a fio job file (a section line, then option=value lines), lkp-tests fio parameters "
-    "(testcase: fio-basic with rw:, bs:), or dd writing a file (dd if=/dev/zero of=FILE bs= count=)"
+    "(testcase: fio-basic with rw:, bs:), or dd writing a file "
+    "(dd if=/dev/zero of=FILE bs= count=); "
+    "it reads fs_mark, sysbench fileio, dbench, aim7 and filebench too, and says why it cannot "
+    "run them"
 )
 
 
@@ -56,14 +66,29 @@ def build_spec(
 
     With `guests`, the report's kernel and CPU count run in a qemu guest where
     fslab can have them (pending.vm_section); without, on this host."""
-    if not facts.has_workload:
+    tool = facts.tools[0] if facts.tools and not facts.fio else None
+    if not facts.has_workload and tool is None:
         raise UsageError(_no_workload_message(facts, source_name))
     questions = list(facts.questions)
     draft = Draft(facts, host, questions, guests=guests)
+    ask_about_setup(draft)
+    if tool is not None and not _tool_runs(tool.tool, tool.runnable):
+        raise UsageError(not_runnable_message(draft, tool, source_name))
     doc = _document(draft, source_name)
     text = tomlkit.dumps(doc)
-    spec = validate_spec(tomllib.loads(text), f"the spec written for {source_name}")
+    try:
+        spec = validate_spec(tomllib.loads(text), f"the spec written for {source_name}")
+    except SpecError:
+        if tool is None:
+            raise
+        raise UsageError(not_runnable_message(draft, tool, source_name)) from None
     return Reproduction(spec, text, draft.warnings, questions)
+
+
+def _tool_runs(kind: str, runnable: bool) -> bool:
+    """Whether a spec can run this tool: a kind the spec model has, a tool that runs here,
+    and never a shell command read from a report."""
+    return runnable and kind != "command" and kind_loadable(kind)
 
 
 def _no_workload_message(facts: ReportFacts, source_name: str) -> str:
@@ -88,7 +113,12 @@ def _document(draft: Draft, source_name: str) -> tomlkit.TOMLDocument:
     doc = tomlkit.document()
     size = _device_size(draft)
     configs = configurations(draft)
-    workload, sweep, run, quick_set = workload_tables(draft, size.value, configs)
+    if draft.facts.fio or not draft.facts.tools:
+        workload, sweep, run, quick_set = workload_tables(draft, size.value, configs)
+    else:
+        workload, sweep, run, quick_set = _tool_tables(draft)
+    for line in setup_comment_lines(draft):
+        workload.add(tomlkit.comment(line))
     unreproducible(draft)
     name = spec_name(source_name, facts.title)
     for line in _header(draft, source_name):
@@ -115,6 +145,24 @@ def _document(draft: Draft, source_name: str) -> tomlkit.TOMLDocument:
     doc["quick"] = _quick(configs, quick_set)
     doc["reported"] = reported_table(draft, source_name, configs)
     return doc
+
+
+def _tool_tables(draft: Draft) -> tuple[Table, Table, Table, dict[str, Any]]:
+    """[workload], [sweep] and [run] for a benchmark whose kind the spec model has."""
+    tool = draft.facts.tools[0]
+    parsed = tomllib.loads("\n".join(tool_workload_lines(tool)[1:]))
+    workload = tomlkit.table()
+    workload.add(tomlkit.comment(f"the report's {tool.tool} (line {tool.source.number})"))
+    for key, value in parsed.items():
+        workload[key] = value
+    sweep = tomlkit.table()
+    for fact in draft.facts.sweeps:
+        if fact.axis in dict(tool.options) or fact.axis == "clients":
+            sweep.add(tomlkit.comment(f"{fact.why} (line {fact.source.number})"))
+            sweep[fact.axis] = list(fact.values)
+    run = tomlkit.table()
+    add(run, "runtime", "30s", "fslab's default point length")
+    return workload, sweep, run, {"run.runtime": "10s", "run.repeat": QUICK_REPEAT}
 
 
 def _header(draft: Draft, source_name: str) -> list[str]:

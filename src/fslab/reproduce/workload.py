@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 
 from fslab.base.errors import FslabError, UsageError
 from fslab.base.units import parse_size_bytes
-from fslab.reproduce import shell
+from fslab.reproduce import fiosyntax, shell
 from fslab.reproduce.facts import (
     DdFact,
     FioFact,
@@ -31,7 +31,7 @@ from fslab.workload.fio import options as fio_mod
 from fslab.workload.fio import trust as fio_trust
 
 _FIO_START_RE = re.compile(
-    r"(?:^|(?<=[\s`'\"(:>{]))(?:sudo\s+)?(?:[\w./-]*/)?fio\s+(?=--|\S+\.fio\b)"
+    r"(?:^|(?<=[\s`'\"(:>{]))(?:sudo\s+)?(?:[\w./-]*/)?fio\s+(?=--|-[A-Za-z]|\S+\.fio\b)"
 )
 _BRACES_RE = re.compile(r"\{\s*(--[^{}]*)\}")  # no lazy run before \s*: linear
 _SECTION_RE = re.compile(r"^\s*\[([A-Za-z0-9_.+-]+)\]\s*$")
@@ -39,12 +39,9 @@ _JOB_LINE_RE = re.compile(r"^\s*([A-Za-z][A-Za-z0-9_.-]*)\s*(?:=\s*(.*))?$")
 _SWEEP_COMMENT_RE = re.compile(r"^\s*(?:[0-9A-Za-z_.]+\s*){1,8}$")
 _DD_RE = re.compile(r"(?:^|(?<=[\s`'\"(]))dd\s+((?:[a-z]+=\S+\s*)+)")
 _OTHER_TOOLS = {
-    "fs_mark": "fs_mark is not a workload fslab runs (it runs fio and dd)",
-    "sysbench": "sysbench is not a workload fslab runs (it runs fio and dd)",
-    "dbench": "dbench is not a workload fslab runs (it runs fio and dd)",
     "iozone": "iozone is not a workload fslab runs (it runs fio and dd)",
-    "filebench": "filebench is not a workload fslab runs (it runs fio and dd)",
 }
+# fs_mark, sysbench, dbench, aim7 and filebench are read as workloads by tools.py
 _OTHER_TOOL_RE = re.compile(r"(?:^|(?<=[\s`'\"(./]))(" + "|".join(_OTHER_TOOLS) + r")\s+-")
 # fio options that only make sense on the reporter's machine.
 _DROPPED = {
@@ -115,12 +112,18 @@ def find_workloads(
         if "$" in text:
             context.assigned = shell.assignments(report, source.number)
         fact = _import_fio(form, text, context, other)
-        if fact is not None:
+        if fact is not None and not _lays_out_only(fact):
             fio.append(fact)
     fio.extend(_lkp_parameters(report, questions))
     other.extend(_other_tools(report))
     fio.sort(key=lambda f: f.source.number)
     return fio, list(_dd_runs(report, other)), other, questions
+
+
+def _lays_out_only(fact: FioFact) -> bool:
+    """`--create_only=1`: fio lays the files out and exits; a setup step, not the workload."""
+    value = fact.options.get("create_only", "0")
+    return value is None or str(value).lower() not in ("0", "false", "off")
 
 
 # --- fio: command lines, braces, job files -------------------------------------------------
@@ -148,13 +151,15 @@ def _fio_candidates(
 def _command_text(report: ReportText, number: int, start: int) -> str:
     """A command from `start` on its line, through backslash and indented continuations."""
     parts = [report.lines[number - 1][start:]]
+    # `fio -name x -rw=write` wraps without backslashes onto indented `-iodepth 1` lines
+    continuation = r"^\s+-[A-Za-z]" if fiosyntax.single_dash(parts[0]) else r"^\s*--\w"
     index = number
     while index < len(report.lines):
         current = parts[-1].rstrip()
         following = report.lines[index]
         if current.endswith("\\"):
             parts[-1] = current[:-1]
-        elif not re.match(r"^\s*--\w", following) or "`" in parts[0][1:]:
+        elif not re.match(continuation, following) or "`" in parts[0][1:]:
             break
         parts.append(following)
         index += 1
@@ -230,12 +235,16 @@ def _comment_sweeps(block: Sequence[str]) -> dict[str, list[str]]:
 def _import_fio(
     form: FioForm, text: str, context: _Options, other: list[OtherToolFact]
 ) -> FioFact | None:
+    written: list[tuple[str, str | None]] = []
     try:
         if form == "job file":
+            written = _job_file_pairs(text)
             cleaned = "\n".join(_rewrite_job_line(x, context) for x in text.split("\n"))
             imported = fio_mod.parse_fio_job_file(cleaned)
         else:
-            words = _rewrite_words(_command_words(text), context, other)
+            command = _command_words(text)
+            written = _written_pairs(command, context.assigned)
+            words = _rewrite_words(command, context, other)
             if words is None:
                 return None
             imported = fio_mod.parse_fio_command_line(shlex.join(words))
@@ -254,7 +263,25 @@ def _import_fio(
         notes=tuple(context.notes + imported.notes),
         sweeps=tuple((k, tuple(v)) for k, v in context.sweeps.items()),
         host_cpus=tuple(context.host_cpus),
+        written=tuple(written),
     )
+
+
+def _written_pairs(words: list[str], assigned: dict[str, str]) -> list[tuple[str, str | None]]:
+    """The options as the reporter wrote them, variables the report assigns filled in."""
+    program = next((i for i, w in enumerate(words) if w.rsplit("/", 1)[-1] == "fio"), -1)
+    pairs, _ = fiosyntax.option_pairs(words[program + 1 :])
+    return [(name, shell.substituted(value, assigned)) for name, value in pairs]
+
+
+def _job_file_pairs(text: str) -> list[tuple[str, str | None]]:
+    pairs: list[tuple[str, str | None]] = []
+    for line in text.split("\n"):
+        match = _JOB_LINE_RE.match(fio_mod.strip_job_file_comment(line))
+        if match and not _SECTION_RE.match(line):
+            value = match.group(2)
+            pairs.append((match.group(1), value.strip() if value is not None else None))
+    return pairs
 
 
 def _command_words(text: str) -> list[str]:
@@ -269,6 +296,9 @@ def _command_words(text: str) -> list[str]:
             words[-1].rstrip(".,;")[:-1] if words[-1].rstrip(".,;").endswith("}") else words[-1]
         )
         words = [w for w in words if w]
+    program = next((i for i, w in enumerate(words) if w.rsplit("/", 1)[-1] == "fio"), None)
+    if program is not None:
+        words = [*words[: program + 1], *fiosyntax.long_words(words[program + 1 :])]
     return words
 
 

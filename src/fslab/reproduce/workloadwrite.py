@@ -9,6 +9,7 @@ gives that fslab cannot run becomes a question with what was assumed.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 import tomlkit
@@ -33,6 +34,8 @@ from fslab.reproduce.scale import (
     runtime_s,
 )
 from fslab.reproduce.tomlitems import add, toml_value, wrap
+from fslab.workload.fio import options as fio_mod
+from fslab.workload.fio import trust as fio_trust
 from fslab.workload.fio.plan import fio_seconds
 from fslab.workload.fio.spec import MAX_NUMJOBS
 
@@ -54,7 +57,11 @@ def _fio(draft: Draft, target_bytes: int) -> tuple[Table, Table, Table, dict]:
     _host_cpus(draft, chosen, options)
     sweep = tomlkit.table()
     quick: dict[str, Any] = {}
-    for axis, values in [*chosen.sweeps, *swept.items()]:
+    for axis, values in [*chosen.sweeps, *swept.items(), *_experiment_sweeps(draft, chosen)]:
+        if axis in sweep:
+            continue
+        if axis in ("size", "filesize"):
+            values = _scaled_sizes(draft, values, target_bytes)
         if axis == "numjobs":
             values = _job_counts(draft, chosen, [str(v) for v in values])
             if not values:
@@ -93,7 +100,8 @@ def _fio(draft: Draft, target_bytes: int) -> tuple[Table, Table, Table, dict]:
     ):
         workload.add(tomlkit.comment(line))
     table = tomlkit.table()
-    comments = _scale_files(draft, options, jobs_max, target_bytes)
+    swept_size = "size" in sweep or "filesize" in sweep
+    comments = {} if swept_size else _scale_files(draft, options, jobs_max, target_bytes)
     for key, value in options.items():
         add(table, key, True if value is None else toml_value(value), comments.get(key, ""))
     workload["options"] = table
@@ -115,6 +123,41 @@ def _fio(draft: Draft, target_bytes: int) -> tuple[Table, Table, Table, dict]:
     quick["run.ramp"] = f"{QUICK_RAMP_S}s"
     quick["run.repeat"] = QUICK_REPEAT
     return workload, sweep, run, quick
+
+
+def _experiment_sweeps(draft: Draft, job: FioFact) -> list[tuple[str, tuple[str, ...]]]:
+    """What the reporter varied beyond a loop (an edit between runs, values the figures are
+    listed under), where it is a fio option that passes the allowlist."""
+    found = []
+    for fact in draft.facts.sweeps:
+        if fact.source.number < job.source.number and fact.axis not in dict(job.written):
+            continue
+        if fact.axis not in dict(job.written) or fio_mod.is_owned(fact.axis):
+            continue
+        if all(fio_trust.judge(fact.axis, v) is None and "$" not in v for v in fact.values):
+            found.append((fact.axis, fact.values))
+    return found
+
+
+def _scaled_sizes(draft: Draft, values: Sequence[str], target_bytes: int) -> list[str]:
+    """File sizes the reporter swept, in proportion, the largest fitting this machine."""
+    try:
+        sizes = [parse_size_bytes(v) for v in values]
+    except ValueError:
+        return list(values)
+    budget = file_budget_bytes(target_bytes, draft.host)
+    if not sizes or max(sizes) <= budget:
+        return list(values)
+    factor = budget / max(sizes)
+    scaled = [fio_size_text(max(1, int(size * factor) // 1024**2) * 1024**2) for size in sizes]
+    draft.questions.append(
+        QuestionFact(
+            "fio size sweep",
+            f"the report's sizes {', '.join(values)} do not fit this machine",
+            f"{', '.join(scaled)}: scaled in proportion, the largest filling the file budget",
+        )
+    )
+    return scaled
 
 
 def _host_cpus(draft: Draft, job: FioFact, options: dict[str, Any]) -> None:

@@ -1,0 +1,229 @@
+"""The experiment around the workload: setup steps and the devices under the filesystem.
+
+Setup steps are what the reporter ran between making the filesystem and the
+workload (`truncate -s 100G FILE`, a prefill `dd`, `mkdir`, `tune2fs`,
+`sysctl vm.*`, `echo ... > /sys/block/*/queue/*`, dropping caches, fio's
+`--create_only=1` layout run), and the sysctl values a report lists. The
+layout is how many devices the filesystem spans and how they were combined
+(an LVM stripe, md RAID, btrfs -d raid0 over four drives, an external log).
+All of it is read as text: nothing here is ever run or opened.
+"""
+
+from __future__ import annotations
+
+import re
+
+from fslab.reproduce.facts import FilesystemFact, LayoutFact, SetupFact, SetupKind
+from fslab.reproduce.text import ReportText, without_prompt
+
+MAX_SETUP_STEPS = 64
+"""Setup steps listed from one report."""
+
+_RUN_RE = re.compile(
+    r"(?:^|[\s|;(`])(?:sudo\s+|time\s+)*(?:[\w./-]*/)?"
+    r"(fio|fs_mark|fsmark|dbench|sysbench|filebench|multitask)(?:\s|$)"
+)
+_SYSCTL_LIST_RE = re.compile(r"^\s*((?:vm|kernel|fs)\.[\w.]+\s*=\s*\S+)")
+_SEGMENT_RE = re.compile(r"\s*(?:;|&&|\|\|)\s*")
+_STEP_RES: tuple[tuple[SetupKind, re.Pattern[str]], ...] = (
+    ("truncate", re.compile(r"^truncate\s+-")),
+    ("fallocate", re.compile(r"^fallocate\s+-")),
+    ("dd", re.compile(r"^dd\s+(?:\w+=\S+\s*)*of=(?!/dev/)\S+")),
+    ("mkdir", re.compile(r"^mkdir\s+(?:-p\s+)?[\w./${}-]+$")),
+    ("tune2fs", re.compile(r"^tune2fs\s+-")),
+    ("sysctl", re.compile(r"^sysctl\s+(?:-w\s+)?(?:vm|kernel|fs)\.[\w.]+=\S+")),
+    (
+        "drop caches",
+        re.compile(r"^echo\s+\S+\s*(?:>|\|\s*(?:sudo\s+)?tee)\s*/proc/sys/vm/drop_caches"),
+    ),
+    ("procfs", re.compile(r"^echo\s+.+?(?:>|\|\s*(?:sudo\s+)?tee)\s*/proc/sys/[\w/]+$")),
+    ("sysfs", re.compile(r"^echo\s+.+?(?:>|\|\s*(?:sudo\s+)?tee)\s*/sys/(?:block|fs)/[\w/*.-]+$")),
+    ("file", re.compile(r"^echo\s+.+?>\s*[\w.-]+$")),
+    ("sync", re.compile(r"^sync$")),
+)
+_NUMBER_WORDS = {
+    "two": 2,
+    "three": 3,
+    "four": 4,
+    "five": 5,
+    "six": 6,
+    "eight": 8,
+    "ten": 10,
+    "twelve": 12,
+}
+_COUNT = r"(\d{1,3}|" + "|".join(_NUMBER_WORDS) + r")"
+_PROSE_LAYOUT_RE = re.compile(
+    r"\b((?:LVM|md|mdadm|btrfs)\s+)?(raid\s?\d+|stripe[sd]?)\s+(?:over|of|across)\s+"
+    + _COUNT
+    + r"\s+(?:[\w.-]+\s+){0,2}?(drives|disks|devices|ssds|ramdisks|nvmes?|luns)\b",
+    re.I,
+)
+_DISK_PARAM_RE = re.compile(r"^\s*disk:\s*(?:(\d+)(BRD)_\S+|(.*?)\s*\*\s*(\d+))\s*$")
+_MD_PARAM_RE = re.compile(r"^\s*md:\s*(RAID\d+)\s*$", re.I)
+_LVM_LINE_RE = re.compile(r"^\s*LVM:\s*(raid\d+|striped?)\b(.*)$", re.I)
+_BTRFS_PROFILE_RE = re.compile(r"^-[dm]$|^--(?:data|metadata)$")
+
+
+def find_setup(
+    report: ReportText,
+    filesystems: list[FilesystemFact],
+    workload_line: int,
+    workload_text: str = "",
+) -> list[SetupFact]:
+    """Steps between the last mkfs or mount before the workload runs and the run itself;
+    sysctl values the report lists, wherever they are."""
+    run_line = _run_line(report, filesystems, workload_line)
+    made = [fs.source.number for fs in filesystems if fs.how in ("mkfs", "mount")]
+    start = max([n for n in made if n < run_line], default=0)
+    mountpoints = {fs.mountpoint.rstrip("/") for fs in filesystems if fs.mountpoint}
+    steps: list[SetupFact] = []
+    for number, raw in report.numbered():
+        listed = _SYSCTL_LIST_RE.match(raw)
+        if listed:
+            steps.append(SetupFact("sysctl", listed.group(1).strip(), report.line(number)))
+            continue
+        if not start < number <= run_line:
+            continue
+        line = without_prompt(raw)
+        if number == run_line:
+            at = line.find(workload_text) if workload_text else -1
+            run = _RUN_RE.search(line)
+            line = line[:at] if at >= 0 else line[: run.start()] if run else ""
+        if re.search(r"\bfio\b", line) and _is_layout_fio(joined := _joined(report, number, line)):
+            steps.append(SetupFact("fio layout", joined, report.line(number)))
+            continue
+        for segment in _SEGMENT_RE.split(line):
+            kind = _step_kind(segment)
+            if kind == "mkdir" and segment.split()[-1].rstrip("/") in mountpoints:
+                continue
+            if kind is not None:
+                steps.append(SetupFact(kind, segment.strip(), report.line(number)))
+    return steps[:MAX_SETUP_STEPS]
+
+
+def _run_line(report: ReportText, filesystems: list[FilesystemFact], workload_line: int) -> int:
+    """Where the workload runs: its own line when the filesystem was made before it, else
+    the first command after the last mkfs or mount that runs a benchmark (a job file
+    pasted above the session runs where `fio JOBFILE` is typed)."""
+    made = [fs.source.number for fs in filesystems if fs.how in ("mkfs", "mount")]
+    if not made or workload_line > max(made):
+        return workload_line
+    for number in range(max(made) + 1, len(report.lines) + 1):
+        line = without_prompt(report.lines[number - 1])
+        if _RUN_RE.search(line) and not _is_layout_fio(_joined(report, number, line)):
+            return number
+    return workload_line
+
+
+def _is_layout_fio(line: str) -> bool:
+    return bool(re.search(r"\bfio\b", line) and re.search(r"-create_only[= ]1\b", line))
+
+
+def _joined(report: ReportText, number: int, line: str) -> str:
+    parts = [line.rstrip()]
+    index = number
+    while parts[-1].endswith("\\") and index < len(report.lines):
+        parts[-1] = parts[-1][:-1].rstrip()
+        parts.append(report.lines[index].strip())
+        index += 1
+    return " ".join(parts)
+
+
+def _step_kind(segment: str) -> SetupKind | None:
+    text = re.sub(r"^sudo\s+", "", segment.strip())
+    if "scaling_governor" in text or re.search(r">\s*\"?\$", text):
+        return None  # the CPU governor (the machine, noted elsewhere); a computed path
+    for kind, pattern in _STEP_RES:
+        if pattern.search(text):
+            return kind
+    return None
+
+
+# --- devices -------------------------------------------------------------------------------
+
+
+def find_layouts(report: ReportText, filesystems: list[FilesystemFact]) -> list[LayoutFact]:
+    """How many devices the reporter's filesystem spans, and how, from every line that says."""
+    layouts: list[LayoutFact] = []
+    md = next((m.group(1) for _, line in report.numbered() if (m := _MD_PARAM_RE.match(line))), "")
+    lvm = ""
+    for number, line in report.numbered():
+        if lvm_match := _LVM_LINE_RE.match(line):
+            lvm = f"LVM {lvm_match.group(1)}{lvm_match.group(2).rstrip('.')}"
+        disk = _DISK_PARAM_RE.match(line)
+        if disk and disk.group(2):
+            count = int(disk.group(1))
+            what = f"{count} brd ramdisks" if count > 1 else "one brd ramdisk"
+            layout = f"md {md} over {what}" if md and count > 1 else what
+            layouts.append(LayoutFact(count, layout, line.strip(), report.line(number)))
+        elif disk:
+            count = int(disk.group(4))
+            layouts.append(
+                LayoutFact(count, f"{count} x {disk.group(3)}", line.strip(), report.line(number))
+            )
+        for match in _PROSE_LAYOUT_RE.finditer(line):
+            count = _count(match.group(3))
+            kind = f"{(match.group(1) or '').strip()} {match.group(2)}".strip()
+            layouts.append(
+                LayoutFact(
+                    count,
+                    f"{kind} over {count} {match.group(4)}",
+                    match.group(0),
+                    report.line(number),
+                )
+            )
+    for fs in filesystems:
+        layouts.extend(_mkfs_layout(fs))
+    if lvm:
+        layouts = [
+            LayoutFact(
+                x.devices,
+                f"{lvm} over {x.layout}" if "LVM" not in x.layout else x.layout,
+                x.text,
+                x.source,
+            )
+            for x in layouts
+        ]
+    return layouts
+
+
+def _count(word: str) -> int:
+    return int(word) if word.isdigit() else _NUMBER_WORDS[word.lower()]
+
+
+def _mkfs_layout(fs: FilesystemFact) -> list[LayoutFact]:
+    """An external log or realtime device, a btrfs RAID profile, several devices named."""
+    if fs.how != "mkfs":
+        return []
+    found: list[LayoutFact] = []
+    options = list(fs.mkfs_options)
+    external = [o for o in options if re.search(r"\b(?:logdev|rtdev)=/", o)]
+    if external:
+        found.append(
+            LayoutFact(
+                1 + len(external),
+                "data device and "
+                + ", ".join(
+                    "an external log" if "logdev" in o else "a realtime device" for o in external
+                ),
+                " ".join(options),
+                fs.source,
+            )
+        )
+    profiles = [
+        f"{options[i]} {options[i + 1]}"
+        for i in range(len(options) - 1)
+        if _BTRFS_PROFILE_RE.match(options[i]) and options[i + 1].lower().startswith("raid")
+    ]
+    devices = [w for w in fs.extra_devices] if fs.extra_devices else []
+    if profiles or devices:
+        count = 1 + len(devices)
+        found.append(
+            LayoutFact(count, f"btrfs {' '.join(profiles)}".strip(), " ".join(options), fs.source)
+        )
+    return found
+
+
+def device_count(layouts: list[LayoutFact]) -> int:
+    """The devices under the reporter's filesystem: the largest count any line gives."""
+    return max((x.devices for x in layouts), default=1)

@@ -1,0 +1,274 @@
+"""What the reporter changed between runs: the experiment's variable, not just its command.
+
+Shell loops over an option are workload.py's (a loop's values are literal);
+this module reads the other ways reports show a variable: an edit between two
+runs (`sed -i 's/4G/100G/' job.fio`), an option left as a variable whose values
+the prose or the figures list (`-bs=$bs` with tables under `bs=4k`, `bs=16k`;
+`-numjobs=$thread` "at 1, 2, 4 and 8 threads"), dbench client counts ("clients
+1 to 128", "32 clients" and "64 clients"), an mkfs option repeated with another
+value ("He repeats it with -n parent=1"), a mount option with and without, and
+kernels or commits compared. Each becomes a SweepFact with the line it came from.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from itertools import pairwise
+
+from fslab.reproduce.facts import (
+    FilesystemFact,
+    FioFact,
+    KernelFact,
+    Line,
+    SweepFact,
+    ToolWorkload,
+)
+from fslab.reproduce.shell import MAX_LOOP_VALUES
+from fslab.reproduce.text import ReportText, without_prompt
+
+_SED_RE = re.compile(r"\bsed\s+-i\s+['\"]?s([/|#])([^/|#]+)\1([^/|#]*)\1g?['\"]?\s+(\S+)")
+_VARIABLE_RE = re.compile(r"^\$\{?([A-Za-z_]\w*)\}?$")
+_LIST_RE = re.compile(
+    r"\b(\d+(?:\s*,\s*\d+)+,?\s+(?:and|or)\s+\d+)\s+(threads|jobs|processes|tasks|clients)\b",
+    re.I,
+)
+_CLIENT_RANGE_RES = (
+    re.compile(r"\bclients\s+(\d+)\s+to\s+(\d+)\b", re.I),
+    re.compile(r"\b(\d+)\s+to\s+(\d+)\s+clients\b", re.I),
+)
+_CLIENTS_RE = re.compile(r"\b(\d+)\s+clients\b")
+_WITH_WITHOUT_RE = re.compile(
+    r"\bmounted\s+with(?:out)?\s+([a-z_]+)\s+and\s+with(?:out)?\s+it\b|"
+    r"\bwith\s+and\s+without\s+(?:the\s+)?([a-z_]+)\s+mount\s+option\b",
+    re.I,
+)
+_LKP_IDS_RE = re.compile(r"^\s*([0-9a-f]{10,40})\s+([0-9a-f]{10,40})\s*$")
+_LKP_TITLE_RE = re.compile(r"\]\s+([0-9a-f]{10}):\s")
+_COMMIT_RE = re.compile(
+    r"\b(?:commit|revert\w*|bisect\w*)\b[^.]{0,40}?\b([0-9a-f]{10,40})\b|\bpatch(?:ed|set)?\b|"
+    r"\(([0-9a-f]{12,40})\)",
+    re.I,
+)
+_NAMED_AXES = {"thread": "numjobs", "threads": "numjobs", "jobs": "numjobs"}
+
+
+def find_sweeps(
+    report: ReportText,
+    fio: list[FioFact],
+    tools: list[ToolWorkload],
+    filesystems: list[FilesystemFact],
+    kernels: list[KernelFact],
+) -> list[SweepFact]:
+    """The variables the report changed, the workload's own first, kernels last."""
+    found = [
+        *_fio_sweeps(fio),
+        *_sed_edits(report, fio),
+        *_variable_values(report, fio),
+        *_tool_sweeps(report, tools),
+        *_mkfs_repeats(report, filesystems),
+        *_mount_with_without(report),
+    ]
+    kernel = _kernel_sweep(report, kernels)
+    return [*found, *([kernel] if kernel else [])]
+
+
+def _fio_sweeps(fio: list[FioFact]) -> Iterator[SweepFact]:
+    """A loop or `# 2 4` comment workload.py read, and several jobs differing in one option."""
+    for job in fio[:1]:
+        for axis, values in job.sweeps:
+            yield SweepFact(axis, values, "the report's loop or listed values", job.source)
+    if len(fio) > 1:
+        first = fio[0]
+        differing = {
+            k
+            for job in fio[1:]
+            for k in set(first.options) | set(job.options)
+            if job.options.get(k) != first.options.get(k)
+        }
+        if len(differing) == 1:
+            axis = differing.pop()
+            values = tuple(dict.fromkeys(str(j.options.get(axis)) for j in fio))
+            yield SweepFact(axis, values, "the report's fio jobs differ only in it", first.source)
+
+
+def _sed_edits(report: ReportText, fio: list[FioFact]) -> Iterator[SweepFact]:
+    """`sed -i 's/4G/100G/' job.fio` between two runs: a sweep of the option it edits."""
+    if not fio:
+        return
+    written = dict(fio[0].written)
+    for number, raw in report.numbered():
+        match = _SED_RE.search(without_prompt(raw))
+        if match is None:
+            continue
+        old, new = match.group(2), match.group(3)
+        option = next((k for k, v in written.items() if v is not None and old in v), None)
+        if option is not None:
+            before = str(written[option])
+            yield SweepFact(
+                option,
+                (before, before.replace(old, new)),
+                f"the report edits the job between runs ({match.group(0).strip()})",
+                report.line(number),
+            )
+
+
+def _variable_values(report: ReportText, fio: list[FioFact]) -> Iterator[SweepFact]:
+    """An option given as a variable the report never sets (`-bs=$bs`), with the values
+    its figures are listed under (`bs=4k`, `bs=16k`) or its prose lists ("at 1, 2, 4 and
+    8 threads")."""
+    if not fio:
+        return
+    job = fio[0]
+    swept = {axis for axis, _ in job.sweeps}
+    for name, value in job.written:
+        variable = _VARIABLE_RE.match(value or "")
+        if variable is None or name in swept:
+            continue
+        values = _listed_after(report, name, job.source.number)
+        if len(values) >= 2:
+            yield SweepFact(name, tuple(values), f"figures are given per {name}=", job.source)
+            continue
+        for number, line, own in report.wrapped():
+            listed = _LIST_RE.search(line)
+            if listed is None or listed.start() >= own:
+                continue
+            unit = listed.group(2).lower()
+            if _NAMED_AXES.get(variable.group(1).lower()) == name or (
+                name == "numjobs" and unit in ("threads", "jobs", "processes", "tasks")
+            ):
+                numbers = re.findall(r"\d+", listed.group(1))
+                yield SweepFact(
+                    name,
+                    tuple(numbers),
+                    f'the report lists "{listed.group(0)}"',
+                    Line(number, report.lines[number - 1]),
+                )
+                break
+
+
+def _listed_after(report: ReportText, name: str, after: int) -> list[str]:
+    pattern = re.compile(rf"^\s*{re.escape(name)}=(\S+?)[,\s]*(?:\s|$)")
+    values: list[str] = []
+    for number, line in report.numbered():
+        match = pattern.match(line)
+        if number > after and match and "$" not in match.group(1):
+            values.append(match.group(1))
+    return list(dict.fromkeys(values))[:MAX_LOOP_VALUES]
+
+
+def _tool_sweeps(report: ReportText, tools: list[ToolWorkload]) -> Iterator[SweepFact]:
+    """sysbench's `[rndwr|seqwr]` alternatives; dbench's client counts."""
+    for tool in tools[:1]:
+        for axis, values in tool.sweeps:
+            yield SweepFact(axis, values, "the command lists the alternatives", tool.source)
+        if tool.tool != "dbench":
+            continue
+        for number, line, own in report.wrapped():
+            for regex in _CLIENT_RANGE_RES:
+                match = regex.search(line)
+                if match and match.start() < own:
+                    low, high = int(match.group(1)), int(match.group(2))
+                    doubled = _doublings(low, high)
+                    if len(doubled) >= 2:
+                        yield SweepFact(
+                            "clients",
+                            tuple(doubled),
+                            f'"{match.group(0)}"',
+                            Line(number, report.lines[number - 1]),
+                        )
+                        return
+        counts = [
+            (n, m.group(1)) for n, line in report.numbered() for m in _CLIENTS_RE.finditer(line)
+        ]
+        distinct = list(dict.fromkeys(c for _, c in counts))
+        if len(distinct) >= 2:
+            yield SweepFact(
+                "clients",
+                tuple(sorted(distinct, key=int)),
+                "figures at each client count",
+                report.line(counts[0][0]),
+            )
+
+
+def _doublings(low: int, high: int) -> list[str]:
+    values: list[str] = []
+    value = max(low, 1)
+    while value <= high and len(values) < MAX_LOOP_VALUES:
+        values.append(str(value))
+        value *= 2
+    return values
+
+
+def _mkfs_repeats(report: ReportText, filesystems: list[FilesystemFact]) -> Iterator[SweepFact]:
+    """`mkfs.xfs ... -n parent=0`, later "repeats it with -n parent=1": a sweep of it."""
+    for fs in filesystems:
+        if fs.how != "mkfs":
+            continue
+        options = list(fs.mkfs_options)
+        for flag, setting in pairwise(options):
+            key, sep, value = setting.partition("=")
+            if not (flag.startswith("-") and sep and re.fullmatch(r"\w+", key)):
+                continue
+            pattern = re.compile(rf"{re.escape(flag)}\s+{re.escape(key)}=([\w.]+)")
+            for number, line in report.numbered():
+                match = pattern.search(line)
+                if number > fs.source.number and match and match.group(1) != value:
+                    yield SweepFact(
+                        f"mkfs {flag} {key}",
+                        (value, match.group(1)),
+                        f"the report repeats the run with {match.group(0)}",
+                        report.line(number),
+                    )
+                    return
+
+
+def _mount_with_without(report: ReportText) -> Iterator[SweepFact]:
+    for number, line, own in report.wrapped():
+        match = _WITH_WITHOUT_RE.search(line)
+        if match and match.start() < own:
+            option = match.group(1) or match.group(2)
+            yield SweepFact(
+                "mount_options",
+                (f"(no {option})", option),
+                f'"{match.group(0)}"',
+                Line(number, report.lines[number - 1]),
+            )
+            return
+
+
+def _kernel_sweep(report: ReportText, kernels: list[KernelFact]) -> SweepFact | None:
+    """Kernels or commits compared: the robot's two commit columns, two kernel versions,
+    or a commit (a patch) against the kernel without it."""
+    for number, line in report.numbered():
+        ids = _LKP_IDS_RE.match(line)
+        if ids:
+            values = (ids.group(1)[:10], ids.group(2)[:10])
+            return SweepFact("kernel", values, "the robot's commit columns", report.line(number))
+    title = _LKP_TITLE_RE.search(report.lines[0]) if report.lines else None
+    if title:
+        return SweepFact(
+            "kernel",
+            ("parent", title.group(1)),
+            "the robot's commit and its parent",
+            report.line(1),
+        )
+    if len(kernels) >= 2:
+        return SweepFact(
+            "kernel",
+            tuple(k.version for k in kernels),
+            "the report compares kernels",
+            kernels[0].source,
+        )
+    for number, line in report.numbered():
+        match = _COMMIT_RE.search(line)
+        if match:
+            base = kernels[0].version if kernels else "the kernel"
+            change = match.group(1) or match.group(2) or match.group(0)
+            return SweepFact(
+                "kernel",
+                (base, f"{base} with {change}"),
+                "a commit or patch against the kernel",
+                report.line(number),
+            )
+    return None

@@ -1,0 +1,240 @@
+"""Benchmarks other than fio and dd, as reports run them: fs_mark, sysbench fileio,
+dbench (and mmtests' dbench), aim7 and filebench, a kernel test robot's parameter
+block, and plain timed shell commands.
+
+Each becomes a ToolWorkload: the tool, its options in the tool's own spelling,
+the line it came from. Nothing here decides whether fslab can run it (a spec's
+workload kinds are specwrite's question); aim7 and filebench are marked not
+runnable on any machine fslab runs on. Nothing is ever run.
+"""
+
+from __future__ import annotations
+
+import re
+import shlex
+from collections.abc import Iterator
+
+from fslab.reproduce.facts import Line, ToolName, ToolWorkload
+from fslab.reproduce.text import ReportText, without_prompt
+
+MAX_TOOL_WORDS = 512
+"""Words of one benchmark command read (fs_mark with 64 `-d` is 140)."""
+
+_TOOL_RE = re.compile(
+    r"(?:^|(?<=[\s;`(|]))(?:(?:sudo|time|nohup)\s+)*(?:[\w./-]*/)?"
+    r"(fs_mark|fsmark|sysbench|dbench|filebench)\s+(?=-|fileio\b|\d)"
+)
+_CANONICAL: dict[str, ToolName] = {
+    "fs_mark": "fs_mark",
+    "fsmark": "fs_mark",
+    "sysbench": "sysbench",
+    "dbench": "dbench",
+    "filebench": "filebench",
+}
+NOT_RUNNABLE = {
+    "aim7": "aim7 (and its multitask driver) is not packaged for the distributions fslab "
+    "runs on; not runnable here",
+    "filebench": "filebench runs its own workload language (.f files) that fslab cannot "
+    "check; not runnable here",
+}
+# Options that take a value, per tool (the rest are bare flags).
+_FS_MARK_VALUES = frozenset(
+    ("-d", "-D", "-N", "-L", "-n", "-p", "-r", "-s", "-S", "-t", "-w", "-l", "-T")
+)
+_DBENCH_VALUES = frozenset(("-t", "-D", "-c", "-B", "-T", "-e", "-o"))
+_SYSBENCH_STEPS = ("prepare", "run", "cleanup")
+_LKP_TESTCASE_RE = re.compile(r"^\s*testcase:\s*([\w-]+)\s*$")
+_LKP_METRIC_RE = re.compile(r"\b(aim7|fsmark|dbench|sysbench)\.[\w-]+")
+_LKP_PARAM_RE = re.compile(r"^\s+([a-z_]+):\s*(\S+)\s*$")
+_MMTESTS_RE = re.compile(r"\bMMTests config\s+([\w.-]*dbench[\w.-]*)", re.I)
+_TIMED_RE = re.compile(r"(?:^|;\s*|\bdo\s+)time\s+\S")
+_SEGMENT_SPLIT_RE = re.compile(r"\s*(?:;|&&)\s*")
+
+
+def find_tools(report: ReportText) -> list[ToolWorkload]:
+    """Every benchmark command, robot parameter block and mmtests config, in report order."""
+    found = [*_commands(report), *_lkp_block(report), *_mmtests(report)]
+    found.sort(key=lambda t: t.source.number)
+    return found
+
+
+def find_timed_command(report: ReportText) -> ToolWorkload | None:
+    """A timed shell command (`time tar xf linux.tar; time sync`) when the report runs no
+    benchmark: kept as text for the reader, never run."""
+    for number, raw in report.numbered():
+        line = without_prompt(raw)
+        if not _TIMED_RE.search(line) or (line == raw.strip() and ";" not in line):
+            continue
+        segments = _SEGMENT_SPLIT_RE.split(line)
+        lead = 0
+        while lead < len(segments) and setup_segment(segments[lead]):
+            lead += 1
+        if segments[:lead] == ["sync"]:  # a lone sync flushes what came before: timed with it
+            lead = 0
+        text = "; ".join(segments[lead:]) if lead else line
+        return ToolWorkload("command", (("command", text),), text, report.line(number))
+    return None
+
+
+def setup_segment(segment: str) -> bool:
+    """Whether one shell segment before a timed command only sets the stage."""
+    return segment == "sync" or "drop_caches" in segment
+
+
+def _commands(report: ReportText) -> Iterator[ToolWorkload]:
+    for number, raw in report.numbered():
+        line = re.sub(r'"([^"\s]+)"', r"\1", without_prompt(raw).lstrip("#$ "))
+        match = _TOOL_RE.search(line)
+        if match is None:
+            continue
+        tool = _CANONICAL[match.group(1)]
+        text = _joined(report, number, line[match.start(1) :])
+        words = _words(text)[1:MAX_TOOL_WORDS]
+        steps: tuple[str, ...] = ()
+        sweeps: tuple[tuple[str, tuple[str, ...]], ...] = ()
+        if tool == "fs_mark":
+            options, steps, sweeps = _dash_options(words, _FS_MARK_VALUES), (), ()
+        elif tool == "dbench":
+            options, steps, sweeps = _dbench_options(words), (), ()
+        elif tool == "sysbench":
+            options, steps, sweeps = _sysbench_options(words)
+        else:
+            options, steps, sweeps = _dash_options(words, frozenset({"-f"})), (), ()
+        if not options and not steps:  # the tool named in prose ("dbench 32 and 64 clients")
+            continue
+        yield ToolWorkload(
+            tool,
+            tuple(options),
+            text,
+            report.line(number),
+            runnable=tool not in NOT_RUNNABLE,
+            why=NOT_RUNNABLE.get(tool, ""),
+            steps=steps,
+            sweeps=sweeps,
+        )
+
+
+def _joined(report: ReportText, number: int, first: str) -> str:
+    """The command through backslash continuations (also a stray `\\ ` mid-line)."""
+    parts = [first]
+    index = number
+    while parts[-1].rstrip().endswith("\\") and index < len(report.lines):
+        parts[-1] = parts[-1].rstrip()[:-1]
+        parts.append(report.lines[index].strip())
+        index += 1
+    text = re.sub(r"\\\s+(?=-)", " ", " ".join(p.strip() for p in parts))
+    for marker in (" | ", " > ", " >> ", " && ", ";", " &"):
+        if marker in text:
+            text = text[: text.find(marker)]
+    return text.strip()
+
+
+def _words(text: str) -> list[str]:
+    try:
+        return shlex.split(text)
+    except ValueError:
+        return text.split()
+
+
+def _dash_options(words: list[str], takes_value: frozenset[str]) -> list[tuple[str, str | None]]:
+    """`-n 96 -d DIR -d DIR -k` as pairs; a repeated option's values are listed once, as
+    `FIRST ... LAST (N directories)` when there are more than two."""
+    pairs: dict[str, list[str | None]] = {}
+    index = 0
+    while index < len(words):
+        word = words[index]
+        if not word.startswith("-"):
+            pairs.setdefault("", []).append(word)
+            index += 1
+            continue
+        name, sep, value = word.partition("=")
+        if not sep and name in takes_value and index + 1 < len(words):
+            value, index = words[index + 1], index + 1
+        pairs.setdefault(name, []).append(value if (sep or name in takes_value) else None)
+        index += 1
+    result: list[tuple[str, str | None]] = []
+    for name, values in pairs.items():
+        if len(values) > 2 and all(v is not None for v in values):
+            result.append((name, f"{values[0]} ... {values[-1]} ({len(values)} directories)"))
+        else:
+            result.append((name, " ".join(v for v in values if v is not None) or None))
+    return result
+
+
+def _dbench_options(words: list[str]) -> list[tuple[str, str | None]]:
+    """dbench's options, and its last bare number: the client count."""
+    options = _dash_options(words, _DBENCH_VALUES)
+    positional = dict(options).get("")
+    kept = [(n, v) for n, v in options if n]
+    if positional and positional.split()[-1].isdigit():
+        kept.append(("clients", positional.split()[-1]))
+    return kept
+
+
+def _sysbench_options(
+    words: list[str],
+) -> tuple[list[tuple[str, str | None]], tuple[str, ...], tuple[tuple[str, tuple[str, ...]], ...]]:
+    """sysbench's `--key=value` options (without dashes), its steps (prepare, run, cleanup,
+    `[prepare|run]`) and the alternatives a value spells out (`[rndwr|seqwr]`)."""
+    options: list[tuple[str, str | None]] = []
+    steps: list[str] = []
+    sweeps: list[tuple[str, tuple[str, ...]]] = []
+    for word in words:
+        if word.startswith("--"):
+            name, sep, value = word[2:].partition("=")
+            options.append((name, value if sep else None))
+            alternatives = re.fullmatch(r"\[([\w-]+(?:\|[\w-]+)+)\]", value)
+            if alternatives:
+                sweeps.append((name, tuple(alternatives.group(1).split("|"))))
+            continue
+        named = re.fullmatch(r"\[?([\w|-]+)\]?", word)
+        parts = named.group(1).split("|") if named else []
+        if parts and all(p in _SYSBENCH_STEPS for p in parts):
+            steps.extend(parts)
+        elif word == "fileio":
+            options.append(("test", "fileio"))
+    return options, tuple(steps), tuple(sweeps)
+
+
+def _lkp_block(report: ReportText) -> Iterator[ToolWorkload]:
+    """A kernel test robot's `parameters:` block for aim7 (fio-basic is workload.py's;
+    fsmark's block comes with its fs_mark command line, read above)."""
+    testcase = next(
+        (m.group(1) for _, line in report.numbered() if (m := _LKP_TESTCASE_RE.match(line))),
+        None,
+    )
+    if testcase is None:
+        metric = _LKP_METRIC_RE.search(report.lines[0] if report.lines else "")
+        testcase = metric.group(1) if metric else None
+    if testcase != "aim7":
+        return
+    params: dict[str, tuple[str, int]] = {}
+    for number, line in report.numbered():
+        match = _LKP_PARAM_RE.match(line)
+        if match and match.group(1) in ("test", "load") and match.group(1) not in params:
+            params[match.group(1)] = (match.group(2), number)
+    if "test" not in params:
+        return
+    first = min(n for _, n in params.values())
+    text = "\n".join(f"{key}: {value}" for key, (value, _) in params.items())
+    yield ToolWorkload(
+        "aim7",
+        tuple((key, value) for key, (value, _) in params.items()),
+        text,
+        report.line(first),
+        runnable=False,
+        why=NOT_RUNNABLE["aim7"],
+    )
+
+
+def _mmtests(report: ReportText) -> Iterator[ToolWorkload]:
+    for number, line, own in report.wrapped():
+        match = _MMTESTS_RE.search(line)
+        if match and match.start() < own:
+            yield ToolWorkload(
+                "dbench",
+                (("mmtests_config", match.group(1)),),
+                match.group(0),
+                Line(number, report.lines[number - 1]),
+            )
+            return
