@@ -1,10 +1,12 @@
 """dbench's stdout to metrics.
 
-Parses what dbench 4.0 (Debian dbench 4.0-2.1) prints, as captured in
-tests/data/workloads/dbench/*.txt by tests/data/workloads/dbench/capture.sh
-(ext4_c4.txt: the shipped loadfile /usr/share/dbench/client.txt, 4 clients,
--t 5). After the per-second progress lines dbench prints a table of the
-operations of the measured phase and one summary line:
+Samples: tests/data/workloads/dbench/ext4_c4.txt (and the other *.txt beside
+it), captured by tests/data/workloads/dbench/capture.sh.
+
+Parses what dbench 4.0 (Debian dbench 4.0-2.1) prints (ext4_c4.txt: the
+shipped loadfile /usr/share/dbench/client.txt, 4 clients, -t 5). After the
+per-second progress lines dbench prints a table of the operations of the
+measured phase and one summary line:
 
      Operation      Count    AvgLat    MaxLat
      ----------------------------------------

@@ -1,9 +1,11 @@
 """fs_mark's stdout (or its -l log) to metrics.
 
-Parses what fs_mark 3.3 (Debian fsmark 3.3-3) prints, as captured in
-tests/data/workloads/fs_mark/*.txt by tests/data/workloads/fs_mark/capture.sh
-(ext4_robot_s1.txt is the shape bug reports run: -D 16 -N 256 -n N -L 8 -S 1
--s 8192). fs_mark echoes its argv, then one table row per iteration (-L):
+Samples: tests/data/workloads/fs_mark/ext4_robot_s1.txt (and the other *.txt
+beside it), captured by tests/data/workloads/fs_mark/capture.sh.
+
+Parses what fs_mark 3.3 (Debian fsmark 3.3-3) prints (ext4_robot_s1.txt is
+the shape bug reports run: -D 16 -N 256 -n N -L 8 -S 1 -s 8192). fs_mark
+echoes its argv, then one table row per iteration (-L):
 
     #  fs_mark  -d  /tmp/fslwl-nmHxJZ/mjKjI/a  -D  16  ...  -L  3  -S  1  -s  8192
     #	Version 3.3, 2 thread(s) starting at Thu Dec  3 14:11:23 2026

@@ -1,9 +1,11 @@
 """sysbench fileio's run output to metrics.
 
+Samples: tests/data/workloads/sysbench/ext4_rndwr_t4.txt (and the other *.txt
+beside it), captured by tests/data/workloads/sysbench/capture.sh.
+
 Parses what sysbench 1.0.20 (Debian sysbench 1.0.20+ds-5) prints for
-``sysbench fileio ... run``, as captured in tests/data/workloads/sysbench/*.txt
-by tests/data/workloads/sysbench/capture.sh (ext4_rndwr_t4.txt: rndwr, sync
-I/O, 16 files, 64 MiB, 4 threads, 3 s). The prepare and cleanup phases print
+``sysbench fileio ... run`` (ext4_rndwr_t4.txt: rndwr, sync I/O, 16 files,
+64 MiB, 4 threads, 3 s). The prepare and cleanup phases print
 no statistics: their output is refused, as is a run that stopped with FATAL.
 
     File operations:
