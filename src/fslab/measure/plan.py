@@ -172,6 +172,8 @@ def run_measured(
                 record.timed_out,
                 timeout_s,
                 iteration,
+                record.seconds,
+                plan.workload,
             )
             outcome = bench.judge(output)
             if not outcome.ok:

@@ -26,8 +26,10 @@ ADAPTIVE_SPACING = 8.0
 """An adaptive scan's first points are the sweep's values at least this factor apart."""
 ADAPTIVE_SCAN_RUNS = 2
 """Runs each point of an adaptive scan starts with (at most run.repeat)."""
-CONCURRENCY_AXES = ("numjobs", "iodepth", "cpus")
-"""Sweep axes along which load grows, in the order one is chosen as the curve's axis."""
+CONCURRENCY_AXES = ("numjobs", "iodepth", "cpus", "threads", "clients")
+"""Sweep axes along which load grows, in the order one is chosen as the curve's axis
+(fio's jobs and queue depth, a guest's CPUs, fs_mark's and sysbench's threads, dbench's
+clients)."""
 
 
 @dataclass(frozen=True)

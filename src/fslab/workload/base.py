@@ -21,7 +21,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import ClassVar, Literal
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, ValidationError
 
 from fslab.base.errors import FslabError, UsageError
 from fslab.base.vocab import CatalogEntry, Direction, MetricDef, ScalarValue
@@ -73,6 +73,7 @@ class Plan:
     commands: tuple[Command, ...]
     repeat: bool = False  # run (then cleanup) again until the runtime has passed
     env: dict[str, str] | None = None  # the commands' environment (None: fslab's own)
+    workload: WorkloadSpec | None = None  # handed back in Output, for a parse that needs it
 
     def phase(self, phase: Phase) -> list[Command]:
         return [c for c in self.commands if c.phase == phase]
@@ -103,6 +104,8 @@ class Output:
     timed_out: bool
     timeout_s: float
     iteration: int = 0  # 0-based, for a repeated plan
+    seconds: float = 0.0  # its wall time, start to exit (the command benchmark's figure)
+    workload: WorkloadSpec | None = None  # the plan's workload, when the plan gave it
 
 
 @dataclass
@@ -266,3 +269,28 @@ def one_paragraph(text: str, limit: int = 400) -> str:
             lines.append(line)
     joined = " ".join(lines)
     return joined if len(joined) <= limit else joined[: limit - 3] + "..."
+
+
+def check_field_values(
+    spec: type[WorkloadSpec], kind: str, axis: str, values: Sequence[ScalarValue]
+) -> None:
+    """Raise ValueError naming `sweep.<axis>` when a value is not one the [workload] field
+    `axis` takes (for benchmarks whose axes are their own fields: fs_mark, sysbench, dbench)."""
+    annotation = spec.model_fields[axis].annotation
+    for value in values:
+        if isinstance(value, bool) and annotation is not bool:
+            raise ValueError(f"sweep.{axis}: {value!r} is not a value of {axis}")
+        try:
+            spec.model_validate({"kind": kind, axis: value})
+        except ValidationError as exc:
+            why = "; ".join(str(e["msg"]) for e in exc.errors())
+            raise ValueError(f"sweep.{axis}: {value!r}: {why}") from None
+
+
+def validated_swept(workload: WorkloadSpec, sweep: Sweep) -> WorkloadSpec:
+    """The workload with a point's swept fields applied and validated again as a whole
+    (model_copy alone would let a swept value past the field's limits)."""
+    update = {k: v for k, v in sweep.items() if k in type(workload).model_fields}
+    if not update:
+        return workload
+    return type(workload).model_validate({**workload.model_dump(exclude_unset=True), **update})

@@ -13,12 +13,20 @@ from collections.abc import Iterable, Mapping, Sequence
 
 from fslab.base.vocab import PERCENTILES, CatalogEntry, MetricDef, pick_metric
 from fslab.workload.base import Benchmark, WorkloadSpec
+from fslab.workload.command.benchmark import CommandBenchmark
+from fslab.workload.dbench.benchmark import DbenchBenchmark
 from fslab.workload.dd.benchmark import DdBenchmark
 from fslab.workload.fio.benchmark import FioBenchmark
+from fslab.workload.fs_mark.benchmark import FsMarkBenchmark
+from fslab.workload.sysbench.benchmark import SysbenchBenchmark
 
 BUILTIN: tuple[Benchmark, ...] = (
     FioBenchmark(),
     DdBenchmark(),
+    FsMarkBenchmark(),
+    SysbenchBenchmark(),
+    DbenchBenchmark(),
+    CommandBenchmark(),
 )
 
 BENCHMARKS: dict[str, Benchmark] = {b.kind: b for b in BUILTIN}

@@ -1,0 +1,1 @@
+"""command: the spec's own program run in the scratch directory, timed (benchmark.py)."""

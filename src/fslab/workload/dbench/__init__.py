@@ -1,0 +1,1 @@
+"""dbench: a file server's operations replayed from a loadfile by N clients (benchmark.py)."""

@@ -1,0 +1,1 @@
+"""fs_mark: create (and fsync) many small files, one table row per iteration (benchmark.py)."""
