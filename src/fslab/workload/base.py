@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import ClassVar, Literal
+from typing import Any, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
@@ -133,6 +133,41 @@ class Complaint:
 
     field: str
     message: str
+
+
+ReportOptions = Sequence[tuple[str, str | None]]
+"""A command's options as a bug report wrote them, in the tool's own spelling ("-n", "96")
+(a bare flag has None); reproduce/tools.py reads them."""
+
+
+@dataclass(frozen=True)
+class Dropped:
+    """An option of a report's command that the [workload] leaves out, and why."""
+
+    option: str  # as the report wrote it: "-D $MNT"
+    reason: str
+    ask: bool = True  # a question for the reader; False: a note (nothing to decide)
+    assumed: str = ""  # what the spec does instead (default: the option is left out)
+
+
+@dataclass(frozen=True)
+class FromReport:
+    """A report's command as the benchmark's [workload] fields (`Benchmark.from_report`).
+
+    Only options the benchmark's allowlist knows to act inside its own files become
+    fields; every other one is `dropped` with its reason. Scaling to this machine is
+    the caller's: `concurrency` names the field counting threads or clients (a ladder
+    up to the reporter's count), `shrink` the field made smaller when the files do not
+    fit (files_bytes says how much is written)."""
+
+    fields: dict[str, Any]  # the [workload] fields, kind left out
+    dropped: tuple[Dropped, ...] = ()
+    spelled: Mapping[str, str] = field(default_factory=dict)  # option as written -> field
+    concurrency: str = ""
+    ladder_fields: Mapping[str, Any] = field(default_factory=dict)  # set when laddered
+    ladder_why: str = ""  # why ladder_fields are set
+    shrink: str = ""
+    runtime_s: float | None = None  # the runtime the command gives (dbench -t)
 
 
 class Benchmark:
@@ -252,6 +287,12 @@ class Benchmark:
 
     # ------------------------------------------------------------- the report
 
+    def from_report(self, options: ReportOptions) -> FromReport | None:
+        """A bug report's command line as this benchmark's fields, through the tool's
+        allowlist (None: the benchmark reads no report's command). Raise ValueError when
+        the command is not one this benchmark runs (sysbench --test=oltp)."""
+        return None
+
     def describe(self, workload: WorkloadSpec) -> list[str]:
         """The report's Setup lines for the workload as the spec gave it."""
         given = workload.model_dump(exclude_unset=True, exclude={"kind"})
@@ -294,3 +335,16 @@ def validated_swept(workload: WorkloadSpec, sweep: Sweep) -> WorkloadSpec:
     if not update:
         return workload
     return type(workload).model_validate({**workload.model_dump(exclude_unset=True), **update})
+
+
+def field_or_dropped(
+    spec: type[WorkloadSpec], kind: str, name: str, value: Any, written: str
+) -> Dropped | None:
+    """None when `name = value` is a value the [workload] field takes, else why not, as a
+    Dropped naming the option as the report wrote it."""
+    try:
+        spec.model_validate({"kind": kind, name: value})
+    except ValidationError as exc:
+        why = "; ".join(str(e["msg"]) for e in exc.errors())
+        return Dropped(written, f"not a value fslab's {kind} {name} takes ({why})")
+    return None

@@ -27,15 +27,18 @@ from fslab.base.vocab import ScalarValue
 from fslab.workload.base import (
     Benchmark,
     Command,
+    FromReport,
     Metric,
     OptedIn,
     Output,
     Plan,
+    ReportOptions,
     RunShape,
     Sweep,
     WorkloadOutcome,
     WorkloadSpec,
 )
+from fslab.workload.command import report as command_report
 from fslab.workload.command.parse import parse_figure
 from fslab.workload.command.spec import FIGURE_METRICS, NAME_RE, CommandWorkload
 
@@ -137,6 +140,9 @@ class CommandBenchmark(Benchmark):
         shown = " ".join([*(f"{k}={shlex.quote(v)}" for k, v in env.items())])
         line = shlex.join(substituted(w.argv, env))
         return [OptedIn(f"{shown} {line}".strip(), "the spec's command, in the scratch directory")]
+
+    def from_report(self, options: ReportOptions) -> FromReport:
+        return command_report.from_report(options)
 
     def parse(self, out: Output) -> dict[str, float]:
         metrics = {ELAPSED: out.seconds}

@@ -17,9 +17,11 @@ from fslab.base.vocab import ScalarValue
 from fslab.workload.base import (
     Benchmark,
     Command,
+    FromReport,
     Metric,
     Output,
     Plan,
+    ReportOptions,
     RunShape,
     Sweep,
     WorkloadOutcome,
@@ -28,6 +30,7 @@ from fslab.workload.base import (
     validated_swept,
 )
 from fslab.workload.dbench import parse as dbench_parse
+from fslab.workload.dbench import report as dbench_report
 from fslab.workload.dbench.spec import DbenchWorkload
 
 
@@ -80,6 +83,9 @@ class DbenchBenchmark(Benchmark):
         seconds = time_limit_s(run)
         warmup = seconds // 5
         return float(seconds - warmup), float(warmup)
+
+    def from_report(self, options: ReportOptions) -> FromReport:
+        return dbench_report.from_report(options)
 
     def parse(self, out: Output) -> dict[str, float]:
         return dbench_parse.parse(out.stdout)

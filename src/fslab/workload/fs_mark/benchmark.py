@@ -18,9 +18,11 @@ from fslab.base.vocab import ScalarValue
 from fslab.workload.base import (
     Benchmark,
     Command,
+    FromReport,
     Metric,
     Output,
     Plan,
+    ReportOptions,
     RunShape,
     Sweep,
     WorkloadSpec,
@@ -28,6 +30,7 @@ from fslab.workload.base import (
     validated_swept,
 )
 from fslab.workload.fs_mark import parse as fs_mark_parse
+from fslab.workload.fs_mark import report as fs_mark_report
 from fslab.workload.fs_mark.spec import FsMarkWorkload
 
 MAX_DIR_BYTES = 39  # fs_mark: "directory pathname too long (must be less than 40 bytes)"
@@ -116,6 +119,9 @@ class FsMarkBenchmark(Benchmark):
             total,
             f"fs_mark {w.iterations} x {w.threads} thread(s) x {w.files} file(s) x {w.size} B",
         )
+
+    def from_report(self, options: ReportOptions) -> FromReport:
+        return fs_mark_report.from_report(options)
 
     def parse(self, out: Output) -> dict[str, float]:
         return fs_mark_parse.parse(out.stdout)

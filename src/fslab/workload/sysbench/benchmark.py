@@ -20,9 +20,11 @@ from fslab.base.vocab import ScalarValue
 from fslab.workload.base import (
     Benchmark,
     Command,
+    FromReport,
     Metric,
     Output,
     Plan,
+    ReportOptions,
     RunShape,
     Sweep,
     WorkloadOutcome,
@@ -31,6 +33,7 @@ from fslab.workload.base import (
     validated_swept,
 )
 from fslab.workload.sysbench import parse as sysbench_parse
+from fslab.workload.sysbench import report as sysbench_report
 from fslab.workload.sysbench.spec import SysbenchWorkload
 
 
@@ -132,6 +135,9 @@ class SysbenchBenchmark(Benchmark):
         return parse_size_bytes(w.file_total_size), (
             f"sysbench file_total_size={w.file_total_size} ({w.file_num} files)"
         )
+
+    def from_report(self, options: ReportOptions) -> FromReport:
+        return sysbench_report.from_report(options)
 
     def parse(self, out: Output) -> dict[str, float]:
         return sysbench_parse.parse(out.stdout)
