@@ -1,7 +1,9 @@
 """`fslab reproduce` over the report corpus: per report, the tool read, the essential
 fields read right against tests/data/reports/expected.toml (k/n), and whether the spec
-written loads. With --run, each spec that loads runs as `fslab run SPEC --quick` and the
-last two columns say whether it ran and whether its falloff showed (root, minutes each).
+written loads as `fslab run SPEC` loads it, with its workload kind ("yes: dbench"; a
+report's shell command is written switched off: "yes: command, off"). With --run, each
+spec that loads and may run runs as `fslab run SPEC --quick` and the last two columns say
+whether it ran and whether its falloff showed (root, minutes each).
 
     .venv/bin/python bench/reproduce_corpus.py [--run]
 """
@@ -15,11 +17,12 @@ import tempfile
 import tomllib
 from pathlib import Path
 
-from fslab.base.errors import UsageError
+from fslab.base.errors import FslabError, UsageError
 from fslab.reproduce.experiment import FIELDS, compare, experiment_of
 from fslab.reproduce.extract import extract_facts
 from fslab.reproduce.scale import HostShape
 from fslab.reproduce.specwrite import build_spec
+from fslab.spec.load import load_spec
 
 REPORTS = Path(__file__).resolve().parent.parent / "tests" / "data" / "reports"
 
@@ -44,11 +47,11 @@ def main() -> int:
             ]
         try:
             spec = build_spec(facts, source_name=path.name, host=host)
-            loads = "yes"
+            loads = _loads(spec.toml)
         except UsageError:
-            spec, loads = None, "no"
+            spec, loads = None, "no (exit 2)"
         ran, falloff = "not run", "not run"
-        if args.run and spec is not None:
+        if args.run and spec is not None and loads.startswith("yes") and "off" not in loads:
             ran, falloff = _run(spec.toml, spec.spec.name)
         rows.append((path.name, found.tool or "-", right, loads, ran, falloff))
     widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
@@ -58,6 +61,20 @@ def main() -> int:
         print("\nread wrong:")
         print("\n".join(f"  {line}" for line in wrong))
     return 0
+
+
+def _loads(toml: str) -> str:
+    """Whether the spec loads as `fslab run SPEC` loads it, and its workload kind."""
+    path = Path(tempfile.mkdtemp(prefix="fslab-corpus-")) / "spec.toml"
+    path.write_text(toml)
+    try:
+        spec, _ = load_spec(str(path))
+    except FslabError as exc:
+        return f"NO: {str(exc).splitlines()[0][:60]}"
+    off = (
+        spec.workload.kind == "command" and getattr(spec.workload, "allow_commands", True) is False
+    )
+    return f"yes: {spec.workload.kind}" + (", off" if off else "")
 
 
 def _run(toml: str, name: str) -> tuple[str, str]:

@@ -1,7 +1,8 @@
 """Every report under tests/data/reports/ with an entry in expected.toml: what `fslab
 reproduce` reads against what a reader recorded (tool, filesystem, mkfs and mount options,
 workload options, the swept variable, setup steps, device count), and no report, old or
-new, ends in a traceback or a spec that does not load.
+new, ends in a traceback or a spec that does not load: each report's spec loads as `fslab
+run` loads it, with the workload kind of its tool (SPEC_KIND), or reproduce exits 2.
 
 KNOWN_GAPS lists the fields fslab still reads wrong, each with the reason; a gap that
 closes fails the test (strict xfail), so the list stays true.
@@ -27,6 +28,36 @@ HOST = HostShape(kernel_release="6.18.0-test", online_cpus=2, nr_cpu_ids=2, memo
 
 KNOWN_GAPS: dict[tuple[str, str], str] = {}
 
+# The [workload] kind of each report's spec; None: reproduce exits 2 (aim7 is not runnable
+# anywhere fslab runs, a job file named but not pasted is no workload).
+SPEC_KIND: dict[str, str | None] = {
+    "btrfs-5.0-enospc-flushing.txt": "fio",
+    "btrfs-async-buffered-writes.txt": "fio",
+    "btrfs-dbench-fsync-commit-wait.txt": "dbench",
+    "btrfs-lkp-aim7-block-rsv.txt": None,
+    "btrfs-lkp-aim7-md-raid0.txt": None,
+    "btrfs-lkp-fsmark-need-preempt.txt": "fs_mark",
+    "btrfs-lkp-metadata-writepages.txt": "fio",
+    "btrfs-raid0-fio-6.5.txt": "fio",
+    "btrfs-sysbench-file-extent-replace.txt": "sysbench",
+    "btrfs-unlocked-dio.txt": "fio",
+    "ext4-5.10-writeback-iops.txt": "fio",
+    "ext4-aio-named-jobfile.txt": None,
+    "ext4-cached-write-1728.txt": "dd",
+    "ext4-dio-ilock-threads.txt": "fio",
+    "ext4-discard-untar-loop.txt": "command",
+    "ext4-fsync-storm.txt": "fio",
+    "ext4-parallel-dio-reads-revert.txt": "fio",
+    "ext4-recently-deleted-mkdir.txt": "command",
+    "ext4-truncate-100g-jobfile.txt": "fio",
+    "ext4-unaligned-dio-overwrite.txt": "fio",
+    "xfs-dbench-cil-workqueue.txt": "dbench",
+    "xfs-fsmark-parent-pointers.txt": "fs_mark",
+    "xfs-lkp-aim7-deferred-inactivation.txt": None,
+    "xfs-lvm-raid0-fio-6.1.txt": "fio",
+    "xfs-sysbench-partially-uptodate.txt": "sysbench",
+}
+
 
 def _cases() -> list[tuple[str, str]]:
     return [(name, field) for name in sorted(EXPECTED) for field in FIELDS]
@@ -43,12 +74,34 @@ def test_report_essentials(name, field, request):
 @pytest.mark.parametrize("name", sorted(p.name for p in REPORTS.glob("*.txt")))
 def test_every_report_gives_a_spec_that_loads_or_says_why_not(name):
     facts = extract_facts((REPORTS / name).read_text())
-    try:
-        reproduction = build_spec(facts, source_name=name, host=HOST)
-    except UsageError as exc:
-        assert exc.exit_code == 2 and name in str(exc)
+    kind = SPEC_KIND[name]
+    if kind is None:
+        with pytest.raises(UsageError) as refused:
+            build_spec(facts, source_name=name, host=HOST)
+        assert refused.value.exit_code == 2 and name in str(refused.value)
         return
-    assert validate_spec(tomllib.loads(reproduction.toml)) == reproduction.spec
+    reproduction = build_spec(facts, source_name=name, host=HOST)
+    loaded = validate_spec(tomllib.loads(reproduction.toml))
+    assert loaded == reproduction.spec
+    assert loaded.workload.kind == kind
+    if name in EXPECTED:
+        assert kind == EXPECTED[name]["tool"]
+
+
+@pytest.mark.parametrize("name", sorted(n for n, k in SPEC_KIND.items() if k == "command"))
+def test_a_reports_command_is_written_switched_off_with_a_question(name):
+    facts = extract_facts((REPORTS / name).read_text())
+    reproduction = build_spec(facts, source_name=name, host=HOST)
+    workload = tomllib.loads(reproduction.toml)["workload"]
+    assert workload["allow_commands"] is False
+    assert workload["argv"][:2] == ["bash", "-c"]
+    asked = [q for q in reproduction.questions if q.item.startswith("command ")]
+    assert asked and asked[0].source == facts.tools[0].source
+    assert "review" in asked[0].question
+
+
+def test_every_report_has_its_spec_kind():
+    assert sorted(SPEC_KIND) == sorted(p.name for p in REPORTS.glob("*.txt"))
 
 
 def test_every_expected_report_exists():

@@ -26,6 +26,8 @@ from fslab.reproduce.specwrite import build_spec
 from fslab.spec.load import load_spec
 from fslab.store.db import Store
 from fslab.store.exchange import export_campaign, import_campaign
+from fslab.workload import registry
+from fslab.workload.base import RunShape
 from fslab.workload.fio import trust as fio_trust
 from tests.conftest import DATA_DIR, requires_root
 
@@ -165,6 +167,73 @@ def test_report_option_never_reaches_the_spec(option, tmp_path):
     assert asked and asked[0].source is not None and asked[0].source.number == 3
     assert option in asked[0].question
     assert not canary.exists()
+
+
+# fs_mark, sysbench, dbench and a shell command from a report: their allowlists
+# (workload/<tool>/report.py) keep the options that act on the tool's own files only
+TOOL_REPORTS = {
+    "fs_mark -d / -n 10 -s 4096 -l {canary} -t 4": ("fs_mark", ("-d /", "-l {canary}")),
+    "fs_mark -d {canary} -d /etc -n 10 -S 0 -F": ("fs_mark", ("-d {canary} /etc", "-F")),
+    "dbench -D {canary} -c /etc/passwd -t 60 8": ("dbench", ("-D {canary}", "-c /etc/passwd")),
+    "dbench -c ../../{canary} -B nfs 4": ("dbench", ("-c ../../{canary}", "-B nfs")),
+    "sysbench --test=fileio --file-total-size=64M --config-file={canary} --threads=4 run": (
+        "sysbench",
+        ("--config-file={canary}",),
+    ),
+}
+
+
+@pytest.mark.parametrize("command", sorted(TOOL_REPORTS))
+def test_report_tool_option_naming_a_path_never_reaches_the_spec(command, tmp_path):
+    canary = tmp_path / "CANARY"
+    kind, dropped = TOOL_REPORTS[command]
+    text = f"ext4 falls off with more threads.\n\n# {command.format(canary=canary)}\n"
+    reproduction, data = _reproduced(text)
+    workload = data["workload"]
+    assert workload["kind"] == kind
+    assert str(canary) not in json.dumps(workload) and "/etc" not in json.dumps(workload)
+    assert workload.get("loadfile", "/usr/share/dbench/client.txt").startswith("/usr/share/")
+    for option in dropped:
+        shown = option.format(canary=canary)
+        asked = [q for q in reproduction.questions if shown in q.question]
+        assert asked, (shown, [q.question for q in reproduction.questions])
+        assert asked[0].source is not None and asked[0].source.number == 3
+    spec = load_spec_text(reproduction.toml, tmp_path)
+    assert spec.workload.kind == kind
+    assert not canary.exists()
+
+
+def test_report_sysbench_other_than_fileio_is_refused_naming_its_line(tmp_path):
+    text = "ext4.\n\nsysbench --test=/tmp/script.lua --threads=4 run\n"
+    with pytest.raises(UsageError, match=r"r.txt: line 3: --test=/tmp/script.lua"):
+        build_spec(extract_facts(text), source_name="r.txt", host=HOST)
+
+
+def test_report_command_is_a_proposal_fslab_refuses_to_run(tmp_path):
+    canary = tmp_path / "CANARY"
+    text = f"ext4 is slow here.\n\n$ sync; time touch {canary}\n"
+    reproduction, data = _reproduced(text)
+    workload = data["workload"]
+    assert workload["kind"] == "command" and workload["allow_commands"] is False
+    assert workload["argv"][:2] == ["bash", "-c"] and f"time touch {canary}" in workload["argv"][2]
+    assert "allow_commands = true" not in reproduction.toml
+    (asked,) = [q for q in reproduction.questions if q.item.startswith("command ")]
+    assert asked.source is not None and asked.source.number == 3
+    assert f"touch {canary}" in asked.question and "review" in asked.question
+    spec = load_spec_text(reproduction.toml, tmp_path)
+    bench = registry.benchmark_for(spec.workload)
+    shape = RunShape(1.0, 0.0, False)
+    with pytest.raises(UsageError, match="allow_commands = true"):
+        bench.check(spec.workload, {}, shape)
+    with pytest.raises(UsageError, match="allow_commands = true"):
+        bench.plan(spec.workload, {}, shape, str(tmp_path))
+    assert not canary.exists()
+
+
+def load_spec_text(toml: str, tmp_path: Path) -> Any:
+    path = tmp_path / "written.toml"
+    path.write_text(toml)
+    return load_spec(str(path))[0]
 
 
 def test_report_shell_loop_becomes_a_sweep():
@@ -721,8 +790,8 @@ def test_fleet_fetched_export_is_checked_and_one_bad_host_stops_no_other(tmp_pat
 
 def test_report_mkfs_device_paths_and_benchmark_commands_never_reach_the_spec():
     """An external log on a device the report names is never written (mkfs would format
-    it here); a benchmark fslab has no kind for, or a shell command, is refused (exit 2)
-    with what was read, never run or substituted."""
+    it here); a benchmark no machine fslab runs on has is refused (exit 2) with what was
+    read; dbench's directory is fslab's; a shell command is written switched off."""
     text = (
         "$ mkfs.xfs -f -l logdev=/dev/sdz,size=1g /dev/sdy -n parent=0\n"
         "$ mount -o logdev=/dev/sdz /dev/sdy /mnt\n"
@@ -731,12 +800,13 @@ def test_report_mkfs_device_paths_and_benchmark_commands_never_reach_the_spec():
     reproduction = build_spec(extract_facts(text), source_name="r.txt", host=HOST)
     configs = json.dumps([fs.model_dump() for fs in reproduction.spec.filesystems])
     assert "/dev/sdz" not in configs and "logdev" not in configs
-    for report in (
-        "$ dbench -D /mnt -t 300 64\n",
-        "$ sync; time rm -rf /; time sync\n",
-        "testcase: aim7\nparameters:\n\ttest: disk_rw\n\tload: 3000\n",
-    ):
-        with pytest.raises(UsageError) as raised:
-            build_spec(extract_facts(report), source_name="r.txt", host=HOST)
-        assert raised.value.exit_code == 2
-        assert "# [workload]" in str(raised.value)
+    report = "testcase: aim7\nparameters:\n\ttest: disk_rw\n\tload: 3000\n"
+    with pytest.raises(UsageError) as raised:
+        build_spec(extract_facts(report), source_name="r.txt", host=HOST)
+    assert raised.value.exit_code == 2
+    assert "# [workload]" in str(raised.value)
+    reproduction, data = _reproduced("$ dbench -D /mnt -t 300 64\n")
+    assert data["workload"] == {"kind": "dbench"} and data["sweep"]["clients"][-1] == 64
+    assert any("'-D /mnt'" in q.question and q.source for q in reproduction.questions)
+    reproduction, data = _reproduced("$ sync; time rm -rf /; time sync\n")
+    assert data["workload"]["allow_commands"] is False

@@ -40,7 +40,8 @@ _MEMORY_RES = (
 )
 _DEVICE_WORDS = r"(?:volume|disk|partition|device|drive|ssd|nvme|lun|filesystem|file system)"
 _DEVICE_SIZE_RES = (
-    re.compile(_SIZE + r"\s+(?:\w+\s+)?" + _DEVICE_WORDS + r"\b", re.I),
+    # not "4k filesystem block size", nor "nr_threads: 64t" above a "disk:" parameter
+    re.compile(_SIZE + r"\s+(?:\w+\s+)?" + _DEVICE_WORDS + r"\b(?!:|\s+block\s+size)", re.I),
     re.compile(
         r"\b" + _DEVICE_WORDS + r"\b[^.]{0,200}?\b(?:are|is|of)\s+" + _SIZE + r"(?!/)", re.I
     ),

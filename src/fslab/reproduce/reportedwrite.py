@@ -136,11 +136,13 @@ def reported_table(draft: Draft, source_name: str, configs: list[Config]) -> Tab
     facts = draft.facts
     workload = facts.fio[0] if facts.fio else None
     dd = facts.dd[0] if facts.dd else None
+    tool = facts.tools[0] if facts.tools and not workload else None
+    text = workload.text if workload else (without_prompt(dd.source.text) if dd else "")
     reported = ReportedSpec(
         source=source_name,
         title=facts.title,
-        workload=workload.text if workload else (without_prompt(dd.source.text) if dd else ""),
-        workload_line=_source_line(workload or dd),
+        workload=tool.text if tool else text,
+        workload_line=tool.source.number if tool else _source_line(workload or dd),
         kernels=[k.version for k in facts.kernels],
         cpus=max((c.count for c in facts.cpus), default=None),
         memory=facts.memory[0].text if facts.memory else "",

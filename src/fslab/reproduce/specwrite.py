@@ -30,10 +30,10 @@ from fslab.reproduce.scale import QUICK_REPEAT, HostShape, target_size_bytes
 from fslab.reproduce.tomlitems import add, wrap
 from fslab.reproduce.toolwrite import (
     ask_about_setup,
-    kind_loadable,
     not_runnable_message,
     setup_comment_lines,
-    tool_workload_lines,
+    tool_runs,
+    tool_tables,
 )
 from fslab.reproduce.workloadwrite import workload_tables
 from fslab.spec.load import validate_spec
@@ -72,23 +72,20 @@ def build_spec(
     questions = list(facts.questions)
     draft = Draft(facts, host, questions, guests=guests)
     ask_about_setup(draft)
-    if tool is not None and not _tool_runs(tool.tool, tool.runnable):
+    if tool is not None and not tool_runs(tool):
         raise UsageError(not_runnable_message(draft, tool, source_name))
     doc = _document(draft, source_name)
     text = tomlkit.dumps(doc)
     try:
         spec = validate_spec(tomllib.loads(text), f"the spec written for {source_name}")
-    except SpecError:
+    except SpecError as exc:
         if tool is None:
             raise
-        raise UsageError(not_runnable_message(draft, tool, source_name)) from None
+        raise UsageError(
+            f"{source_name}: line {tool.source.number}: the {tool.tool} spec fslab wrote does "
+            f"not load: {exc}"
+        ) from None
     return Reproduction(spec, text, draft.warnings, questions)
-
-
-def _tool_runs(kind: str, runnable: bool) -> bool:
-    """Whether a spec can run this tool: a kind the spec model has, a tool that runs here,
-    and never a shell command read from a report."""
-    return runnable and kind != "command" and kind_loadable(kind)
 
 
 def _no_workload_message(facts: ReportFacts, source_name: str) -> str:
@@ -116,7 +113,7 @@ def _document(draft: Draft, source_name: str) -> tomlkit.TOMLDocument:
     if draft.facts.fio or not draft.facts.tools:
         workload, sweep, run, quick_set = workload_tables(draft, size.value, configs)
     else:
-        workload, sweep, run, quick_set = _tool_tables(draft)
+        workload, sweep, run, quick_set = tool_tables(draft, int(size.value), source_name)
     for line in setup_comment_lines(draft):
         workload.add(tomlkit.comment(line))
     unreproducible(draft)
@@ -147,24 +144,6 @@ def _document(draft: Draft, source_name: str) -> tomlkit.TOMLDocument:
     return doc
 
 
-def _tool_tables(draft: Draft) -> tuple[Table, Table, Table, dict[str, Any]]:
-    """[workload], [sweep] and [run] for a benchmark whose kind the spec model has."""
-    tool = draft.facts.tools[0]
-    parsed = tomllib.loads("\n".join(tool_workload_lines(tool)[1:]))
-    workload = tomlkit.table()
-    workload.add(tomlkit.comment(f"the report's {tool.tool} (line {tool.source.number})"))
-    for key, value in parsed.items():
-        workload[key] = value
-    sweep = tomlkit.table()
-    for fact in draft.facts.sweeps:
-        if fact.axis in dict(tool.options) or fact.axis == "clients":
-            sweep.add(tomlkit.comment(f"{fact.why} (line {fact.source.number})"))
-            sweep[fact.axis] = list(fact.values)
-    run = tomlkit.table()
-    add(run, "runtime", "30s", "fslab's default point length")
-    return workload, sweep, run, {"run.runtime": "10s", "run.repeat": QUICK_REPEAT}
-
-
 def _header(draft: Draft, source_name: str) -> list[str]:
     lines = [
         *wrap(f'Written by `fslab reproduce {source_name}` from the report "{draft.facts.title}".'),
@@ -187,7 +166,8 @@ def _device_size(draft: Draft):
     sizes = [d for d in draft.facts.devices if d.size_bytes]
     reported = sizes[0].size_bytes if sizes else None
     said = sizes[0].text if sizes else ""
-    scaled = target_size_bytes(reported, draft.host, dd=not draft.facts.fio, said=said)
+    dd = bool(draft.facts.dd) and not draft.facts.fio and not draft.facts.tools
+    scaled = target_size_bytes(reported, draft.host, dd=dd, said=said)
     if sizes:
         scaled = type(scaled)(scaled.value, f"line {sizes[0].source.number}: {scaled.comment}")
     return scaled

@@ -1,25 +1,47 @@
 """A benchmark other than fio and dd in a written spec, and the report's setup steps.
 
-The spec's [workload] takes `kind = "<tool>"` and the tool's options as the
-report wrote them, but only when fslab's spec model has that kind: a spec
-`fslab reproduce` prints always loads. A kind the model does not know yet is
-written as comments (what the spec will say once it does), and the report is
-refused with them (exit 2), as is a tool no machine fslab runs on has (aim7,
-filebench: its closest runnable stand-in is offered, commented, never put in
-its place). Setup steps have no place in a spec yet: they are listed as a
-commented `# setup:` block with a question, and never run.
+A report's fs_mark, sysbench fileio or dbench command becomes the benchmark's
+own [workload] fields through its `from_report` (workload/<tool>/report.py):
+the option spellings and the allowlist are the tool's knowledge and live with
+it, beside the argv it builds; what is scaled to this machine (a ladder of
+threads or clients up to the reporter's count, files that fit the RAM image,
+the runtime) is decided here, for every tool alike, with the rules of
+reproduce/scale.py. Each option left out becomes a question naming the line.
+A report's shell command becomes a `command` workload written with
+`allow_commands = false`: a proposal `fslab run` refuses until the reader opts
+in. A tool no machine fslab runs on has (aim7, filebench) is refused with its
+closest runnable stand-in, commented, never put in its place. Setup steps have
+no place in a spec yet: they are listed as a commented `# setup:` block with a
+question, and never run.
 """
 
 from __future__ import annotations
 
 from functools import cache
+from typing import Any
 
+import tomlkit
 from pydantic import ValidationError
+from tomlkit.items import Table
 
+from fslab.base.errors import UsageError
+from fslab.base.format import format_size
+from fslab.base.units import parse_size_bytes
 from fslab.reproduce.draft import Draft
 from fslab.reproduce.facts import QuestionFact, ToolWorkload
-from fslab.reproduce.tomlitems import wrap
+from fslab.reproduce.scale import (
+    MIB,
+    QUICK_REPEAT,
+    QUICK_RUNTIME_S,
+    file_budget_bytes,
+    numjobs_ladder,
+    quick_numjobs,
+    runtime_s,
+)
+from fslab.reproduce.tomlitems import add, wrap
 from fslab.spec.model import Spec
+from fslab.workload import registry
+from fslab.workload.base import Benchmark, FromReport, ReportOptions, RunShape
 
 # The fio job closest to each tool, offered (commented) when the tool cannot run here.
 STAND_INS: dict[str, str] = {
@@ -48,6 +70,211 @@ def kind_loadable(kind: str) -> bool:
             e["type"] in ("union_tag_invalid", "union_tag_not_found") for e in exc.errors()
         )
     return True
+
+
+def tool_runs(tool: ToolWorkload) -> bool:
+    """Whether a spec can hold this tool: it runs here, the spec model has its kind and
+    its benchmark reads a report's command (from_report)."""
+    if not (tool.runnable and kind_loadable(tool.tool)):
+        return False
+    return type(registry.benchmark_for(tool.tool)).from_report is not Benchmark.from_report
+
+
+def tool_tables(
+    draft: Draft, target_bytes: int, source_name: str
+) -> tuple[Table, Table, Table, dict[str, Any]]:
+    """[workload], [sweep], [run] and the --quick settings for the report's benchmark."""
+    tool = draft.facts.tools[0]
+    bench = registry.benchmark_for(tool.tool)
+    swept = _swept_options(draft, tool, bench)
+    options = _first_values(tool.options, swept)
+    try:
+        imported = bench.from_report(options)
+    except ValueError as exc:
+        raise UsageError(f"{source_name}: line {tool.source.number}: {exc}") from None
+    assert imported is not None
+    fields = dict(imported.fields)
+    workload = tomlkit.table()
+    workload["kind"] = tool.tool
+    comments = _dropped(draft, tool, imported)
+    shown = tool.text if len(tool.text) <= 240 else tool.text[:236] + " ..."
+    for line in wrap(f"the report's {tool.tool} (line {tool.source.number}): {shown}"):
+        workload.add(tomlkit.comment(line))
+    for line in comments:
+        workload.add(tomlkit.comment(line))
+    sweep, quick = _sweeps(draft, tool, bench, imported, options, swept, fields)
+    fit = _fit(draft, bench, imported, fields, sweep, target_bytes)
+    spelled = {f: o for o, f in imported.spelled.items()}
+    for key, value in fields.items():
+        why = fit if key == imported.shrink and fit else ""
+        if key in imported.ladder_fields and imported.concurrency in sweep:
+            why = imported.ladder_why
+        add(workload, key, value, why or _as_written(spelled.get(key, ""), tool.options))
+    run = tomlkit.table()
+    if tool.tool == "command":
+        add(run, "runtime", "30s", "the point's timeout is figured from it")
+        return workload, sweep, run, {"run.repeat": QUICK_REPEAT}
+    scaled = runtime_s(imported.runtime_s)
+    add(run, "runtime", scaled.value, scaled.comment)
+    quick["run.runtime"] = f"{QUICK_RUNTIME_S}s"
+    quick["run.repeat"] = QUICK_REPEAT
+    return workload, sweep, run, quick
+
+
+def _swept_options(
+    draft: Draft, tool: ToolWorkload, bench: Benchmark
+) -> dict[str, tuple[str, ...]]:
+    """The report's sweeps of the tool's own options (or of its axes: dbench's clients)."""
+    names = {name for name, _ in tool.options}
+    return {
+        s.axis: s.values
+        for s in draft.facts.sweeps
+        if s.axis in names or s.axis in bench.axes or s.axis == "clients"
+    }
+
+
+def _first_values(options: ReportOptions, swept: dict[str, tuple[str, ...]]) -> ReportOptions:
+    """The command with each swept option at its first value (`[rndwr|seqwr]` is rndwr)."""
+    return [(n, swept[n][0] if swept.get(n) else v) for n, v in options]
+
+
+def _with(options: ReportOptions, name: str, value: str) -> ReportOptions:
+    if any(n == name for n, _ in options):
+        return [(n, value if n == name else v) for n, v in options]
+    return [*options, (name, value)]
+
+
+def _dropped(draft: Draft, tool: ToolWorkload, imported: FromReport) -> list[str]:
+    """A question for each option left out that the reader must decide; notes for the rest."""
+    notes = []
+    for dropped in imported.dropped:
+        if not dropped.ask:
+            notes.append(f"dropped {dropped.option}: {dropped.reason}")
+            continue
+        draft.questions.append(
+            QuestionFact(
+                f"{tool.tool} {dropped.option}"[:80],
+                f"the report's {tool.tool} {dropped.option!r}: {dropped.reason}",
+                dropped.assumed or f"left out of [workload] (line {tool.source.number})",
+                tool.source,
+            )
+        )
+    return [x for note in notes for x in wrap(note)]
+
+
+def _sweeps(
+    draft: Draft,
+    tool: ToolWorkload,
+    bench: Benchmark,
+    imported: FromReport,
+    options: ReportOptions,
+    swept: dict[str, tuple[str, ...]],
+    fields: dict[str, Any],
+) -> tuple[Table, dict[str, Any]]:
+    """The reporter's variable on the benchmark's axis, and a ladder of threads or clients
+    up to the reporter's count when the report did not vary it."""
+    sweep = tomlkit.table()
+    quick: dict[str, Any] = {}
+    spelled = dict(imported.spelled)
+    for axis, texts in swept.items():
+        field = spelled.get(axis) or (axis if axis in bench.axes else "")
+        if not field or field not in bench.axes or field in sweep:
+            continue
+        values = [_converted(bench, options, axis, field, t) for t in texts]
+        try:
+            if None in values:
+                raise ValueError(f"{', '.join(texts)} are not all values of {field}")
+            bench.check_axis(field, values)
+        except ValueError as exc:
+            draft.questions.append(
+                QuestionFact(
+                    f"sweep {axis}",
+                    f"the report varies {axis} ({', '.join(texts)}), which fslab cannot "
+                    f"sweep as given: {exc}",
+                    "not swept",
+                    tool.source,
+                )
+            )
+            continue
+        fact = next(s for s in draft.facts.sweeps if s.axis == axis)
+        for line in wrap(f"the reporter's variable: {fact.why} (line {fact.source.number})"):
+            sweep.add(tomlkit.comment(line))
+        sweep[field] = values
+        fields.pop(field, None)
+        if field == imported.concurrency and len(values) > 3:
+            quick[f"sweep.{field}"] = quick_numjobs(sorted(values))
+    count = imported.concurrency
+    reported = fields.get(count)
+    if count and count not in sweep and isinstance(reported, int) and reported > 1:
+        ladder = numjobs_ladder(reported)
+        for line in wrap(
+            f"1 up to the reporter's {reported} {count} (line {tool.source.number}), to show "
+            "where throughput falls off"
+        ):
+            sweep.add(tomlkit.comment(line))
+        sweep[count] = ladder
+        fields.pop(count)
+        draft.reported_point[count] = reported
+        quick[f"sweep.{count}"] = quick_numjobs(ladder)
+    if count in sweep:
+        fields.update(imported.ladder_fields)
+    return sweep, quick
+
+
+def _converted(bench: Benchmark, options: ReportOptions, axis: str, field: str, text: str) -> Any:
+    """One swept value as the benchmark's field takes it (the report's spelling read by
+    from_report, as the command's own value would be)."""
+    try:
+        imported = bench.from_report(_with(options, axis, text))
+    except ValueError:
+        return None
+    return None if imported is None else imported.fields.get(field)
+
+
+def _fit(
+    draft: Draft,
+    bench: Benchmark,
+    imported: FromReport,
+    fields: dict[str, Any],
+    sweep: Table,
+    target_bytes: int,
+) -> str:
+    """Shrink the field the benchmark names so the files of the sweep's largest point fit
+    half the device and half of memory; the comment that says so ("" when they fit)."""
+    top = {k: max(v) for k, v in sweep.items() if isinstance(v, list) and v and k in bench.axes}
+    try:
+        workload = bench.Spec.model_validate({"kind": bench.kind, **fields})
+        total, how = bench.files_bytes(workload, top, RunShape(30.0, 0.0, False))
+    except (ValidationError, ValueError):
+        return ""
+    budget = file_budget_bytes(target_bytes, draft.host)
+    name = imported.shrink
+    if total is None or total <= budget or not name:
+        return ""
+    value = getattr(workload, name)
+    shrunk: int | str
+    if isinstance(value, int):
+        shrunk = max(1, value * budget // total)
+    else:
+        size = parse_size_bytes(str(value))
+        shrunk = f"{max(MIB, size * budget // total // MIB * MIB) // MIB}MiB"
+    fields[name] = shrunk
+    return (
+        f"scaled: the reporter's {how} = {format_size(total)}; {name} = {shrunk} fits "
+        f"{format_size(budget)} (half the device and of memory)"
+    )
+
+
+def _as_written(option: str, options: ReportOptions) -> str:
+    """`-n 96`, `--file-num=4096`: the option a field came from, as the report wrote it."""
+    value = dict(options).get(option)
+    if not option or option == "command":
+        return ""
+    if value is None:
+        return option
+    if option.startswith("-"):
+        return f"{option} {value}"[:56]
+    return f"{value} {option}" if option == "clients" else f"--{option}={value}"[:56]
 
 
 def tool_workload_lines(tool: ToolWorkload) -> list[str]:
