@@ -88,6 +88,29 @@ def test_several_guests_boot_once_per_repetition_in_turned_round_order() -> None
         assert [p.seq for p in group.points] == sorted(p.seq for p in group.points)
 
 
+def test_a_warm_up_joins_its_guests_boot_and_does_not_turn_the_order() -> None:
+    spec, _ = load_spec(
+        "cached-write-ext4-vs-xfs",
+        overrides=[
+            "run.repeat=2",
+            'sweep.conv=[""]',
+            "sweep.possible_cpus=[2, 64]",
+            'vm.kernel="6.1"',
+        ],
+    )
+    points = [p for p in expand_points(spec) if p.filesystem.label == "ext4"]
+    assert points[0].role == "warmup" and points[0].sweep_dict["possible_cpus"] == 64
+
+    def guest_of(point):
+        return GuestConfig(kernel="6.1", possible_cpus=point.sweep_dict["possible_cpus"])
+
+    groups = boot_groups(points, guest_of)
+    boots = [(g.guest.possible_cpus, {p.repeat for p in g.points}) for g in groups]
+    assert boots == [(2, {0}), (64, {0}), (64, {1}), (2, {1})]  # A B, B A as without one
+    (warmup_boot,) = [g for g in groups if any(p.role == "warmup" for p in g.points)]
+    assert warmup_boot.guest.possible_cpus == 64 and warmup_boot.points[0].role == "warmup"
+
+
 def test_a_request_carries_the_point_across_and_back() -> None:
     spec, points = _points(1)
     point = points[-1]

@@ -49,6 +49,7 @@ def _seed_point(runtime: str = "3s"):
             f'run.runtime="{runtime}"',
             'run.ramp="0s"',
             'target.size="512MiB"',
+            "run.adaptive=false",  # the grid plan: an adaptive scan has no evidence run
         ],
     )
     # an evidence run: the collectors run in it (clean repetitions run none)
@@ -182,7 +183,7 @@ def test_write_iops_limit_caps_a_guest_point_and_the_next_point_runs_free(no_gue
     without limits, next in the same guest, runs far above it (the limit was cleared)."""
     limited = _spec(LIMITS_SPEC)
     free = limited.model_copy(update={"target": limited.target.model_copy(update={"limits": None})})
-    (point,) = expand_points(limited)
+    (point,) = [p for p in expand_points(limited) if p.role != "warmup"]
     config = GuestConfig(kernel=GUEST_SERIES, cpus=2, accel="tcg")
     with GuestSession(config, target_bytes=limited.target.size_bytes) as guest:
         outcomes = [guest.run_point(spec, point) for spec in (limited, free)]

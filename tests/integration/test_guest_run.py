@@ -75,11 +75,15 @@ def test_fslab_run_kernel_sweeps_possible_cpus_in_guests_and_compares_by_axis(
     spec = tmp_path / "guest-run.toml"
     spec.write_text(SPEC)
     db = tmp_path / "r.db"
-    run = fslab("run", str(spec), "--kernel", GUEST_SERIES, "--no-collect", "--db", str(db))
+    argv = ["run", str(spec), "--kernel", GUEST_SERIES, "--no-collect", "--budget", "0"]
+    run = fslab(*argv, "--db", str(db))
     assert run.returncode == 0, run.stderr[-3000:]
     assert "in guests: " in run.stdout and "nr_cpu_ids 64" in run.stdout
     with Store(db) as store:
-        points = sorted(store.points(1), key=lambda p: p.started_at or "")
+        runs = sorted(store.points(1), key=lambda p: p.started_at or "")
+    warmups = [p for p in runs if p.role == "warmup"]
+    assert [(p.status, p.sweep["possible_cpus"]) for p in warmups] == [("ok", 64)]
+    points = [p for p in runs if p.role != "warmup"]
     for point in points:
         assert point.status == "ok", point.error
         guest = point.facts.guest

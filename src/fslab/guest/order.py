@@ -13,6 +13,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
+from fslab.base.roles import is_warmup
 from fslab.spec.points import Point
 from fslab.spec.vm import GuestConfig
 
@@ -36,7 +37,11 @@ def boot_groups(
     groups = []
     for ordinal, repeat in enumerate(repeats):
         in_repeat = [p for p in points if p.repeat == repeat]
-        order = list(dict.fromkeys(guest_of(p) for p in in_repeat))
+        # the order turns round on the measured runs; a warm-up (run at the heaviest
+        # point) joins its guest's boot without deciding which guest comes first
+        measured = [p for p in in_repeat if not is_warmup(p.role)] or in_repeat
+        order = list(dict.fromkeys(guest_of(p) for p in measured))
+        order += [g for g in dict.fromkeys(guest_of(p) for p in in_repeat) if g not in order]
         if ordinal % 2 == 1:
             order.reverse()
         for guest in order:
