@@ -32,9 +32,12 @@ from fslab.fleet.inventory import ANSIBLE_ENV, read_inventory
 from fslab.fleet.state import FleetState, HostOutcome, fleet_dir, host_outcomes
 from fslab.store.db import Store, utc_now
 from fslab.store.exchange import check_export, import_campaign, read_export
+from fslab.workload.registry import packages
 
 # what `make deps` installs (the Makefile's DEB_PACKAGES; a test keeps them equal)
-DEBIAN_PACKAGES = ("fio", "xfsprogs", "e2fsprogs", "btrfs-progs", "linux-perf", "util-linux")
+# what every host needs besides the benchmarks: mkfs for each filesystem, perf, losetup
+SYSTEM_PACKAGES = ("xfsprogs", "e2fsprogs", "btrfs-progs", "linux-perf", "util-linux")
+DEBIAN_PACKAGES = (*packages(), *SYSTEM_PACKAGES)  # the Makefile's DEB_PACKAGES, in order
 
 
 @dataclass(frozen=True)
