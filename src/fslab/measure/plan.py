@@ -14,10 +14,10 @@ from dataclasses import dataclass
 
 from fslab.base.errors import FslabError
 from fslab.base.format import format_bytes
-from fslab.base.proc import CommandLog, run_interruptible
+from fslab.base.proc import CommandLog, CommandRecord, run_interruptible
 from fslab.base.units import parse_duration_s, parse_size_bytes
 from fslab.spec.model import ScalarValue, Spec, sweep_combinations, workload_axes
-from fslab.workload.base import Benchmark, OptedIn, Output, Plan, WorkloadOutcome
+from fslab.workload.base import Benchmark, Command, OptedIn, Output, Plan, WorkloadOutcome
 from fslab.workload.registry import benchmark_for
 
 __all__ = ["WorkloadOutcome"]
@@ -139,11 +139,7 @@ def run_prepare(plan: Plan, *, timeout_s: float, log: CommandLog) -> WorkloadOut
             env=plan.env,
         )
         if record.returncode != 0 or record.timed_out:
-            return WorkloadOutcome(
-                ok=False,
-                error=f"{command.what or command.argv[0]} failed",
-                stderr=record.stderr or record.stdout,
-            )
+            return _failed(command, record)
     return None
 
 
@@ -187,11 +183,7 @@ def run_measured(
                 env=plan.env,
             )
             if record.returncode != 0 or record.timed_out:
-                return WorkloadOutcome(
-                    ok=False,
-                    error=f"{command.what or command.argv[0]} failed",
-                    stderr=record.stderr or record.stdout,
-                )
+                return _failed(command, record)
         iteration += 1
         if not plan.repeat or time.monotonic() >= deadline:
             break
@@ -210,3 +202,12 @@ def preset_argv(
 
     spec, _ = load_spec(preset, overrides=[f'run.runtime="{runtime_s:g}s"', 'run.ramp="0s"'])
     return workload_plan(spec, sweep, directory).run_argv
+
+
+def _failed(command: Command, record: CommandRecord) -> WorkloadOutcome:
+    """A command of the workload that failed or timed out: the point fails with its output."""
+    return WorkloadOutcome(
+        ok=False,
+        error=f"{command.what or command.argv[0]} failed",
+        stderr=record.stderr or record.stdout,
+    )
