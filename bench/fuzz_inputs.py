@@ -783,7 +783,7 @@ class ReportSurface(Surface):
         case.violations += broken
         if checked.trace:
             case.violations.append(f"the written spec raised: {checked.trace.splitlines()[-1]}")
-        elif checked.code != 0:
+        elif checked.code != 0 and not _proposed_command(checked.message):
             case.violations.append(f"the written spec does not load: {checked.message[:300]}")
         elif re.search(r"^\s*allow_commands\s*=\s*true", text, re.MULTILINE):
             case.violations.append("the written spec opts in to commands")
@@ -2332,3 +2332,10 @@ def main() -> int:
 
 if __name__ == "__main__":
     sys.exit(main())
+
+
+def _proposed_command(message: str) -> bool:
+    """reproduce writes a report's shell command switched off by design (docs/security.md):
+    the spec then refuses to run until the user opts in, which is not a spec that fails."""
+    refusal = "a command workload runs the spec's own program"
+    return "workload.argv" in message and refusal in message

@@ -564,6 +564,29 @@ def test_report_of_unclosed_option_braces_is_read_in_linear_time():
     assert time.monotonic() - started < 2.0
 
 
+def test_spec_value_not_utf8_is_a_spec_error(tmp_path):
+    # bench/fuzz_inputs (seed 1): pydantic could not spell the message and raised
+    path = tmp_path / "s.toml"
+    path.write_text(spec_text({}))
+    with pytest.raises(SpecError, match="not UTF-8 text"):
+        load_spec(str(path), overrides=["workload.kind=\udcff"])
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        "mkdir /mnt/x" + " " * 60000 + "x",  # setup steps split on ; && ||
+        "fs_mark -d /mnt/x " + "-n 1 " * 20000,  # a benchmark command read word by word
+    ],
+)
+def test_report_long_command_lines_are_read_in_linear_time(line):
+    started = time.monotonic()
+    extract_facts(
+        "mkfs.ext4 /dev/sdb\nmount /dev/sdb /mnt/x\n" + line + "\nfio --name=t --rw=write\n"
+    )
+    assert time.monotonic() - started < 3.0
+
+
 def test_spec_size_of_hundreds_of_digits_is_a_spec_error(tmp_path):
     # bench/fuzz_inputs (seed 1): float("9" * 400) * 1024 is inf, and int(inf) raised
     path = tmp_path / "s.toml"

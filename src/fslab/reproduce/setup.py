@@ -24,7 +24,7 @@ _RUN_RE = re.compile(
     r"(fio|fs_mark|fsmark|dbench|sysbench|filebench|multitask)(?:\s|$)"
 )
 _SYSCTL_LIST_RE = re.compile(r"^\s*((?:vm|kernel|fs)\.[\w.]+\s*=\s*\S+)")
-_SEGMENT_RE = re.compile(r"\s*(?:;|&&|\|\|)\s*")
+_SEGMENT_RE = re.compile(r";|&&|\|\|")  # no \s* around it: linear on long blanks
 _STEP_RES: tuple[tuple[SetupKind, re.Pattern[str]], ...] = (
     ("truncate", re.compile(r"^truncate\s+-")),
     ("fallocate", re.compile(r"^fallocate\s+-")),
@@ -92,7 +92,7 @@ def find_setup(
         if re.search(r"\bfio\b", line) and _is_layout_fio(joined := _joined(report, number, line)):
             steps.append(SetupFact("fio layout", joined, report.line(number)))
             continue
-        for segment in _SEGMENT_RE.split(line):
+        for segment in (part.strip() for part in _SEGMENT_RE.split(line)):
             kind = _step_kind(segment)
             if kind == "mkdir" and segment.split()[-1].rstrip("/") in mountpoints:
                 continue

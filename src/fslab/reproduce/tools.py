@@ -129,7 +129,12 @@ def _joined(report: ReportText, number: int, first: str) -> str:
     return text.strip()
 
 
+MAX_COMMAND_CHARS = 16384  # no benchmark command is longer; shlex reads a char at a time
+
+
 def _words(text: str) -> list[str]:
+    if len(text) > MAX_COMMAND_CHARS:
+        return text.split()
     try:
         return shlex.split(text)
     except ValueError:

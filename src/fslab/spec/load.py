@@ -215,7 +215,11 @@ def validate_spec(data: Mapping[str, Any], source: str = "spec") -> Spec:
 
 def format_validation_error(exc: ValidationError, source: str) -> str:
     lines = [f"{source}: invalid spec ({exc.error_count()} problem(s)):"]
-    for error in exc.errors():
+    try:
+        errors = exc.errors(include_input=False)
+    except UnicodeEncodeError:  # pydantic cannot spell a message quoting text not UTF-8
+        return f"{source}: invalid spec: a value is not UTF-8 text (a --set value or the file)"
+    for error in errors:
         location = ".".join(
             str(part) if part != "" else '""' for part in error["loc"] if part not in kinds()
         )
