@@ -2330,12 +2330,12 @@ def main() -> int:
     return 1 if bad or any(r.error for r in results) else 0
 
 
-if __name__ == "__main__":
-    sys.exit(main())
-
-
 def _proposed_command(message: str) -> bool:
     """reproduce writes a report's shell command switched off by design (docs/security.md):
     the spec then refuses to run until the user opts in, which is not a spec that fails."""
     refusal = "a command workload runs the spec's own program"
     return "workload.argv" in message and refusal in message
+
+
+if __name__ == "__main__":
+    sys.exit(main())
