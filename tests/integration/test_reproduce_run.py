@@ -43,7 +43,9 @@ def reproduce_run(
         ],
         capture_output=True,
         text=True,
-        timeout=600,
+        # a 1728-CPU guest under TCG, its warm-up and the quick form's questions
+        # (255 s of runs at most): 458 s on a quiet 2-CPU machine, past 600 s on a busy one
+        timeout=1200,
         check=False,
     )
 
