@@ -559,10 +559,12 @@ def test_plain_prose_has_no_workload():
 
 @pytest.mark.parametrize("name", sorted(p.name for p in REPORTS.glob("*.txt") if p.name != NAMED))
 def test_spec_text_round_trips(name):
-    facts = facts_of(name)
-    if facts.tools and not facts.fio:
-        pytest.skip("a benchmark without a spec kind yet: tests/test_reproduce_corpus.py")
-    reproduction = spec_of(name)
+    try:
+        reproduction = spec_of(name)
+    except UsageError as exc:
+        # a tool no distribution packages (aim7) is refused with its stand-in, on purpose
+        assert "not runnable here" in str(exc)
+        return
     again = validate_spec(tomllib.loads(reproduction.toml))
     assert again == reproduction.spec
     assert again.reported is not None and again.reported.source == name
