@@ -172,7 +172,7 @@ def test_cached_write_is_not_blamed_on_the_watermark_on_two_cpus(tmp_path):
         if watermark is not None:
             assert watermark.ruled_out and "below_ext4_watermark" in watermark.ruled_out
         if diagnosis.falloff.has_falloff and diagnosis.top is None:
-            assert diagnosis.fallback, "no rule matched: the largest changes are shown"
+            assert diagnosis.unknown, "no rule matched: the largest changes are shown"
 
 
 # ---------------------------------------------------------------- the parts

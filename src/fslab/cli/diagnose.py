@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import re
 from typing import Annotated
 
 import typer
 
+from fslab.base.errors import FslabError, UsageError
 from fslab.cli.common import (
     DbOption,
     JsonOption,
@@ -17,8 +19,9 @@ from fslab.cli.common import (
     out,
     print_json,
 )
-from fslab.diagnose.diagnosis import diagnose_campaign
+from fslab.diagnose.diagnosis import ConfigDiagnosis, diagnose_campaign
 from fslab.diagnose.hypotheses import check_mechanism
+from fslab.diagnose.unknown import draft_rule as draft_rule_text
 from fslab.report.diagnosis_text import describe_diagnosis, describe_hypothesis
 
 
@@ -32,6 +35,19 @@ def diagnose(
             metavar="MECHANISM",
             help="Judge one mechanism in full, for or against (e.g. workqueue-serialisation).",
         ),
+    ] = None,
+    draft_rule: Annotated[
+        str | None,
+        typer.Option(
+            "--draft-rule",
+            metavar="NAME",
+            help="Print a rule file's skeleton (TOML) from the frames no rule explains, "
+            "for you to finish; with --config, from that configuration.",
+        ),
+    ] = None,
+    config: Annotated[
+        str | None,
+        typer.Option("--config", metavar="LABEL", help="The configuration --draft-rule reads."),
     ] = None,
     db: DbOption = None,
     as_json: JsonOption = False,
@@ -48,9 +64,17 @@ def diagnose(
     def body() -> None:
         if hypothesis is not None:
             check_mechanism(hypothesis)
+        if draft_rule is not None and not RULE_NAME.fullmatch(draft_rule):
+            raise UsageError(
+                f"--draft-rule: {draft_rule!r} is not a rule name "
+                "(lower-case letters, digits and dashes, e.g. btrfs-metadata-reservation)"
+            )
         with open_store(db) as store:
             cid = campaign_or_latest(store, campaign_id)
             diagnoses = diagnose_campaign(store, cid)
+        if draft_rule is not None:
+            typer.echo(_draft(draft_rule, diagnoses, config), nl=False)  # TOML: never wrapped
+            return
         if as_json:
             configs = [d.to_dict() for d in diagnoses]
             if hypothesis is not None:
@@ -70,3 +94,21 @@ def diagnose(
             out.print()
 
     guarded(body)
+
+
+RULE_NAME = re.compile(r"[a-z0-9][a-z0-9-]{0,62}")
+
+
+def _draft(name: str, diagnoses: list[ConfigDiagnosis], config: str | None) -> str:
+    """The draft rule from the named configuration's unknown, or the first one that has one."""
+    if config is not None and config not in {d.config for d in diagnoses}:
+        known = ", ".join(d.config for d in diagnoses)
+        raise UsageError(f"--config: no configuration {config!r} in this campaign ({known})")
+    for d in diagnoses:
+        if (config is None or d.config == config) and d.unknown is not None:
+            return draft_rule_text(name, d.unknown, d.fs_type)
+    raise FslabError(
+        "--draft-rule: the rule base explains every falloff of "
+        + (f"configuration {config!r}" if config else "this campaign")
+        + " (or there is none): no frames to draft a rule from"
+    )

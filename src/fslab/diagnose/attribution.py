@@ -39,13 +39,13 @@ def classify(profile: Profile, frames: Iterable[Frame]) -> dict[str, float]:
     named = list(frames)
     counts: dict[str, int] = {}
     for stack, count in profile.stacks.items():
-        key = _class_of(stack, named)
+        key = class_of(stack, named)
         counts[key] = counts.get(key, 0) + count
     total = sum(counts.values())
     return {key: n / total for key, n in counts.items()} if total else {}
 
 
-def _class_of(stack: tuple[str, ...], frames: list[Frame]) -> str:
+def class_of(stack: tuple[str, ...], frames: list[Frame]) -> str:
     for index in range(len(stack) - 1, 0, -1):
         for frame in frames:
             if frame.matches_at(stack, index):

@@ -19,10 +19,9 @@ from typing import Any
 from fslab.analyze.campaign.dataset import CampaignData, load_campaign
 from fslab.analyze.curve.falloff import Falloff, campaign_falloffs
 from fslab.base.format import format_change_pct, format_share
-from fslab.diagnose.attribution import class_label
 from fslab.diagnose.ceiling import Ceiling, config_ceiling
 from fslab.diagnose.evidence import PointEvidence, load_evidence
-from fslab.diagnose.mechanisms import PROFILE_KINDS, Rule, load_rules
+from fslab.diagnose.mechanisms import Rule, load_rules
 from fslab.diagnose.score import (
     MIN_SCORE,
     Candidate,
@@ -32,6 +31,7 @@ from fslab.diagnose.score import (
     rank_candidates,
     rounded,
 )
+from fslab.diagnose.unknown import UNEXPLAINED, Unknown, find_unknown
 from fslab.store.db import Store
 
 SHOWN = 3  # candidates and ruled-out hypotheses listed
@@ -91,7 +91,7 @@ class ConfigDiagnosis:
     ruled_out: list[Candidate] = field(default_factory=list)
     judged: list[Candidate] = field(default_factory=list)  # every rule, ranked
     ceiling: Ceiling | None = None
-    fallback: list[str] = field(default_factory=list)
+    unknown: Unknown | None = None  # what grew that the rule base does not explain
     note: str = ""
     good_label: str = ""
     bad_label: str = ""
@@ -129,7 +129,7 @@ class ConfigDiagnosis:
             ],
             "scores": {c.mechanism: round(c.score, 3) for c in self.judged},
             "ceiling": self.ceiling.to_dict() if self.ceiling else None,
-            "fallback": self.fallback,
+            "unknown": self.unknown.to_dict() if self.unknown else None,
             "note": self.note,
             "bad_evidence_runs": self.bad_evidence_runs,
             "stability": self.stability.to_dict() if self.stability else None,
@@ -152,7 +152,7 @@ def diagnose_config(
     diagnosis = ConfigDiagnosis(
         config, fs_type, found, good_label=found.best.label, bad_label=found.worst.label
     )
-    applicable = [r for r in rules if r.applies_to(fs_type)]
+    applicable = [r.for_fs(fs_type) for r in rules if r.applies_to(fs_type)]
     good = load_evidence(store, data, config, found.best.key, found.best.median)
     bad = load_evidence(store, data, config, found.worst.key, found.worst.median)
     diagnosis.ceiling = config_ceiling(store, data, found, applicable)
@@ -166,9 +166,9 @@ def diagnose_config(
     diagnosis.candidates = [c for c in diagnosis.judged if c.score >= MIN_SCORE][:SHOWN]
     diagnosis.ruled_out = _ruled_out(diagnosis, applicable)
     diagnosis.bad_evidence_runs = len(bad.rows)
-    if not diagnosis.candidates:
-        diagnosis.fallback = fallback_changes(ctx)
-    elif len(bad.rows) >= 2:
+    if diagnosis.ceiling is None:  # a device at its limit explains every point at once
+        diagnosis.unknown = _unknown(store, data, ctx, diagnosis, applicable)
+    if diagnosis.candidates and len(bad.rows) >= 2:
         top = diagnosis.candidates[0].mechanism
         margins, first = [], 0
         for row in bad.rows:
@@ -184,6 +184,29 @@ def diagnose_config(
             first += ranked[0].mechanism == top
         diagnosis.stability = Stability(top, len(bad.rows), first, tuple(margins))
     return diagnosis
+
+
+def _unknown(
+    store: Store, data: CampaignData, ctx: Context, d: ConfigDiagnosis, rules: list[Rule]
+) -> Unknown | None:
+    """What grew that the rules explain too little of, with the other configurations'
+    shares of the same frames at the same two points."""
+    explained = d.candidates[0].explained if d.candidates else 0.0
+    if explained >= UNEXPLAINED:
+        return None
+    best, worst = ctx.falloff.best.key, ctx.falloff.worst.key
+    pairs = {
+        other: (
+            load_evidence(store, data, other, best, None),
+            load_evidence(store, data, other, worst, None),
+        )
+        for other in data.configs()
+        if other != d.config
+    }
+    for pair in pairs.values():
+        for evidence in pair:
+            ctx.comps.add(evidence, rules)
+    return find_unknown(explained, d.fs_type, ctx.good, ctx.bad, ctx.comps, pairs, rules)
 
 
 def _rank_ceiling(
@@ -256,21 +279,6 @@ def ruled_out_reasons(c: Candidate, diagnosis: ConfigDiagnosis) -> list[str]:
             f"change against {format_share(c.explained)}"
         )
     return parts
-
-
-def fallback_changes(ctx: Context, limit: int = 4) -> list[str]:
-    """The classes that grew most, when no mechanism of the rule base explains the change."""
-    for kind in PROFILE_KINDS:
-        shift = ctx.shifts.get(kind)
-        if shift is None:
-            continue
-        what = "threads" if kind == "offcpu" else "busy CPU"
-        return [
-            f"{what} in {class_label(k)}: {format_share(g)} -> {format_share(b)} "
-            f"({format_change_pct(100 * (b - g))})"
-            for k, g, b in shift.top_increases(limit)
-        ]
-    return []
 
 
 def diagnose_campaign(store: Store, campaign_id: int) -> list[ConfigDiagnosis]:

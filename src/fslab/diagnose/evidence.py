@@ -96,7 +96,7 @@ def _mean_metrics(sets: list[Mapping[str, float]]) -> dict[str, float]:
     }
 
 
-def _all_frames(rules: list[Rule], kind: ProfileKind) -> list[Frame]:
+def all_frames(rules: list[Rule], kind: ProfileKind) -> list[Frame]:
     return list(dict.fromkeys(f for rule in rules for f in rule.frames(kind)))
 
 
@@ -111,7 +111,7 @@ class Compositions:
     def add(self, evidence: PointEvidence, rules: list[Rule]) -> None:
         found: dict[ProfileKind, dict[str, float] | None] = {}
         for kind, profile in evidence.profiles.items():
-            found[kind] = classify(profile, _all_frames(rules, kind)) if profile else None
+            found[kind] = classify(profile, all_frames(rules, kind)) if profile else None
         blocked = evidence.blocked_fraction
         off = found.get("offcpu")
         if off is not None and blocked is not None:

@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import tomllib
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from importlib import resources
 from typing import Any, Literal
 
@@ -110,6 +110,22 @@ class Rule:
     ceiling: str = ""
     blames: tuple[str, ...] = ()
     blames_kinds: tuple[str, ...] = ()
+    texts: Mapping[str, Mapping[str, Any]] = field(default_factory=dict, hash=False)  # fs -> words
+
+    def for_fs(self, fs_type: str) -> Rule:
+        """The rule in the words of one filesystem: its [text.<type>] table replaces
+        short, explanation, remedies and references, so no sentence names another
+        filesystem's objects."""
+        words = self.texts.get(fs_type)
+        if not words:
+            return self
+        return replace(
+            self,
+            short=str(words.get("short", self.short)),
+            explanation=" ".join(str(words.get("explanation", self.explanation)).split()),
+            remedies=tuple(words.get("remedies", self.remedies)),
+            references=tuple(words.get("references", self.references)),
+        )
 
     def frames(self, kind: ProfileKind) -> tuple[Frame, ...]:
         return self.offcpu if kind == "offcpu" else self.oncpu
@@ -172,7 +188,18 @@ def parse_rule(data: Mapping[str, Any]) -> Rule:
         ceiling=str(data.get("ceiling", "")),
         blames=tuple(str(n) for n in data.get("blames", ())),
         blames_kinds=tuple(str(k) for k in data.get("blames_kinds", ())),
+        texts=_texts(data.get("text", {}), where),
     )
+
+
+TEXT_KEYS = frozenset({"short", "explanation", "remedies", "references"})
+
+
+def _texts(data: Mapping[str, Any], where: str) -> dict[str, Mapping[str, Any]]:
+    for fs_type, words in data.items():
+        if not isinstance(words, Mapping) or not set(words) <= TEXT_KEYS:
+            raise ValueError(f"{where}: text.{fs_type}: only {sorted(TEXT_KEYS)} may be given")
+    return dict(data)
 
 
 def load_rules() -> list[Rule]:

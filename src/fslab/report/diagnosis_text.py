@@ -44,10 +44,49 @@ def describe_diagnosis(d: ConfigDiagnosis, width: int = 80) -> list[str]:
             )
     if d.stability is not None:
         lines += _wrap(d.stability.describe(d.bad_label), width, "  ", "    ")
-    if d.falloff is not None and d.falloff.has_falloff and not d.candidates:
-        lines.append("  no mechanism in the rule base explains the change; what grew most:")
-        lines += [line for item in d.fallback for line in _wrap(item, width, "   - ", "     ")]
+    if d.falloff is not None and d.falloff.has_falloff and d.unknown is not None:
+        lines += _wrap(unknown_head(d), width, "  ", "    ")
+        lines += [
+            line for item in unknown_items(d) for line in _wrap(item, width, "   - ", "     ")
+        ]
     return lines
+
+
+def unknown_head(d: ConfigDiagnosis) -> str:
+    """The honest unknown's first sentence: nothing explains it, or too little does."""
+    if not d.candidates or d.unknown is None:
+        return "no mechanism in the rule base explains the change; what grew most:"
+    return (
+        f"the rule base explains {format_share(d.unknown.explained)} of the change; what else grew:"
+    )
+
+
+def unknown_items(d: ConfigDiagnosis) -> list[str]:
+    """Each grown frame with its chain, subsystem, site and the other configurations'
+    shares; then the configuration that would test it."""
+    if d.unknown is None:
+        return []
+    items = []
+    for f in d.unknown.frames:
+        what = "threads" if f.kind == "offcpu" else "busy CPU"
+        text = (
+            f"{what} in {f.frame}: {format_share(f.good)} at {d.good_label} -> "
+            f"{format_share(f.bad)} at {d.bad_label}"
+        )
+        if f.subsystem:
+            text += f", in {f.subsystem}"
+        text += f"; it {f.site}"
+        if len(f.chain) > 2:
+            text += f"; reached by {' > '.join(f.chain)}"
+        if f.elsewhere:
+            shown = ", ".join(
+                f"{config} {format_share(g)} -> {format_share(b)}"
+                for config, (g, b) in f.elsewhere.items()
+            )
+            text += f"; the same frame elsewhere: {shown}"
+        items.append(text)
+    items.append(f"to test it, add: {d.unknown.test}")
+    return items
 
 
 def candidate_head(c: Candidate, d: ConfigDiagnosis, rank: int) -> str:

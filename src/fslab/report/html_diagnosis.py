@@ -11,6 +11,7 @@ from fslab.base.format import format_change_pct, format_number, format_ratio, fo
 from fslab.diagnose.diagnosis import ConfigDiagnosis, ruled_out_text
 from fslab.diagnose.judge import Finding
 from fslab.diagnose.score import Candidate
+from fslab.report.diagnosis_text import unknown_head, unknown_items
 from fslab.report.tree import DiagnosisEntry
 
 KIND_WORDS = {"offcpu": "threads waiting in its frames", "oncpu": "busy CPU in its frames"}
@@ -150,9 +151,10 @@ def entry_html(entry: DiagnosisEntry) -> str:
         parts.append("</ul>")
     if len(d.candidates) > 1:
         parts.append("<h4>Other candidates</h4>" + _others_table(d))
-    if d.falloff is not None and d.falloff.has_falloff and not d.candidates and d.fallback:
-        parts.append("<p>No mechanism in the rule base explains the change; what grew most:</p>")
-        parts.append("<ul>" + "".join(f"<li>{escape(x)}</li>" for x in d.fallback) + "</ul>")
+    if d.falloff is not None and d.falloff.has_falloff and d.unknown is not None:
+        head = unknown_head(d)
+        parts.append(f"<p>{escape(head[0].upper() + head[1:])}</p>")
+        parts.append("<ul>" + "".join(f"<li>{escape(x)}</li>" for x in unknown_items(d)) + "</ul>")
     if entry.focus and d.candidates:
         parts.append(
             "<p class='muted'>Evidence from: <a href='#flame-graph'>flame graph</a>, "

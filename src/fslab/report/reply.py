@@ -22,7 +22,7 @@ from fslab.base.format import format_bytes, format_change_pct, format_share
 from fslab.base.vocab import PointKey, ScalarValue, point_key, point_label
 from fslab.diagnose.diagnosis import ConfigDiagnosis, ruled_out_reasons
 from fslab.diagnose.score import Candidate
-from fslab.report.diagnosis_text import candidate_evidence
+from fslab.report.diagnosis_text import candidate_evidence, unknown_items
 from fslab.report.reply_model import HypothesisReply, Reply, ScalingNote, build_reply
 from fslab.report.text_blocks import Table, shell_lines, wrap
 from fslab.report.tree import FailedPoint, FilesystemSetup
@@ -409,7 +409,7 @@ def _mechanism(reply: Reply) -> list[str]:
         return _para(
             f"{d.config}: no mechanism in fslab's rule base explains the change. What grew "
             f"most from {d.good_label} to {d.bad_label}:"
-        ) + _bullets(d.fallback)
+        ) + _bullets(unknown_items(d))
     top = d.candidates[0]
     evidence = candidate_evidence(top, d.good_label, d.bad_label)
     counterfactuals = [f"{cf.verdict}: {cf.text}" for cf in top.counterfactuals]

@@ -1,0 +1,124 @@
+"""The honest unknown, drafted rules and each filesystem's own words, on real recordings.
+
+tests/data/diagnose_cached_write_quick.json is a real quick run of the
+cached-write preset on a 2-CPU VM: on two CPUs no rule of the base explains
+its falloffs (the watermark needs many CPUs), so it is the recorded case of a
+change outside the rule base.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import tomllib
+
+import pytest
+from typer.testing import CliRunner
+
+from fslab.cli.common import app
+from fslab.diagnose.diagnosis import diagnose_campaign
+from fslab.diagnose.mechanisms import load_rules, parse_rule
+from fslab.diagnose.unknown import UNEXPLAINED, draft_rule, subsystem_of
+from fslab.report.diagnosis_text import describe_diagnosis
+from fslab.store.db import Store
+from fslab.store.exchange import import_campaign
+from tests.conftest import DATA_DIR
+
+CACHED = DATA_DIR / "diagnose_cached_write_quick.json"
+
+
+@pytest.fixture(scope="module")
+def cached(tmp_path_factory):
+    db = tmp_path_factory.mktemp("unknown") / "cached.db"
+    store = Store(db)
+
+    campaign = import_campaign(store, json.loads(CACHED.read_text()))
+    return db, {d.config: d for d in diagnose_campaign(store, campaign)}
+
+
+def test_unknown_names_the_grown_frames_with_chain_subsystem_and_the_others(cached):
+    _, diagnoses = cached
+    ext4 = diagnoses["ext4"]
+    assert ext4.falloff.has_falloff and ext4.top is None
+    unknown = ext4.unknown
+    assert unknown is not None and unknown.explained < UNEXPLAINED
+    first = unknown.frames[0]
+    # the reserved-handle conversion worker's CPU grew most, reached from its kworker
+    assert first.frame == "ext4_end_io_rsv_work" and first.kind == "oncpu"
+    assert first.chain[-2:] == ("process_one_work", "ext4_end_io_rsv_work")
+    assert first.subsystem.startswith("fs/ext4")
+    assert first.bad > first.good
+    assert set(first.elsewhere) == {"xfs"}  # the campaign's other configuration, same points
+    text = " ".join(" ".join(describe_diagnosis(ext4)).split())  # unwrapped
+    assert "no mechanism in the rule base explains the change" in text
+    assert "reached by worker_thread > process_one_work > ext4_end_io_rsv_work" in text
+    assert "to test it, add: the same workload on XFS" in text
+    assert all(len(line) <= 80 for line in describe_diagnosis(ext4))
+    # frames are placed by the nearest caller that has a known prefix; the scheduler's own
+    assert any(f.subsystem.startswith("kernel/sched") for f in unknown.frames)
+
+
+def test_subsystem_of_a_static_helper_is_its_callers():
+    # btrfs's metadata reservation sleeps in a static helper with no btrfs_ prefix
+    chain = (
+        "btrfs_sync_file",
+        "start_transaction",
+        "btrfs_reserve_metadata_bytes",
+        "__reserve_bytes",
+    )
+    sub = subsystem_of(chain)
+    assert sub is not None and sub.path == "fs/btrfs"
+    assert subsystem_of(("xlog_grant_head_wait",)).path == "fs/xfs"
+    assert subsystem_of(("memcpy_orig",)) is None
+
+
+def test_draft_rule_is_a_rule_the_base_can_load(cached):
+    _, diagnoses = cached
+    ext4 = diagnoses["ext4"]
+    text = draft_rule("ext4-rsv-cpu", ext4.unknown, "ext4")
+    rule = parse_rule(tomllib.loads(text))
+    assert rule.id == "ext4-rsv-cpu" and rule.fs_types == ("ext4",)
+    assert [f.frame for f in rule.oncpu] == [f.chain[-1] for f in ext4.unknown.frames]
+    assert "ext4_end_io_rsv_work: 0% -> 11% of oncpu [fs/ext4 (ext4)]" in text
+
+
+def test_draft_rule_cli(cached):
+    db, _ = cached
+    runner = CliRunner()
+    done = runner.invoke(
+        app, ["diagnose", "--db", str(db), "--draft-rule", "xfs-sched", "--config", "xfs"]
+    )
+    assert done.exit_code == 0, done.output
+    assert parse_rule(tomllib.loads(done.output)).fs_types == ("xfs",)
+    bad = runner.invoke(app, ["diagnose", "--db", str(db), "--draft-rule", "Bad Name"])
+    assert bad.exit_code == 2 and "--draft-rule" in bad.output and "Traceback" not in bad.output
+    missing = runner.invoke(
+        app, ["diagnose", "--db", str(db), "--draft-rule", "x", "--config", "nope"]
+    )
+    assert missing.exit_code == 2 and "--config" in missing.output
+
+
+OTHER_FS_OBJECTS = re.compile(r"ext4-rsv|rsv-conversion|jbd2|ext4_|xfs-buf|xlog|btrfs_")
+
+
+@pytest.mark.parametrize("fs_type", ["ext4", "xfs", "btrfs"])
+def test_every_rule_speaks_of_its_filesystems_own_objects(fs_type):
+    """What a rule says on a filesystem (short, explanation) names no other filesystem's
+    objects: ext4's workqueue is not XFS's."""
+    own = {
+        "ext4": ("ext4-rsv", "rsv-conversion", "jbd2", "ext4_"),
+        "xfs": ("xfs-buf", "xlog"),
+        "btrfs": ("btrfs_",),
+    }
+    for rule in load_rules():
+        if not rule.applies_to(fs_type):
+            continue
+        words = rule.for_fs(fs_type)
+        for text in (words.short, words.explanation):
+            found = {m for m in OTHER_FS_OBJECTS.findall(text) if not m.startswith(own[fs_type])}
+            assert not found, f"{rule.id} on {fs_type}: {found} in {text!r}"
+
+
+def test_bad_text_table_is_reported():
+    with pytest.raises(ValueError, match=r"text\.xfs"):
+        parse_rule({"id": "x", "title": "x", "explanation": "x", "text": {"xfs": {"frames": []}}})
