@@ -106,3 +106,16 @@ def test_every_report_has_its_spec_kind():
 
 def test_every_expected_report_exists():
     assert all((REPORTS / name).is_file() for name in EXPECTED)
+
+
+def test_an_elided_fs_mark_directory_list_is_asked_not_read_as_a_path():
+    """'-d ...' in a report is an elision, not a directory named '...': the spec says the
+    count (and so fs_mark's thread count) is unknown, and uses one."""
+    name = "xfs-fsmark-parent-pointers.txt"
+    reproduction = build_spec(
+        extract_facts((REPORTS / name).read_text()), source_name=name, host=HOST
+    )
+    workload = tomllib.loads(reproduction.toml)["workload"]
+    assert workload.get("dirs", 1) == 1 and "..." not in str(workload)
+    asked = [q.question for q in reproduction.questions if "-d" in q.item]
+    assert asked and "elides its directories" in asked[0], asked

@@ -104,6 +104,10 @@ threads = [1, 2]
         assert metrics["sysbench.write.ops_per_s"] > 0 and metrics["sysbench.fsync.ops_per_s"] > 0
         assert "sysbench.lat_ms_p99" in metrics
     assert not list(tmp_path.glob("test_file.*"))  # in the scratch filesystem, not here
+    shown = fslab("show", "--db", str(db), cwd=tmp_path)
+    caption = " ".join(shown.stdout.split())
+    # sysbench's percentiles are its own: the caption does not speak of fio's histograms
+    assert "as the tool reports it" in caption and "histogram" not in caption, shown.stdout
 
 
 def test_dbench(tmp_path, no_leaks):

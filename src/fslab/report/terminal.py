@@ -41,8 +41,10 @@ def results_table(rows: Sequence[SummaryRow], title: str) -> Table:
     show_watermark = watermark_relevant(rows)
     show_evidence = any(r.evidence is not None or r.evidence_failed for r in rows)
     caption = "median over runs; range: min..max over runs"
-    if latency:
+    if latency and latency.startswith("fio."):
         caption += "; p99 from merged histogram bins, median over runs"
+    elif latency:  # sysbench and the others report their own percentiles
+        caption += f"; {metric_label(latency)} as the tool reports it, median over runs"
     if show_evidence:
         caption += f"; {EVIDENCE_CAPTION}"
     table = Table(title=title, title_justify="left", caption=caption, caption_justify="left")

@@ -44,6 +44,12 @@ NOT_KEPT = {
     "-T": "a thread time limit is not a [workload] field fslab has",
 }
 _COUNTED_RE = re.compile(r"\((\d+) directories\)$")
+ELIDED = frozenset({"...", "\u2026", "<dirs>", "[...]"})
+ELIDED_WHY = (
+    "the report elides its directories ('-d ...'): how many there were, and so how many "
+    "threads fs_mark ran (one per -d), is not in the command line"
+)
+ELIDED_ASSUMED = "one directory (fm0) and one thread; set workload.dirs and threads to the report's"
 
 
 def dir_count(value: str | None) -> int:
@@ -73,6 +79,9 @@ def from_report(options: ReportOptions) -> FromReport:
                 fields[field], spelled[name] = number, field
             else:
                 dropped.append(why)
+        elif name == "-d" and value is not None and value.strip() in ELIDED:
+            dropped.append(Dropped(written(name, value), ELIDED_WHY, assumed=ELIDED_ASSUMED))
+            dirs = max(dirs, 1)
         elif name in PATHS:
             dropped.append(Dropped(written(name, value), PATHS[name], assumed=ASSUMED[name]))
             if name == "-d":
