@@ -93,6 +93,22 @@ def margin_lines(results: list[CaseResult]) -> list[str]:
     return lines
 
 
+def unknown_lines(results: list[CaseResult]) -> list[str]:
+    """Per case where the rules explain under 40% of the change: what grew that they do not
+    own, the frame first, with its subsystem."""
+    lines = []
+    for r in results:
+        unknown = r.diagnosis.unknown
+        if unknown is None:
+            continue
+        case = f"{r.file.removesuffix('.json')}:{r.config}"
+        lines.append(f"{case}: the rules explain {unknown.explained:.0%} of the change")
+        for f in unknown.frames:
+            place = f.subsystem or "unplaced"
+            lines.append(f"    {f.kind:<6} {f.frame:<40} {f.good:>4.0%} -> {f.bad:>4.0%}  {place}")
+    return lines or ["(none: the rules explain at least 40% of every change)"]
+
+
 def main() -> int:
     results = run_corpus()
     right = sum(r.correct for r in results)
@@ -101,6 +117,9 @@ def main() -> int:
     print("\n".join(confusion_table(results)))
     print()
     print("\n".join(margin_lines(results)))
+    print()
+    print("unknowns (the honest unknown's frames):")
+    print("\n".join(unknown_lines(results)))
     return 0 if right == len(results) else 1
 
 

@@ -36,7 +36,9 @@ from fslab.collect.sysstat import (
     cpu_metrics,
     parse_block_stat,
     parse_proc_stat,
+    parse_throttle_counts,
     parse_vmstat,
+    throttle_metrics,
     vm_metrics,
 )
 from fslab.collect.tpcounters import (
@@ -574,6 +576,32 @@ def test_block_metrics_from_sysfs():
     assert m["blk.write_ios"] > 0 and m["blk.flush_ios"] > 0
     assert 0 < m["blk.busy_pct"] <= 100
     assert m["blk.write_lat_ms_mean"] >= 0
+
+
+def test_throttle_counts_bios_before_merging():
+    """The blkio throttle's counters (tests/data/capture_throttle.sh: 200 buffered 16 KiB
+    writes and an fsync on a 1500-IOPS loop device) count what the limit counts: bios, which
+    diskstats splits into completed requests and merges."""
+    devno = (DATA / "collect_throttle_devno.txt").read_text().strip()
+    counts = {}
+    for when in ("before", "after"):
+        for unit, name in (("ios", "io_serviced"), ("bytes", "io_service_bytes")):
+            text = (DATA / f"collect_throttle_{name}.{when}").read_text()
+            for direction, value in parse_throttle_counts(text, devno).items():
+                counts.setdefault(when, {})[f"{direction}.{unit}"] = value
+    m = throttle_metrics(counts["before"], counts["after"])
+    assert set(m) == {
+        "throttle.read_ios",
+        "throttle.write_ios",
+        "throttle.read_bytes",
+        "throttle.write_bytes",
+    }
+    before, after = _pair("throttle_block_stat", parse_block_stat)
+    blk = block_metrics(before, after, 1.0)
+    assert m["throttle.write_ios"] == blk["blk.write_ios"] + blk["blk.write_merges"]
+    assert m["throttle.write_ios"] > blk["blk.write_ios"]  # completions undercount the limit
+    assert m["throttle.write_bytes"] >= 200 * 16384
+    assert parse_throttle_counts(text, "259:99") == {}  # another device's lines are not ours
 
 
 def test_vm_metrics_from_vmstat():

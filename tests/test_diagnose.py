@@ -259,3 +259,23 @@ def test_guest_campaign_report_and_comparison_name_the_guests(tmp_path):
         if dict(r.point) == {"config": "ext4", "fill_leave_free": "400MiB"}
     )
     assert near_full.ratio < 0.7  # below the watermark at 1728 only
+
+
+def test_a_throttled_volume_is_counted_as_its_limiter_counts(tmp_path):
+    """On the 1500-IOPS fsync storm the throttle's own counters put every point at the
+    limit (device-bound first, the limit named); counted by completed requests alone, as
+    before, the device looks a third used and credits take first place."""
+    throttled = CORPUS / "throttled.json"
+    d = _diagnose(tmp_path, throttled)["ext4-1500iops"]
+    assert d.top == "device-bound" and d.ceiling is not None
+    flat = " ".join(" ".join(describe_diagnosis(d)).split())
+    assert "or more of the 1500 IOPS limit at every point" in flat
+    assert "ranked by the device's limit" in flat
+
+    def completions_only(data):
+        for point in data["points"]:
+            for name in ("throttle.write_ios", "blk.write_merges"):
+                point.get("metrics", {}).pop(name, None)
+
+    undercounted = _diagnose(tmp_path / "u", throttled, completions_only)["ext4-1500iops"]
+    assert undercounted.ceiling is None and undercounted.top == "jbd2-reserved-credits"

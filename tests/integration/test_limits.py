@@ -161,3 +161,32 @@ def test_a_campaign_point_runs_at_its_limit_and_records_it(tmp_path, no_leaks):
     assert throttle in flat and flat.index(throttle) < flat.index("# fio ")
     for kind in ("write_iops", "write_bps", "read_iops", "read_bps"):
         assert ":" not in (BLKIO_ROOT / f"blkio.throttle.{kind}_device").read_text()
+
+
+def test_an_evidence_run_counts_the_device_as_its_limiter_does(tmp_path, no_leaks):
+    """With target.limits, sysstat reads the blkio throttle's own counters: bios before
+    merging, the unit of the limit, at the limit; diskstats' completions alone are not."""
+    spec = tmp_path / "limited.toml"
+    spec.write_text(
+        LIMITED_SPEC.replace(
+            'options = { name = "w", rw = "randwrite", direct = 1, bs = "4k", filesize = "8m" }',
+            'options = { name = "w", rw = "randwrite", bs = "16k", filesize = "8m", fsync = 1 }',
+        )
+        + "\n[collect]\n"
+        + "".join(
+            f"{name} = false\n" for name in ("perf", "offcpu", "workqueue", "tpcounters", "jbd2")
+        )
+    )
+    db = tmp_path / "r.db"
+    run = ["run", str(spec), "--db", str(db), "--budget", "0"]
+    done = subprocess.run(
+        [sys.executable, "-m", "fslab", *run], capture_output=True, text=True, check=False
+    )
+    assert done.returncode == 0, done.stderr
+    with Store(db) as store:
+        campaign = store.latest_campaign_id()
+        (evidence,) = [p for p in store.points(campaign) if p.role == "evidence"]
+        m = store.metrics(campaign)[evidence.id]
+    per_s = m["throttle.write_ios"] / m["sys.elapsed_s"]
+    assert 0.85 * 300 < per_s < 1.1 * 300, m
+    assert m["throttle.write_ios"] >= m["blk.write_ios"], m

@@ -55,6 +55,7 @@ class PointContext:
     ramp_s: float  # seconds after workload start before steady state
     runtime_s: float  # expected workload duration in seconds (after ramp)
     artifact_dir: Path  # scratch directory for the collector's files
+    throttle_root: str = ""  # the blkio hierarchy when target.limits throttles the device
 
 
 @dataclass

@@ -99,6 +99,28 @@ def parse_vmstat(text: str) -> dict[str, float]:
     return out
 
 
+def parse_throttle_counts(text: str, devno: str) -> dict[str, float]:
+    """One device's lines of blkio.throttle.io_serviced or io_service_bytes
+    ("7:0 Write 1234"), keyed by direction in lower case ({} when absent)."""
+    out: dict[str, float] = {}
+    for line in text.splitlines():
+        parts = line.split()
+        if len(parts) == 3 and parts[0] == devno:
+            with contextlib.suppress(ValueError):
+                out[parts[1].lower()] = float(parts[2])
+    return out
+
+
+def throttle_metrics(before: dict[str, float], after: dict[str, float]) -> dict[str, float]:
+    """What the blkio throttle counted for the device: bios before merging, as a limit counts."""
+    out: dict[str, float] = {}
+    for key, value in after.items():
+        direction, _, unit = key.partition(".")
+        if direction in ("read", "write") and key in before:
+            out[f"throttle.{direction}_{unit}"] = value - before[key]
+    return out
+
+
 def parse_block_stat(text: str) -> dict[str, float]:
     """A /sys/block/<dev>/stat line; older kernels have fewer columns."""
     return {name: float(value) for name, value in zip(BLOCK_FIELDS, text.split(), strict=False)}
@@ -234,6 +256,7 @@ class _Snapshot:
     stat: dict[str, float] = field(default_factory=dict)
     vmstat: dict[str, float] = field(default_factory=dict)
     block: dict[str, float] = field(default_factory=dict)
+    throttle: dict[str, float] = field(default_factory=dict)  # "write.ios", "write.bytes"
     raw: dict[str, str] = field(default_factory=dict)
 
 
@@ -246,6 +269,8 @@ class SysstatCollector(Collector):
         ("blk.*_lat_ms_mean", MetricDef("none", "ms", "device time per I/O (diskstats ticks/ios)")),
         ("blk.*_bytes_per_s", MetricDef("none", "B/s", "bytes per second at the block device")),
         ("blk.**", MetricDef("none", "", "block layer statistics")),
+        ("throttle.*_ios", MetricDef("none", "events", "bios the blkio throttle counted")),
+        ("throttle.*_bytes", MetricDef("none", "B", "bytes the blkio throttle counted")),
         ("sys.cpu.*_pct", MetricDef("none", "%", "system-wide CPU time share by state")),
         ("sys.*_per_s", MetricDef("none", "1/s", "system-wide event rate (/proc/stat, vmstat)")),
         ("sys.elapsed_s", MetricDef("none", "s", "time the system statistics cover")),
@@ -298,7 +323,26 @@ class SysstatCollector(Collector):
             with contextlib.suppress(OSError):
                 snap.raw["block"] = block.read_text()
                 snap.block = parse_block_stat(snap.raw["block"])
+        snap.throttle = self._throttle_counts()
         return snap
+
+    def _throttle_counts(self) -> dict[str, float]:
+        """The throttle's own counters for the device when a limit is set: a limit
+        counts bios before the block layer merges them, which diskstats never sees."""
+        if self._ctx is None or not self._ctx.throttle_root:
+            return {}
+        root = Path(self._ctx.throttle_root)
+        out: dict[str, float] = {}
+        try:
+            devno = self.sys_block.parent / "class" / "block" / self._ctx.device_name / "dev"
+            number = devno.read_text().strip()
+            for unit, name in (("ios", "io_serviced"), ("bytes", "io_service_bytes")):
+                text = (root / f"blkio.throttle.{name}").read_text()
+                for direction, value in parse_throttle_counts(text, number).items():
+                    out[f"{direction}.{unit}"] = value
+        except OSError:
+            return {}
+        return out
 
     def begin(self, ctx: PointContext) -> None:
         self._ctx = ctx
@@ -340,6 +384,7 @@ class SysstatCollector(Collector):
         metrics.update(cpu_metrics(before.stat, after.stat, elapsed_s))
         metrics.update(vm_metrics(before.vmstat, after.vmstat, elapsed_s))
         metrics.update(block_metrics(before.block, after.block, elapsed_s))
+        metrics.update(throttle_metrics(before.throttle, after.throttle))
         for key, peak in self._peaks.items():
             metrics[f"{key}_peak"] = peak
             metrics[f"{key}_mean"] = self._gauge_sums[key] / max(1, self._gauge_samples)

@@ -32,20 +32,28 @@ class Ceiling:
         return dict(vars(self))
 
 
-_LIMIT_RATE = {  # limit -> (device counter, scale to the limit's unit)
-    "write_iops": ("blk.write_ios", 1.0),
-    "read_iops": ("blk.read_ios", 1.0),
-    "write_bps": ("blk.write_sectors", 512.0),
-    "read_bps": ("blk.read_sectors", 512.0),
+# limit -> the counters that measure it, best first, each (metrics summed, scale to the
+# limit's unit). A limit counts bios before the block layer merges them: the
+# throttle's own counters say it exactly; diskstats' completions plus merges come
+# close; completions alone (recordings made before the throttle counters) undercount.
+_LIMIT_RATE: dict[str, tuple[tuple[tuple[str, ...], float], ...]] = {
+    "write_iops": ((("throttle.write_ios",), 1.0), (("blk.write_ios", "blk.write_merges"), 1.0)),
+    "read_iops": ((("throttle.read_ios",), 1.0), (("blk.read_ios", "blk.read_merges"), 1.0)),
+    "write_bps": ((("throttle.write_bytes",), 1.0), (("blk.write_sectors",), 512.0)),
+    "read_bps": ((("throttle.read_bytes",), 1.0), (("blk.read_sectors",), 512.0)),
 }
 
 
 def device_rate(evidence: PointEvidence, limit: str) -> float | None:
-    counter, scale = _LIMIT_RATE[limit]
-    count, elapsed = evidence.metrics.get(counter), evidence.metrics.get("sys.elapsed_s")
-    if count is None or not elapsed:
+    """The device's rate in the limit's unit, counted the way the limiter counts."""
+    elapsed = evidence.metrics.get("sys.elapsed_s")
+    if not elapsed:
         return None
-    return count * scale / elapsed
+    for counters, scale in _LIMIT_RATE[limit]:
+        counts = [evidence.metrics.get(c) for c in counters]
+        if all(c is not None for c in counts):
+            return sum(c for c in counts if c is not None) * scale / elapsed
+    return None
 
 
 def device_ceiling(points: list[PointEvidence]) -> Ceiling | None:
@@ -71,8 +79,9 @@ def device_ceiling(points: list[PointEvidence]) -> Ceiling | None:
             f"{rate(r)} at {p.label}" for p, r in zip(points, rates, strict=True) if r
         )
         text = (
-            f"the device limits every point: {direction} {shown}, against its limit of "
-            f"{rate(float(value))} ({format_share(min(ratios))} of it or more)"
+            f"the device's limit caps every point: {direction} at "
+            f"{format_share(min(ratios))} or more of the {rate(float(value))} limit at every "
+            f"point, counted as the limiter counts ({shown})"
         )
         if found is None or min(ratios) > found.utilisation:
             found = Ceiling(text, min(ratios))

@@ -83,6 +83,7 @@ class Candidate:
     explanation: str
     remedies: list[str]
     references: list[str]
+    capped: float | None = None  # the device's use of its limit when that ranked it
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -104,6 +105,7 @@ class Candidate:
             "explanation": self.explanation,
             "remedies": self.remedies,
             "references": self.references,
+            "capped": rounded(self.capped),
         }
 
 
@@ -227,8 +229,8 @@ def rank_candidates(ctx: Context, rules: list[Rule], ceiling: Ceiling | None) ->
     if ceiling is not None:
         ids = {r.id for r in rules if r.ceiling == "device_limits"}
         for c in judged:
-            if c.mechanism in ids:
-                c.score = max(c.score, min(1.0, ceiling.utilisation))
+            if c.mechanism in ids and ceiling.utilisation > c.score:
+                c.score, c.capped = min(1.0, ceiling.utilisation), ceiling.utilisation
     judged.sort(key=lambda c: (-c.score, -c.explained, c.mechanism))
     return judged
 

@@ -54,7 +54,7 @@ from fslab.store.facts import (
 from fslab.target import fill as fill_mod
 from fslab.target.fs import Mount, describe_filesystem, make_filesystem
 from fslab.target.guard import check_device
-from fslab.target.limits import device_limits
+from fslab.target.limits import blkio_root, device_limits
 from fslab.target.loop import LoopImage
 
 
@@ -424,6 +424,7 @@ def _run_workload(
         ramp_s=ramp_s,
         runtime_s=runtime_s,
         artifact_dir=Path(artifact_dir),
+        throttle_root=str(blkio_root()) if state.facts.device_limits is not None else "",
     )
     state.timing.setup_s += state.lap()
     if before_measure is not None:

@@ -128,10 +128,14 @@ def describe_candidate(c: Candidate, d: ConfigDiagnosis, rank: int, width: int =
         factors += f", against x{format_plain(c.against_factor)}"
     if c.counterfactual_factor < 1:
         factors += f", weakened x{format_plain(c.counterfactual_factor)}"
-    summary = (
-        f"explains {format_share(c.explained)} of the change "
-        f"({', '.join(parts) or 'no profile'}); {factors}"
-    )
+    split = f"({', '.join(parts) or 'no profile'}); {factors}"
+    summary = f"explains {format_share(c.explained)} of the change {split}"
+    if c.capped is not None:  # the limit every point runs at ranks it, not the change
+        summary = (
+            f"ranked by the device's limit ({format_share(c.capped)} of it or more at every "
+            f"point), not by the change between the points, of which it explains "
+            f"{format_share(c.explained)} {split}"
+        )
     lines += _wrap(summary, width, "     ", "       ")
     for item in candidate_evidence(c, d.good_label, d.bad_label):
         lines += _wrap(item, width, "     evidence: ", "               ")
