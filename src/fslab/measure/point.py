@@ -41,6 +41,7 @@ from fslab.collect.probe import Probe
 from fslab.collect.registry import ALL_COLLECTORS, ALL_PROBES
 from fslab.measure import plan
 from fslab.measure.post import PostProcessing
+from fslab.measure.setup import setup_steps
 from fslab.spec.model import Spec
 from fslab.spec.points import Point
 from fslab.store.db import PointOutcome, utc_now
@@ -365,8 +366,11 @@ def _measure(
             state.metrics["fs.free_bytes_start"] = float(free_bytes)
             if fs.type == "ext4":
                 state.facts = _with_watermark(state.facts, host, state.facts.filesystem, free_bytes)
-            # limits cap the workload (file layout included), not mkfs and fill
-            with device_limits(limits, device) as limit_facts:
+            # limits cap the workload (file layout included), not mkfs, fill and setup
+            with (
+                setup_steps(spec.setup, mount.mountpoint, log),
+                device_limits(limits, device) as limit_facts,
+            ):
                 if limit_facts:
                     limited = DeviceLimitFacts.model_validate(limit_facts)
                     state.facts = state.facts.updated(device_limits=limited)

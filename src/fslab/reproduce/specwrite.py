@@ -27,6 +27,7 @@ from fslab.reproduce.draft import Draft
 from fslab.reproduce.facts import QuestionFact, ReportFacts
 from fslab.reproduce.reportedwrite import reported_table, unreproducible, vm_table
 from fslab.reproduce.scale import QUICK_REPEAT, HostShape, target_size_bytes
+from fslab.reproduce.setupwrite import replay_all
 from fslab.reproduce.tomlitems import add, wrap
 from fslab.reproduce.toolwrite import (
     ask_about_setup,
@@ -135,6 +136,9 @@ def _document(draft: Draft, source_name: str) -> tomlkit.TOMLDocument:
     doc["workload"] = workload
     if sweep.value:
         doc["sweep"] = sweep
+    steps, _ = replay_all(facts.setup)
+    if steps:
+        doc["setup"] = _setup_tables(steps)
     vm = vm_table(draft)
     if vm is not None:
         doc["vm"] = vm
@@ -142,6 +146,17 @@ def _document(draft: Draft, source_name: str) -> tomlkit.TOMLDocument:
     doc["quick"] = _quick(configs, quick_set)
     doc["reported"] = reported_table(draft, source_name, configs)
     return doc
+
+
+def _setup_tables(steps: list[dict[str, Any]]) -> tomlkit.items.AoT:
+    """[[setup]]: the report's steps fslab does itself, the report line in each note."""
+    tables = tomlkit.aot()
+    for step in steps:
+        table = tomlkit.table()
+        for key, value in step.items():
+            table[key] = value
+        tables.append(table)
+    return tables
 
 
 def _header(draft: Draft, source_name: str) -> list[str]:

@@ -38,6 +38,7 @@ from fslab.reproduce.scale import (
     quick_numjobs,
     runtime_s,
 )
+from fslab.reproduce.setupwrite import replay_all
 from fslab.reproduce.tomlitems import add, wrap
 from fslab.spec.model import Spec
 from fslab.workload import registry
@@ -320,12 +321,15 @@ def not_runnable_message(draft: Draft, tool: ToolWorkload, source_name: str) -> 
 
 
 def setup_comment_lines(draft: Draft) -> list[str]:
-    steps = draft.facts.setup
-    if not steps:
+    """The report's setup steps fslab does not replay, each with why (the others are the
+    spec's [[setup]] tables)."""
+    _, skipped = replay_all(draft.facts.setup)
+    if not skipped:
         return []
-    lines = ["setup: the report's steps before its workload (not run: a spec has no setup yet)"]
-    for step in steps:
-        lines += [f"  {x}" for x in wrap(f"line {step.source.number}: {step.kind}: {step.text}")]
+    lines = ["setup: the report's steps before its workload that fslab does not repeat:"]
+    for step, why in skipped:
+        text = f"line {step.source.number}: {step.kind}: {step.text} ({why})"
+        lines += [f"  {x}" for x in wrap(text)]
     return lines
 
 
@@ -333,14 +337,19 @@ def ask_about_setup(draft: Draft) -> None:
     steps = draft.facts.setup
     if not steps:
         return
-    kinds = ", ".join(dict.fromkeys(s.kind for s in steps))
+    tables, skipped = replay_all(steps)
+    if not skipped:
+        return
+    kinds = ", ".join(dict.fromkeys(s.kind for s, _ in skipped))
+    replayed = f"{len(tables)} step(s) are replayed as [[setup]]; " if tables else ""
     draft.questions.append(
         QuestionFact(
             "setup",
-            f"the report runs {len(steps)} setup step(s) before its workload ({kinds}); a "
-            "spec has no setup steps yet (listed under # setup: in [workload])",
+            f"the report runs {len(steps)} setup step(s) before its workload; {replayed}"
+            f"{len(skipped)} ({kinds}) are not steps fslab repeats (listed under # setup: "
+            "in [workload], each with why)",
             "not run: each point starts on a fresh filesystem with this host's settings",
-            steps[0].source,
+            skipped[0][0].source,
         )
     )
 

@@ -34,6 +34,7 @@ from fslab.base.errors import FslabError, SpecError, ToolError, UsageError
 from fslab.base.format import format_bytes
 from fslab.base.proc import CommandLog, run
 from fslab.measure import plan
+from fslab.measure.setup import sysctl_path
 from fslab.spec.model import (
     NON_WORKLOAD_AXES,
     FilesystemSpec,
@@ -41,6 +42,7 @@ from fslab.spec.model import (
     Spec,
     sweep_combinations,
 )
+from fslab.spec.setup import SysctlStep
 from fslab.target import fill as fill_mod
 from fslab.target.fs import Mount, mkfs_argv
 from fslab.target.guard import block_major_minor, sysfs_dir
@@ -89,7 +91,7 @@ def run_preflight(spec: Spec, *, mount: bool = True) -> PreflightResult:
     start = time.monotonic()
     result = PreflightResult()
     with InterruptGuard():
-        problems = check_workload(spec) + check_limits(spec)
+        problems = check_workload(spec) + check_limits(spec) + check_setup(spec)
         fs_problems, result.space = check_filesystems(spec, mount=mount)
         problems += fs_problems
         if mount and not any(p.field.startswith(("workload", "sweep")) for p in problems):
@@ -107,6 +109,20 @@ def check_limits(spec: Spec) -> list[Problem]:
         return []
     reason = limits_unavailable(spec.target.limits.device_limits())
     return [Problem("target.limits", reason)] if reason else []
+
+
+def check_setup(spec: Spec) -> list[Problem]:
+    """A setting a setup step changes must be there to change (a guest checks its own)."""
+    if spec.vm is not None:
+        return []
+    problems = []
+    for index, step in enumerate(spec.setup):
+        if isinstance(step, SysctlStep):
+            path = sysctl_path(step.name)
+            if not os.access(path, os.W_OK):
+                why = "not writable (run as root)" if path.exists() else "not in this kernel"
+                problems.append(Problem(f"setup.{index}.name", f"{step.name}: {path} is {why}"))
+    return problems
 
 
 def format_problems(problems: Sequence[Problem]) -> str:

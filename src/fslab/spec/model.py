@@ -30,6 +30,7 @@ from fslab.base.units import parse_duration_s, parse_size_bytes
 from fslab.collect.base import CollectorOptions
 from fslab.collect.registry import ALL_COLLECTORS
 from fslab.spec.reported import ReportedSpec
+from fslab.spec.setup import SetupSteps
 from fslab.spec.vm import GUEST_AXES, GuestConfig
 from fslab.target.limits import DeviceLimits
 from fslab.workload.base import RunShape, WorkloadSpec
@@ -258,6 +259,7 @@ class Spec(_Strict):
     workload: Workload
     sweep: dict[str, Annotated[SweepValues, Field(min_length=1)]] = {}
     fill: FillSpec = FillSpec()
+    setup: SetupSteps = []  # done by fslab between mount and the workload (spec/setup.py)
     run: RunSpec = RunSpec()
     collect: CollectSpec = CollectSpec()
     quick: dict[str, Any] = {}  # overrides applied by --quick: {"set": {...}, "filesystems": [...]}

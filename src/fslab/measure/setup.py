@@ -1,0 +1,126 @@
+"""A spec's setup steps, done by fslab itself between mount and the workload.
+
+Each step (spec.setup) is carried out in Python, never through a shell: files
+and directories are made inside the scratch filesystem only (the path is
+re-checked against the mount point after symlinks are resolved), and every
+vm.* setting changed is put back after the point, on success, failure and
+Ctrl-C. Each step is logged as the command that would do the same by hand,
+so the report's recipe can repeat it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import time
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+
+from fslab.base.errors import FslabError
+from fslab.base.format import format_bytes
+from fslab.base.proc import CommandLog, CommandRecord
+from fslab.spec.setup import TWINS, DropCachesStep, FileStep, MkdirStep, SetupStep, SysctlStep
+from fslab.target.loop import deferred_interrupts
+
+PROC_SYS = Path("/proc/sys")
+WRITE_CHUNK = 1 << 20
+
+
+def sysctl_path(name: str, root: Path = PROC_SYS) -> Path:
+    return root / name.replace(".", "/")
+
+
+@contextlib.contextmanager
+def setup_steps(
+    steps: Sequence[SetupStep], mountpoint: str, log: CommandLog, *, proc_sys: Path = PROC_SYS
+) -> Iterator[None]:
+    """Do the steps in order; put back every setting changed when the block ends."""
+    saved: dict[str, str] = {}
+    try:
+        for step in steps:
+            started = time.monotonic()
+            argv = _do(step, mountpoint, saved, proc_sys)
+            log.add(CommandRecord(argv, 0, "", "", time.monotonic() - started))
+        yield
+    finally:
+        if saved:
+            with deferred_interrupts():
+                restore_sysctls(saved, log, proc_sys)
+
+
+def _do(step: SetupStep, mountpoint: str, saved: dict[str, str], proc_sys: Path) -> list[str]:
+    if isinstance(step, SysctlStep):
+        for name in (step.name, TWINS.get(step.name)):
+            if name is not None and name not in saved:
+                saved[name] = sysctl_path(name, proc_sys).read_text().strip()
+        _write(sysctl_path(step.name, proc_sys), str(step.value), step.name)
+        return ["sysctl", "-w", f"{step.name}={step.value}"]
+    if isinstance(step, DropCachesStep):
+        os.sync()
+        _write(proc_sys / "vm" / "drop_caches", "3", "vm.drop_caches")
+        return ["sysctl", "-w", "vm.drop_caches=3"]
+    path = inside(mountpoint, step.path)
+    if isinstance(step, MkdirStep):
+        path.mkdir(parents=True, exist_ok=True)
+        return ["mkdir", "-p", str(path)]
+    assert isinstance(step, FileStep)
+    return make_file(path, step, mountpoint)
+
+
+def inside(mountpoint: str, relative: str) -> Path:
+    """The step's path under the mount point; refused if it resolves anywhere else."""
+    root = Path(os.path.realpath(mountpoint))
+    path = Path(os.path.realpath(root / relative))
+    if root not in path.parents:
+        raise FslabError(f"setup: {relative!r} resolves outside the scratch filesystem")
+    return path
+
+
+def make_file(path: Path, step: FileStep, mountpoint: str) -> list[str]:
+    size = step.size_bytes
+    st = os.statvfs(mountpoint)
+    if step.how != "truncate" and size > st.f_bavail * st.f_frsize:
+        raise FslabError(
+            f"setup: file {step.path} of {format_bytes(size)} does not fit: "
+            f"{format_bytes(st.f_bavail * st.f_frsize)} free"
+        )
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_NOFOLLOW, 0o644)
+    try:
+        if step.how == "truncate":
+            os.ftruncate(fd, size)
+            return ["truncate", "-s", str(size), str(path)]
+        if step.how == "fallocate":
+            os.posix_fallocate(fd, 0, size)
+            return ["fallocate", "-l", str(size), str(path)]
+        zeros = bytes(WRITE_CHUNK)
+        left = size
+        while left > 0:
+            left -= os.write(fd, zeros[: min(left, WRITE_CHUNK)])
+        os.fsync(fd)
+        argv = ["dd", "if=/dev/zero", f"of={path}", f"bs={WRITE_CHUNK}", f"count={size}"]
+        return [*argv, "iflag=count_bytes", "conv=fsync"]
+    finally:
+        os.close(fd)
+
+
+def restore_sysctls(saved: dict[str, str], log: CommandLog, proc_sys: Path = PROC_SYS) -> None:
+    """Put each setting back; of a twin pair, the one that was in force (non-zero)."""
+    for name, value in saved.items():
+        twin = TWINS.get(name)
+        if twin in saved and value == "0" and saved[twin] != "0":
+            continue  # the twin in force is restored, and zeroes this one
+        argv = ["sysctl", "-w", f"{name}={value}"]
+        try:
+            _write(sysctl_path(name, proc_sys), value, name)
+        except FslabError as exc:  # said in the point's log, never raised over the point's own
+            log.add(CommandRecord(argv, 1, "", str(exc), 0.0))
+        else:
+            log.add(CommandRecord(argv, 0, "", "", 0.0))
+
+
+def _write(path: Path, value: str, name: str) -> None:
+    try:
+        path.write_text(f"{value}\n")
+    except OSError as exc:
+        raise FslabError(f"setup: cannot set {name} = {value}: {exc.strerror}") from None

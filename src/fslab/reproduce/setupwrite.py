@@ -1,0 +1,137 @@
+"""A report's setup steps as the spec's [[setup]] tables, where fslab can do them itself.
+
+Each step the report ran between mkfs and its workload (reproduce.setup) is
+read, never run: a `truncate`, `fallocate` or prefill `dd` of a file, a
+`mkdir`, an allowlisted `sysctl vm.*` or dropping caches becomes a typed step
+(spec.setup) that fslab does in the scratch filesystem, a path of the
+reporter's machine becoming its last name there (as fio's filename does).
+Anything else (tune2fs, writes under /sys, other shells) stays a listed step
+with the reason it is not replayed.
+"""
+
+from __future__ import annotations
+
+import shlex
+from typing import Any
+
+from pydantic import TypeAdapter, ValidationError
+
+from fslab.base.units import parse_size_bytes
+from fslab.reproduce.facts import SetupFact
+from fslab.spec.setup import TWINS, SetupStep
+
+_STEP = TypeAdapter(SetupStep)
+NOT_REPLAYED = {
+    "tune2fs": "tune2fs changes the filesystem's features: give them as mkfs_options instead",
+    "procfs": "a /proc/sys setting outside the vm.* settings a spec may change",
+    "sysfs": "a block-queue or filesystem sysfs setting: not a setup step fslab has",
+    "file": "writes a file of the reporter's choosing: fslab does not write report text",
+    "sync": "every setup step is followed by the workload's own start: nothing to sync",
+    "fio layout": "fio lays out its own files at the start of each point",
+}
+
+
+def replay(fact: SetupFact) -> tuple[list[dict[str, Any]], str]:
+    """The [[setup]] tables for one report step, or none and why not."""
+    if fact.kind in NOT_REPLAYED:
+        return [], NOT_REPLAYED[fact.kind]
+    try:
+        words = shlex.split(fact.text)
+    except ValueError:
+        return [], "its quoting does not parse"
+    note = f"line {fact.source.number}: {fact.text}"[:300]
+    try:
+        steps = _steps(fact.kind, words)
+    except (ValueError, IndexError) as exc:
+        return [], str(exc) or "its operands are not ones fslab reads"
+    tables = []
+    for step in steps:
+        try:
+            _STEP.validate_python({**step, "note": note})
+        except ValidationError as exc:
+            return [], exc.errors()[0]["msg"].removeprefix("Value error, ")
+        tables.append({**step, "note": note})
+    if not tables:
+        return [], "no operand fslab can repeat"
+    return tables, ""
+
+
+def replay_all(facts: list[SetupFact]) -> tuple[list[dict[str, Any]], list[tuple[SetupFact, str]]]:
+    """Every step's tables in the report's order, and the steps not replayed with why.
+
+    A setting listed as 0 beside its twin set non-zero (vm.dirty_ratio = 0 next to
+    vm.dirty_bytes = 8589934592) is how the kernel shows the twin in force: writing the
+    0 would clear the twin, so it is left out."""
+    tables: list[dict[str, Any]] = []
+    skipped: list[tuple[SetupFact, str]] = []
+    for fact in facts:
+        found, why = replay(fact)
+        tables += found
+        if why:
+            skipped.append((fact, why))
+    in_force = {t["name"] for t in tables if t["kind"] == "sysctl" and t["value"]}
+    kept = [
+        t
+        for t in tables
+        if not (t["kind"] == "sysctl" and not t["value"] and TWINS.get(t["name"]) in in_force)
+    ]
+    return kept, skipped
+
+
+def _steps(kind: str, words: list[str]) -> list[dict[str, Any]]:
+    if kind == "drop caches":
+        return [{"kind": "drop_caches"}]
+    if kind == "sysctl":
+        listed = words[0] != "sysctl"  # "vm.dirty_ratio = 20" as a report lists it
+        assignment = "".join(words) if listed else next(w for w in words[1:] if "=" in w)
+        name, _, value = assignment.partition("=")
+        return [{"kind": "sysctl", "name": name, "value": int(value)}]
+    if kind == "mkdir":
+        return [
+            {"kind": "mkdir", "path": scratch_name(w)} for w in words[1:] if not w.startswith("-")
+        ]
+    if kind in ("truncate", "fallocate"):
+        flag = "-s" if kind == "truncate" else "-l"
+        size, path = _option(words, flag, "--size" if kind == "truncate" else "--length")
+        return [{"kind": "file", "path": scratch_name(path), "size": _size(size), "how": kind}]
+    if kind == "dd":
+        ops = dict(w.split("=", 1) for w in words[1:] if "=" in w)
+        if ops.get("if") not in ("/dev/zero", "/dev/urandom"):
+            raise ValueError(f"dd reads {ops.get('if')!r}: fslab prefills from zeros only")
+        total = parse_size_bytes(ops.get("bs", "512")) * int(ops["count"])
+        return [
+            {"kind": "file", "path": scratch_name(ops["of"]), "size": str(total), "how": "write"}
+        ]
+    raise ValueError(f"a {kind} step is not one fslab repeats")
+
+
+def _option(words: list[str], short: str, long: str) -> tuple[str, str]:
+    """(the size option's value, the one file operand) of truncate/fallocate."""
+    size, paths, rest = "", [], iter(words[1:])
+    for word in rest:
+        if word in (short, long):
+            size = next(rest)
+        elif word.startswith(short) and len(word) > len(short):
+            size = word[len(short) :]
+        elif word.startswith(long + "="):
+            size = word.partition("=")[2]
+        elif word.startswith("-"):
+            raise ValueError(f"option {word} is not one fslab repeats")
+        else:
+            paths.append(word)
+    if not size or len(paths) != 1:
+        raise ValueError("needs one size and one file")
+    return size, paths[0]
+
+
+def _size(text: str) -> str:
+    """truncate's and fallocate's 100G, 4GiB or 1048576, as bytes fslab reads back."""
+    return str(parse_size_bytes(text))
+
+
+def scratch_name(path: str) -> str:
+    """A path of the reporter's machine as its last name in the scratch filesystem."""
+    name = path.rstrip("/").rsplit("/", 1)[-1] if path.startswith("/") else path
+    if "$" in name or "{" in name or "*" in name:
+        raise ValueError(f"{path!r} is a shell pattern, not a name")
+    return name

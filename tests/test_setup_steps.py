@@ -1,0 +1,146 @@
+"""Setup steps: the spec's typed [[setup]] and a report's steps read into it.
+
+The reports are the corpus's (tests/data/reports, written in the project's
+words around the reporters' commands). Text never becomes a command: only
+the typed steps a spec may hold are written, and a path cannot leave the
+scratch filesystem.
+"""
+
+from __future__ import annotations
+
+import tomllib
+from pathlib import Path
+
+import pytest
+from pydantic import ValidationError
+
+from fslab.base.proc import CommandLog
+from fslab.measure.setup import inside, restore_sysctls, setup_steps
+from fslab.reproduce.extract import extract_facts
+from fslab.reproduce.scale import GIB, HostShape
+from fslab.reproduce.setupwrite import replay_all
+from fslab.reproduce.specwrite import build_spec
+from fslab.spec.model import Spec
+from fslab.spec.setup import SysctlStep
+
+REPORTS = Path(__file__).parent / "data" / "reports"
+HOST = HostShape(kernel_release="6.18.0-test", online_cpus=2, nr_cpu_ids=2, memory_bytes=24 * GIB)
+BASE = {"name": "s", "filesystems": [{"label": "a", "type": "ext4"}], "workload": {"kind": "dd"}}
+
+
+def _spec(*steps: dict) -> Spec:
+    return Spec.model_validate({**BASE, "setup": list(steps)})
+
+
+@pytest.mark.parametrize(
+    ("step", "field"),
+    [
+        ({"kind": "file", "path": "../../etc/passwd", "size": "1k"}, "path"),
+        ({"kind": "file", "path": "/etc/passwd", "size": "1k"}, "path"),
+        ({"kind": "mkdir", "path": ".hidden"}, "path"),
+        ({"kind": "mkdir", "path": "a/$(reboot)"}, "path"),
+        ({"kind": "sysctl", "name": "kernel.core_pattern", "value": 1}, "name"),
+        ({"kind": "sysctl", "name": "vm.dirty_bytes", "value": -1}, "value"),
+        ({"kind": "file", "path": "f", "size": "2PiB"}, "size"),
+        ({"kind": "shell", "argv": ["rm", "-rf", "/"]}, "setup.0"),
+    ],
+)
+def test_a_step_fslab_would_not_do_is_refused_with_its_field(step, field):
+    with pytest.raises(ValidationError) as refused:
+        _spec(step)
+    assert field in str(refused.value)
+
+
+def test_the_truncated_file_of_a_report_is_replayed_in_the_scratch_filesystem():
+    """The fio-on-a-truncated-file report: `truncate -s 100G /mnt/test/file1` becomes a
+    sparse file1 in the scratch filesystem, the name fio's filename= is given there."""
+    name = "ext4-truncate-100g-jobfile.txt"
+    reproduction = build_spec(
+        extract_facts((REPORTS / name).read_text()), source_name=name, host=HOST
+    )
+    data = tomllib.loads(reproduction.toml)
+    (step,) = data["setup"]
+    assert step == {
+        "kind": "file",
+        "path": "file1",
+        "size": str(100 * GIB),
+        "how": "truncate",
+        "note": "line 31: truncate -s 100G /mnt/test/file1",
+    }
+    assert "file1" in str(data["workload"])  # fio's filename, the same name
+    assert reproduction.spec.setup[0].size_bytes == 100 * GIB
+    assert not [q for q in reproduction.questions if q.item == "setup"]  # nothing left over
+
+
+def test_listed_sysctls_keep_the_twin_in_force():
+    """A report listing vm.dirty_bytes = 8589934592 and vm.dirty_ratio = 0 ran with the
+    bytes in force: writing the 0 would clear them, so it is not replayed."""
+    facts = extract_facts((REPORTS / "xfs-lvm-raid0-fio-6.1.txt").read_text())
+    steps, skipped = replay_all(facts.setup)
+    assert {(s["name"], s["value"]) for s in steps} == {
+        ("vm.dirty_background_bytes", 1073741824),
+        ("vm.dirty_bytes", 8589934592),
+    }
+    assert not skipped
+
+
+def test_steps_fslab_does_not_repeat_are_listed_with_why():
+    facts = extract_facts((REPORTS / "xfs-lkp-aim7-deferred-inactivation.txt").read_text())
+    steps, skipped = replay_all(facts.setup)
+    assert not steps
+    whys = {s.kind: why for s, why in skipped}
+    assert "vm.*" in whys["procfs"] and "report text" in whys["file"]
+
+
+def test_steps_are_done_inside_the_mount_and_settings_put_back(tmp_path):
+    """The executor against a stand-in /proc/sys: files and directories made under the
+    mount point, the setting written and restored (its twin in force restored)."""
+    proc_sys = tmp_path / "proc"
+    (proc_sys / "vm").mkdir(parents=True)
+    for name, value in (("dirty_bytes", "0"), ("dirty_ratio", "20"), ("drop_caches", "0")):
+        (proc_sys / "vm" / name).write_text(f"{value}\n")
+    mount = tmp_path / "mnt"
+    mount.mkdir()
+    spec = _spec(
+        {"kind": "mkdir", "path": "d/e"},
+        {"kind": "file", "path": "d/f", "size": "1MiB", "how": "write"},
+        {"kind": "file", "path": "sparse", "size": "1GiB"},
+        {"kind": "sysctl", "name": "vm.dirty_bytes", "value": 33554432},
+    )
+    log = CommandLog()
+    with setup_steps(spec.setup, str(mount), log, proc_sys=proc_sys):
+        assert (mount / "d" / "e").is_dir() and (mount / "d" / "f").stat().st_size == 1 << 20
+        assert (mount / "sparse").stat().st_size == 1 << 30
+        assert (proc_sys / "vm" / "dirty_bytes").read_text().strip() == "33554432"
+    assert (proc_sys / "vm" / "dirty_ratio").read_text().strip() == "20"  # the one in force
+    lines = [r.shell_line for r in log.records]
+    assert lines[0] == f"mkdir -p {mount}/d/e"
+    assert lines[-1] == "sysctl -w vm.dirty_ratio=20"
+
+
+def test_settings_are_put_back_when_the_point_fails(tmp_path):
+    proc_sys = tmp_path / "proc"
+    (proc_sys / "vm").mkdir(parents=True)
+    (proc_sys / "vm" / "vfs_cache_pressure").write_text("100\n")
+    step = SysctlStep(kind="sysctl", name="vm.vfs_cache_pressure", value=10)
+    with (
+        pytest.raises(RuntimeError),
+        setup_steps([step], str(tmp_path), CommandLog(), proc_sys=proc_sys),
+    ):
+        raise RuntimeError("the workload failed")
+    assert (proc_sys / "vm" / "vfs_cache_pressure").read_text().strip() == "100"
+
+
+def test_a_path_that_resolves_outside_is_refused(tmp_path):
+    mount = tmp_path / "mnt"
+    mount.mkdir()
+    (mount / "escape").symlink_to(tmp_path)
+    with pytest.raises(Exception, match="outside the scratch filesystem"):
+        inside(str(mount), "escape/canary")
+    assert not (tmp_path / "canary").exists()
+
+
+def test_a_setting_that_cannot_be_restored_is_logged_not_raised(tmp_path):
+    log = CommandLog()
+    restore_sysctls({"vm.vfs_cache_pressure": "100"}, log, tmp_path / "no-such-proc")
+    assert log.records[0].returncode == 1 and "cannot set" in log.records[0].stderr
