@@ -1,4 +1,5 @@
-"""Setup steps: the spec's typed [[setup]] and a report's steps read into it.
+"""Setup steps and several devices: the spec's typed [[setup]] and target.devices, and a
+report's steps and layout read into them.
 
 The reports are the corpus's (tests/data/reports, written in the project's
 words around the reporters' commands). Text never becomes a command: only
@@ -144,3 +145,48 @@ def test_a_setting_that_cannot_be_restored_is_logged_not_raised(tmp_path):
     log = CommandLog()
     restore_sysctls({"vm.vfs_cache_pressure": "100"}, log, tmp_path / "no-such-proc")
     assert log.records[0].returncode == 1 and "cannot set" in log.records[0].stderr
+
+
+# --- several devices under one btrfs -------------------------------------------------------
+
+
+def test_devices_are_btrfs_and_loop_images():
+    ok = Spec.model_validate(
+        {**BASE, "target": {"devices": 4}, "filesystems": [{"label": "b", "type": "btrfs"}]}
+    )
+    assert ok.target.devices == 4
+    with pytest.raises(ValidationError, match="btrfs's own"):
+        Spec.model_validate({**BASE, "target": {"devices": 2}})  # ext4 only
+    with pytest.raises(ValidationError, match="loop images"):
+        Spec.model_validate(
+            {
+                **BASE,
+                "target": {"devices": 2, "kind": "device", "path": "/dev/sdz"},
+                "filesystems": [{"label": "b", "type": "btrfs"}],
+            }
+        )
+    with pytest.raises(ValidationError, match="devices"):
+        Spec.model_validate({**BASE, "target": {"devices": 9}})
+
+
+def test_a_btrfs_raid0_report_gets_its_devices_and_profile():
+    """btrfs -d raid0 over four NVMe drives: four loop images, the raid0 kept; the
+    report's '-m raid' (no such profile) is left out with a question."""
+    name = "btrfs-raid0-fio-6.5.txt"
+    reproduction = build_spec(
+        extract_facts((REPORTS / name).read_text()), source_name=name, host=HOST
+    )
+    assert reproduction.spec.target.devices == 4
+    reported = reproduction.spec.filesystems[0]
+    assert reported.type == "btrfs" and reported.mkfs_options == ["-d", "raid0"]
+    asked = {q.item: q for q in reproduction.questions}
+    assert "4 RAM-backed loop images" in asked["devices"].assumed
+    assert "-m raid is not a btrfs profile" in asked["mkfs options"].question
+
+
+def test_md_and_lvm_layouts_stay_one_device():
+    for name in ("xfs-lvm-raid0-fio-6.1.txt",):
+        reproduction = build_spec(
+            extract_facts((REPORTS / name).read_text()), source_name=name, host=HOST
+        )
+        assert reproduction.spec.target.devices == 1

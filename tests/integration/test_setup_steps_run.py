@@ -75,3 +75,55 @@ def test_setup_steps_run_and_settings_come_back(tmp_path, no_leaks):
     assert made[-1] == f"sysctl -w vm.vfs_cache_pressure={before}"  # after the workload
     fio = next(i for i, line in enumerate(lines) if line.startswith("fio"))
     assert lines.index(made[1]) < fio < lines.index(made[-1])
+
+
+DEVICES_SPEC = """
+name = "btrfs-raid0"
+[target]
+kind = "ram"
+size = "512MiB"
+devices = 3
+[[filesystems]]
+label = "btrfs-raid0"
+type = "btrfs"
+mkfs_options = ["-d", "raid0", "-m", "raid1"]
+[[filesystems]]
+label = "ext4"
+type = "ext4"
+[workload]
+kind = "dd"
+bs = "1M"
+count = 64
+conv = "fsync"
+[run]
+repeat = 1
+warmup = 0
+runtime = "1s"
+"""
+
+
+def test_a_btrfs_spans_its_devices_and_all_are_released(tmp_path, no_leaks):
+    """target.devices = 3: three loop images under the btrfs (raid0 data, raid1 metadata),
+    the ext4 beside it on one; every loop device is gone afterwards (no_leaks)."""
+    spec = tmp_path / "d.toml"
+    spec.write_text(DEVICES_SPEC)
+    db = tmp_path / "r.db"
+    done = subprocess.run(
+        [sys.executable, "-m", "fslab", "run", str(spec), "--db", str(db), "--no-collect"],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    with Store(db) as store:
+        points = {p.config: p for p in store.points(store.latest_campaign_id())}
+        commands = {c: [" ".join(a) for a in store.commands(p.id)] for c, p in points.items()}
+    btrfs, ext4 = points["btrfs-raid0"], points["ext4"]
+    assert btrfs.status == ext4.status == "ok", (btrfs.error, ext4.error)
+    assert btrfs.facts.filesystem.total_devices == 3
+    mkfs = next(c for c in commands["btrfs-raid0"] if c.startswith("mkfs.btrfs"))
+    assert mkfs.count("/dev/shm/") == 3 and "-d raid0 -m raid1" in mkfs
+    mount = next(c for c in commands["btrfs-raid0"] if c.startswith("mount "))
+    assert mount.count("device=/dev/loop") == 2
+    assert sum(c.startswith("losetup --find") for c in commands["btrfs-raid0"]) == 3
+    assert sum(c.startswith("losetup --find") for c in commands["ext4"]) == 1

@@ -59,18 +59,23 @@ def build_reproduce(store: Store, data: CampaignData, worst: PointRef | None) ->
 def _image_steps(data: CampaignData, commands: list[list[str]]) -> list[Step]:
     """fslab creates the loop image itself (no command is stored): the shell equivalent.
 
-    The image is the file `losetup --find --show` attached (mkfs ran on it just before).
+    Each image is a file `losetup --find --show` attached (mkfs ran on them just
+    before; several under one btrfs with target.devices).
     """
     device = data.campaign.device or DeviceFacts()
     size = device.size_bytes
-    attach = next((a for a in commands if a[:1] == ["losetup"] and "--find" in a), None)
-    if attach is None or not size or device.kind not in ("ram", "file"):
+    attached = [a for a in commands if a[:1] == ["losetup"] and "--find" in a]
+    if not attached or not size or device.kind not in ("ram", "file"):
         return []
+    what = "image" if len(attached) == 1 else f"{len(attached)} images"
     return [
         Step(
-            f"fslab created the sparse {format_bytes(size)} image itself; by hand:",
+            f"fslab created the sparse {format_bytes(size)} {what} itself; by hand:"
+            if index == 0
+            else None,
             ["truncate", "-s", str(size), attach[-1]],
         )
+        for index, attach in enumerate(attached)
     ]
 
 

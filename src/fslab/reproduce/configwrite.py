@@ -97,6 +97,7 @@ def _options_of(draft: Draft, fs_type: str) -> tuple[list[str], list[str], list[
 
 _BTRFS_PROFILE_FLAGS = ("-d", "-m", "--data", "--metadata")
 _ONE_DEVICE_PROFILES = ("single", "dup")
+_PROFILES = ("raid0", "raid1", "raid1c3", "raid1c4", "raid10", "raid5", "raid6")
 
 
 def _buildable(draft: Draft, fs: FilesystemFact, options: tuple[str, ...]) -> list[str]:
@@ -111,12 +112,15 @@ def _buildable(draft: Draft, fs: FilesystemFact, options: tuple[str, ...]) -> li
     while index < len(kept):
         word = kept[index]
         following = kept[index + 1] if index + 1 < len(kept) else ""
-        if word in _BTRFS_PROFILE_FLAGS and following and following not in _ONE_DEVICE_PROFILES:
+        several = following in _PROFILES and draft.devices > 1
+        profile = following and following not in _ONE_DEVICE_PROFILES
+        if word in _BTRFS_PROFILE_FLAGS and profile and not several:
             draft.questions.append(
                 QuestionFact(
                     "mkfs options",
-                    f"the report's {word} {following} needs several devices",
-                    "left out: btrfs's profile for one device",
+                    f"the report's {word} {following} "
+                    + ("is not a btrfs profile" if draft.devices > 1 else "needs several devices"),
+                    "left out: btrfs's default profile",
                     source,
                 )
             )

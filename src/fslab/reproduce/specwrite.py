@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import re
 import tomllib
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -72,6 +72,7 @@ def build_spec(
         raise UsageError(_no_workload_message(facts, source_name))
     questions = list(facts.questions)
     draft = Draft(facts, host, questions, guests=guests)
+    _devices_question(draft)
     ask_about_setup(draft)
     if tool is not None and not tool_runs(tool):
         raise UsageError(not_runnable_message(draft, tool, source_name))
@@ -128,6 +129,13 @@ def _document(draft: Draft, source_name: str) -> tomlkit.TOMLDocument:
     target["kind"] = "ram"
     add(target, "size", format_size(int(size.value)), size.comment)
     _target_limits(draft, target)
+    if draft.devices > 1:
+        add(
+            target,
+            "devices",
+            draft.devices,
+            f"the reporter's btrfs spans {draft.devices} devices: as many RAM loop images here",
+        )
     doc["target"] = target
     filesystems = tomlkit.aot()
     for config in configs:
@@ -157,6 +165,21 @@ def _setup_tables(steps: list[dict[str, Any]]) -> tomlkit.items.AoT:
             table[key] = value
         tables.append(table)
     return tables
+
+
+def _devices_question(draft: Draft) -> None:
+    """The devices question says what this spec builds: the reporter's btrfs over as many
+    loop images, or (ext4 and XFS over md or LVM) one device."""
+    if draft.devices == 1:
+        return
+    for index, question in enumerate(draft.questions):
+        if question.item == "devices":
+            draft.questions[index] = replace(
+                question,
+                question=question.question.split("; a spec builds")[0],
+                assumed=f"{draft.devices} RAM-backed loop images under the btrfs "
+                "(target.devices); another filesystem's configuration is made on the first",
+            )
 
 
 def _header(draft: Draft, source_name: str) -> list[str]:

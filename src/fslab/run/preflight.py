@@ -22,6 +22,7 @@ target is never touched: a sparse stand-in of its size is used instead.
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import itertools
 import os
@@ -216,18 +217,35 @@ def check_filesystems(spec: Spec, *, mount: bool = True) -> tuple[list[Problem],
         return [Problem("target.size", str(exc))], space
     for index, fs in enumerate(spec.filesystems):
         mkfs_failed: list[ToolError] = []
-
-        def make(path: str, fs: FilesystemSpec = fs, failed: list[ToolError] = mkfs_failed) -> None:
-            try:
-                _mkfs(fs, path)
-            except ToolError as exc:
-                failed.append(exc)
-                raise
+        devices = spec.target.devices if fs.type == "btrfs" else 1
+        # several devices under one btrfs: mkfs over as many sparse files; the mount
+        # (all of them attached) is the run's own
+        attach = mount and devices == 1
 
         try:
-            # the target's own image: mkfs on the sparse file, then (mount) a loop device
-            with LoopImage(size, directory=directory, prepare=make, attach=mount) as image:
-                if mount:
+            with contextlib.ExitStack() as stack:
+                more = [
+                    stack.enter_context(LoopImage(size, directory=directory, attach=False))
+                    for _ in range(devices - 1)
+                ]
+
+                def make(
+                    path: str,
+                    fs: FilesystemSpec = fs,
+                    failed: list[ToolError] = mkfs_failed,
+                    more: list[LoopImage] = more,
+                ) -> None:
+                    try:
+                        _mkfs(fs, path, [image.image_path for image in more])
+                    except ToolError as exc:
+                        failed.append(exc)
+                        raise
+
+                # the target's own image: mkfs on the sparse file, then (mount) a loop device
+                image = stack.enter_context(
+                    LoopImage(size, directory=directory, prepare=make, attach=attach)
+                )
+                if attach:
                     found = _mount_image(spec, index, fs, image.device)
                     if isinstance(found, Space):
                         space[fs.label] = found
@@ -246,8 +264,9 @@ def check_mkfs(spec: Spec) -> list[Problem]:
     return check_filesystems(spec, mount=False)[0]
 
 
-def _mkfs(fs: FilesystemSpec, path: str) -> None:
-    record = run(mkfs_argv(fs.type, path, fs.mkfs_options), check=False, timeout_s=TOOL_TIMEOUT_S)
+def _mkfs(fs: FilesystemSpec, path: str, more: Sequence[str] = ()) -> None:
+    argv = mkfs_argv(fs.type, path, fs.mkfs_options, more=more)
+    record = run(argv, check=False, timeout_s=TOOL_TIMEOUT_S)
     if record.returncode != 0:
         raise ToolError(
             f"mkfs.{fs.type} exited {record.returncode}", stderr=record.stderr or record.stdout

@@ -39,6 +39,8 @@ from fslab.workload.registry import BENCHMARKS, benchmark_for
 FS_TYPES = ("ext4", "xfs", "btrfs")
 WARMUP_RUNTIME_S = 5.0
 """The workload's runtime in a warm-up run (spec.warmup_form)."""
+MAX_DEVICES = 8
+"""Scratch devices under one filesystem (target.devices)."""
 MAX_POINTS = 10_000
 """Runs in one campaign (configurations x sweep points x repetitions): weeks of machine
 time at the shortest runtimes; a larger spec is a mistake, refused before expansion."""
@@ -87,6 +89,9 @@ class TargetSpec(_Strict):
     size: str = "16GiB"
     path: str | None = None  # image path for kind=file, block device for kind=device
     limits: LimitsSpec | None = None  # blkio throttle on the point's scratch device
+    # scratch devices under each btrfs configuration (-d raid0 over N), each a loop image
+    # of `size`; ext4 and XFS configurations are made on the first
+    devices: Annotated[int, Field(ge=1, le=MAX_DEVICES)] = 1
 
     @field_validator("size")
     @classmethod
@@ -97,6 +102,12 @@ class TargetSpec(_Strict):
         if size_bytes > 64 * 1024**4:
             raise ValueError("is larger than 64TiB; that is not a scratch device")
         return value
+
+    @model_validator(mode="after")
+    def _devices_are_images(self) -> TargetSpec:
+        if self.devices > 1 and self.kind == "device":
+            raise ValueError("target.devices: several devices are loop images (kind ram or file)")
+        return self
 
     @model_validator(mode="after")
     def _path_matches_kind(self) -> TargetSpec:
@@ -274,6 +285,16 @@ class Spec(_Strict):
         if duplicates:
             raise ValueError(f"labels must be unique; repeated: {', '.join(duplicates)}")
         return value
+
+    @model_validator(mode="after")
+    def _devices_need_btrfs(self) -> Spec:
+        if self.target.devices > 1 and not any(fs.type == "btrfs" for fs in self.filesystems):
+            raise ValueError(
+                f"target.devices: {self.target.devices} devices under one filesystem is "
+                "btrfs's own (mkfs.btrfs -d raid0 ...); ext4 and XFS would need md or "
+                "device-mapper, which fslab does not build yet"
+            )
+        return self
 
     @model_validator(mode="after")
     def _target_fits_filesystems(self) -> Spec:

@@ -43,14 +43,21 @@ def _check_fs_type(fs_type: str) -> None:
 
 
 def mkfs_argv(
-    fs_type: str, device: str, options: Sequence[str], label: str | None = None
+    fs_type: str,
+    device: str,
+    options: Sequence[str],
+    label: str | None = None,
+    more: Sequence[str] = (),
 ) -> list[str]:
-    """The mkfs command line: force (the guard already judged), quiet, options, label."""
+    """The mkfs command line: force (the guard already judged), quiet, options, label;
+    `more`: further devices of one btrfs filesystem."""
     _check_fs_type(fs_type)
+    if more and fs_type != "btrfs":
+        raise UsageError(f"mkfs.{fs_type} makes a filesystem on one device, not {1 + len(more)}")
     argv = [f"mkfs.{fs_type}", *_MKFS_FORCE_QUIET[fs_type], *options]
     if label is not None:
         argv += ["-L", label]
-    return [*argv, device]
+    return [*argv, device, *more]
 
 
 def _tool_complaint(stderr: str) -> str:
@@ -71,9 +78,10 @@ def make_filesystem(
     label: str | None = None,
     *,
     log: CommandLog | None = None,
+    more: Sequence[str] = (),
 ) -> None:
     """Run mkfs; a failure raises ToolError carrying mkfs's stderr."""
-    argv = mkfs_argv(fs_type, device, options, label)
+    argv = mkfs_argv(fs_type, device, options, label, more)
     try:
         run(argv, log=log, timeout_s=MKFS_TIMEOUT_S)
     except ToolError as err:

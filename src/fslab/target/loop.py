@@ -250,6 +250,17 @@ class LoopImage:
             raise
         return self
 
+    def attach_now(self) -> str:
+        """Attach the image made with attach=False (several images made first, then one
+        mkfs over all of them, then attached); released like any other."""
+        try:
+            self.device = self._attach()
+        except BaseException:
+            with deferred_interrupts():
+                self.release()
+            raise
+        return self.device
+
     def _attach(self) -> str:
         for attempt in range(_ATTACH_TRIES):
             try:
