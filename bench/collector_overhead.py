@@ -76,6 +76,7 @@ GOALS = {64: 0.95, 1024: 0.90}  # lowest acceptable ratio on/off
 DEFAULT_RESULTS = Path("collector_overhead.jsonl")
 MIN_PAIRS = 10  # fewer and the table gives no verdict
 CONFIGS = {64: "ext4-default", 1024: "ext4-journal1g"}  # see the module docstring
+BTRFS, XFS_INDEX = "btrfs", 4  # --config btrfs: the preset's xfs configuration as btrfs
 
 
 @dataclass
@@ -108,8 +109,9 @@ class Pair:
         return self.on_iops / self.off_iops
 
 
-def cell_spec(cell: str, numjobs: int, runtime_s: float, ramp_s: float):
-    """The preset with only the cell's collectors enabled."""
+def cell_spec(cell: str, numjobs: int, runtime_s: float, ramp_s: float, config: str = ""):
+    """The preset with only the cell's collectors enabled, and a btrfs configuration
+    (BTRFS: the preset's xfs one, retyped) for the filesystems the preset leaves out."""
     wanted = set(COLLECTORS) if cell == "all" else {cell} & set(COLLECTORS)
     overrides = [
         f"sweep.numjobs=[{numjobs}]",
@@ -117,6 +119,11 @@ def cell_spec(cell: str, numjobs: int, runtime_s: float, ramp_s: float):
         f'run.ramp="{ramp_s:g}s"',
         *(f"collect.{name}={'true' if name in wanted else 'false'}" for name in COLLECTORS),
     ]
+    if config == BTRFS:
+        overrides += [
+            f'filesystems.{XFS_INDEX}.label="{BTRFS}"',
+            f'filesystems.{XFS_INDEX}.type="btrfs"',
+        ]
     spec, _ = load_spec("ext4-fsync-storm", overrides=overrides)
     return spec
 
@@ -174,7 +181,7 @@ def run_cells(args: argparse.Namespace) -> None:
                 for p in load_pairs(args.results)
                 if (p.cell, p.numjobs, p.config) == (cell, numjobs, config)
             ]
-            on_spec = cell_spec(cell, numjobs, args.runtime, args.ramp)
+            on_spec = cell_spec(cell, numjobs, args.runtime, args.ramp, config)
             for index in range(len(done), len(done) + args.pairs):
                 runs: dict[str, Run] = {}
                 order = ("on", "off") if index % 2 == 0 else ("off", "on")
@@ -380,7 +387,7 @@ def run_windows(args: argparse.Namespace) -> None:
                 (p.cell, p.numjobs, p.config, p.method) == (cell, numjobs, config, "windows")
                 for p in load_pairs(args.results)
             )
-            spec = cell_spec(cell, numjobs, FIO_RUN_S, 0.0)
+            spec = cell_spec(cell, numjobs, FIO_RUN_S, 0.0, config)
             point = config_point(spec, config, "evidence")
             classes = collector_classes(spec, point)  # none for `clean`: cell_spec
             pending: list[tuple[Pair, dict[str, PendingResult]]] = []
@@ -439,7 +446,7 @@ def run_noise(args: argparse.Namespace) -> None:
     import numpy as np
 
     config = args.config or CONFIGS.get(args.numjobs, "ext4-default")
-    spec = cell_spec("clean", args.numjobs, FIO_RUN_S, 0.0)
+    spec = cell_spec("clean", args.numjobs, FIO_RUN_S, 0.0, config)
     with (
         tempfile.TemporaryDirectory(prefix="fslab-noise-") as artifacts,
         fio_running(spec, config_point(spec, config, "evidence"), artifacts) as (fio, _),
@@ -580,7 +587,7 @@ TRACING_FRAMES = (
 def profile_cell(args: argparse.Namespace) -> None:
     """One evidence run of the cell; where its CPU went, from its own on-CPU profile."""
     config = args.config or CONFIGS.get(args.numjobs, "ext4-default")
-    spec = cell_spec(args.cell, args.numjobs, args.runtime, args.ramp)
+    spec = cell_spec(args.cell, args.numjobs, args.runtime, args.ramp, config)
     point = config_point(spec, config, "evidence")
     outcome = run_point(
         spec, point, options=RunOptions(), host=collect_host_facts(), formatted_before=False
@@ -620,7 +627,7 @@ def main() -> None:
     run.add_argument("--pairs", type=int, default=10, help="pairs to add per cell")
     run.add_argument("--runtime", type=float, default=8.0)
     run.add_argument("--ramp", type=float, default=2.0)
-    run.add_argument("--config", help="preset configuration (default: see CONFIGS)")
+    run.add_argument("--config", help="preset configuration, or btrfs (default: see CONFIGS)")
     run.add_argument("--results", type=Path, default=DEFAULT_RESULTS)
     win = sub.add_parser("windows", help="on/off windows inside one fio run per cell (root, lock)")
     win.add_argument("--cells", nargs="+", choices=CELLS, default=["all"])

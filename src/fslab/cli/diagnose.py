@@ -58,7 +58,10 @@ def diagnose(
     of the change from the good point to the bad point it accounts for, in the
     off-CPU and on-CPU profiles and its own metrics; configurations that held up
     at the bad point confirm or weaken it; the strongest alternatives are ruled
-    out with their numbers. Without a falloff there is nothing to explain.
+    out with their numbers. When the rules explain under 40% of the change, the
+    frames that grew instead are listed with their chains and kernel subsystems
+    (--draft-rule turns them into a rule file to finish). Without a falloff there
+    is nothing to explain.
     """
 
     def body() -> None:
