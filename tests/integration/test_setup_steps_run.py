@@ -27,13 +27,13 @@ type = "ext4"
 mkfs_options = ["-E", "lazy_itable_init=0,lazy_journal_init=0"]
 [workload]
 kind = "fio"
-options = {{ name = "w", rw = "randwrite", bs = "4k", filename = "data/file1", size = "8m" }}
+options = {{ name = "w", rw = "randwrite", bs = "4k", filename = "file1", size = "8m" }}
 [[setup]]
 kind = "mkdir"
 path = "data"
 [[setup]]
 kind = "file"
-path = "data/file1"
+path = "file1"
 size = "4GiB"
 note = "the reporter's truncate -s 4G"
 [[setup]]
@@ -69,7 +69,7 @@ def test_setup_steps_run_and_settings_come_back(tmp_path, no_leaks):
         lines = [" ".join(argv) for argv in store.commands(point.id)]
     made = [line for line in lines if line.startswith(("mkdir", "truncate", "sysctl"))]
     assert made[0].startswith("mkdir -p ") and made[0].endswith("/data")
-    assert made[1].startswith("truncate -s 4294967296 ") and made[1].endswith("/data/file1")
+    assert made[1].startswith("truncate -s 4294967296 ") and made[1].endswith("/file1")
     assert f"sysctl -w vm.vfs_cache_pressure={pressure}" in made
     assert "sysctl -w vm.drop_caches=3" in made
     assert made[-1] == f"sysctl -w vm.vfs_cache_pressure={before}"  # after the workload

@@ -29,7 +29,7 @@ from pathlib import Path
 from fslab.base import faults
 from fslab.base.errors import FslabError, ToolError
 from fslab.base.hostfacts import HostFacts
-from fslab.base.proc import CommandLog
+from fslab.base.proc import CommandLog, run
 from fslab.base.roles import (
     CollectMode,
     instrumented,
@@ -87,8 +87,12 @@ def formatted_device(
     def make(path: str, *more: str) -> None:
         faults.checkpoint("prepare")
         make_filesystem(fs.type, path, fs.mkfs_options, label=None, log=state.log, more=more)
-        state.facts = state.facts.updated(filesystem=_describe(fs.type, path, state.log))
+        if not more:  # several: described once attached, where btrfs finds them all
+            describe(path)
         faults.checkpoint("mkfs")
+
+    def describe(path: str) -> None:
+        state.facts = state.facts.updated(filesystem=_describe(fs.type, path, state.log))
 
     if target.kind == "device":
         assert target.path is not None
@@ -115,7 +119,10 @@ def formatted_device(
             for _ in range(count)
         ]
         make(*(f.image_path for f in files))
-        yield tuple(f.attach_now() for f in files)
+        devices = tuple(f.attach_now() for f in files)
+        run(["btrfs", "device", "scan", *devices], log=state.log)  # only fslab's own
+        describe(devices[0])
+        yield devices
 
 
 def mount_options(fs: FilesystemSpec, devices: tuple[str, ...]) -> list[str]:
