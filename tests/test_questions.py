@@ -256,3 +256,25 @@ def test_adaptive_rounds_bracket_the_fall_and_run_the_other_configuration_there(
     assert added  # midpoints the grid never listed
     other = [p for p in points if p.config == "ext4-journal1g" and p.role != "warmup"]
     assert len(other) >= 3 and len({p.sweep["numjobs"] for p in other}) == 1
+
+
+def test_midpoint_prefers_the_specs_own_values():
+    from fslab.drive.questions import _midpoint
+
+    grid = [1, 16, 64, 256, 512, 768, 1024, 2048]
+    assert _midpoint(256, 2048, grid) == 768  # nearest sqrt(256 x 2048) = 724 in log terms
+    assert _midpoint(512, 1024, grid) == 768
+    assert _midpoint(768, 1024, grid) == 887  # none declared inside: the geometric midpoint
+    assert _midpoint(256, 2048, []) == 724
+
+
+def test_other_questions_wait_while_the_curve_is_open(tmp_path):
+    """Right after the coarse scan the cliff is not bracketed yet: only the curve (and
+    falloff) questions ask for runs, none at a bad point that may still move."""
+    with Store(tmp_path / "a.db") as store:
+        campaign_id, grid = _adaptive_campaign(store)
+        NearestReplay(grid)(store, campaign_id, options=None, progress=None)
+        questions = campaign_questions(store, load_campaign(store, campaign_id))
+    curve = next(q for q in questions if q.kind == "curve")
+    assert curve.is_open, curve.describe()
+    assert {q.kind for q in questions} <= {"curve", "falloff"}

@@ -24,7 +24,10 @@ curve coarsely (spec.expand_points); it asks one more question first:
 
 0. Where does that curve fall off? Open while its steepest fall past the
    best point (15% or more between measured points) spans more than
-   CLIFF_BRACKET in N: the geometric midpoint, ADAPTIVE_SCAN_RUNS runs.
+   CLIFF_BRACKET in N: the spec's own sweep value nearest the geometric
+   midpoint (else the midpoint itself), ADAPTIVE_SCAN_RUNS runs. While it is
+   open the other questions wait: the bad point they would spend runs on may
+   still move.
 
 A point never gets more than MAX_CLEAN_RUNS clean runs: a chaotic point that
 has not settled by then will not settle, and the question says so.
@@ -127,6 +130,10 @@ def campaign_questions(store: Store, data: CampaignData) -> list[Question]:
     if spec.run.adaptive and data.concurrency_axis() is not None and scanned in falloffs:
         questions.append(_curve_question(data, falloffs[scanned]))
     questions += [_falloff_question(f, counts) for f in falloffs.values() if f.kind != "single"]
+    if any(q.kind == "curve" and q.is_open for q in questions):
+        # the bad point moves while the cliff is bracketed: runs of the other
+        # configurations there, or evidence runs, would be spent on the wrong point
+        return questions
     focus = focus_config(falloffs)
     if focus is None or not focus.has_falloff:
         return questions
@@ -239,12 +246,23 @@ def _curve_question(data: CampaignData, found: Falloff) -> Question:
     a, b = fall
     assert a.n is not None and b.n is not None
     bracket = f"between {a.label} and {b.label}"
-    middle = round(math.sqrt(a.n * b.n))
+    middle = _midpoint(a.n, b.n, data.campaign.spec.sweep.get(curve.axis, []))
     if b.n / a.n <= CLIFF_BRACKET or middle in (a.n, b.n):
         return Question("curve", asks, "settled", f"{bracket} (x{format_ratio(b.n / a.n)})")
     key = tuple((k, middle if k == curve.axis else v) for k, v in a.key)
     want = Want(found.config, key, "clean", ADAPTIVE_SCAN_RUNS)
     return Question("curve", asks, "open", f"{bracket} (x{format_ratio(b.n / a.n, 1)})", [want])
+
+
+def _midpoint(low: float, high: float, declared: Sequence[Any]) -> int:
+    """The point to measure inside (low, high): the spec's own sweep value nearest the
+    geometric midpoint (in log terms) when it declares one there, so an adaptive campaign
+    measures the grid's points; else the geometric midpoint."""
+    middle = math.sqrt(low * high)
+    inside = [v for v in declared if isinstance(v, int | float) and low < v < high]
+    if inside:
+        return int(min(inside, key=lambda v: abs(math.log(v / middle))))
+    return round(middle)
 
 
 def _mechanism_question(
