@@ -24,11 +24,12 @@ Run it on a quiet machine; it takes the grid's time and a quarter more.
 from __future__ import annotations
 
 import argparse
+import json
 import subprocess
 import sys
 import tempfile
 import time
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from fslab.analyze.campaign.dataset import load_campaign
@@ -120,17 +121,41 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--order", default="grid,adaptive", help="which runs first")
     parser.add_argument("--set", dest="sets", action="append", default=[], metavar="KEY=VALUE")
+    parser.add_argument(
+        "--save", type=Path, help="write each campaign's answer here as JSON (MODE.json)"
+    )
+    parser.add_argument(
+        "--reuse",
+        action="append",
+        default=[],
+        metavar="MODE=FILE",
+        help="take that mode's answer from a --save of an earlier run instead of running it "
+        "(say so when quoting the ratio: the two did not run side by side)",
+    )
     args = parser.parse_args()
+    reused = dict(item.split("=", 1) for item in args.reuse)
     answers: dict[str, Answer] = {}
     with tempfile.TemporaryDirectory(prefix="fslab-tta-") as scratch:
         for mode in args.order.split(","):
-            answers[mode] = run(mode, args.sets, Path(scratch))
+            if mode in reused:
+                answers[mode] = Answer(**json.loads(Path(reused[mode]).read_text()))
+                answers[mode].bracket = tuple(answers[mode].bracket or ()) or None  # type: ignore[assignment]
+            else:
+                answers[mode] = run(mode, args.sets, Path(scratch))
+            if args.save:
+                args.save.mkdir(parents=True, exist_ok=True)
+                (args.save / f"{mode}.json").write_text(json.dumps(asdict(answers[mode])))
             a = answers[mode]
             print(
                 f"{mode}: {a.runs} runs, machine {a.machine_s / 60:.1f} min, "
-                f"wall {a.wall_s / 60:.1f} min {a.error}",
+                f"wall {a.wall_s / 60:.1f} min {a.error}"
+                + (f" (reused from {reused[mode]})" if mode in reused else ""),
                 flush=True,
             )
+    if set(answers) != {"grid", "adaptive"}:
+        for mode, a in answers.items():  # one side only: its answer, to set beside a --save
+            print(json.dumps({mode: asdict(a)}, indent=1))
+        return
     grid, adaptive = answers["grid"], answers["adaptive"]
     print()
     print(f"{'':34} {'grid':>30} {'adaptive':>30}")
