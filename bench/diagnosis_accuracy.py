@@ -17,6 +17,7 @@ import sys
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from fslab.diagnose.diagnosis import ConfigDiagnosis, diagnose_campaign
 from fslab.store.db import Store
@@ -24,6 +25,7 @@ from fslab.store.exchange import import_campaign
 
 CORPUS = Path(__file__).resolve().parents[1] / "tests" / "data" / "corpus"
 NONE = "none"
+UNKNOWN = "unknown"  # a mechanism the rule base does not hold: the honest unknown is right
 
 
 @dataclass
@@ -32,17 +34,28 @@ class CaseResult:
     config: str
     truth: str
     diagnosis: ConfigDiagnosis
+    frames: tuple[str, ...] = ()  # for an unknown: frames its first grown frames must include
 
     @property
     def predicted(self) -> str:
-        return self.diagnosis.top or NONE
+        d = self.diagnosis
+        if d.top is None and d.unknown is not None and d.falloff and d.falloff.has_falloff:
+            return UNKNOWN
+        return d.top or NONE
 
     @property
     def correct(self) -> bool:
-        return self.predicted == self.truth
+        if self.truth != UNKNOWN:
+            return self.predicted == self.truth
+        grown = (
+            {f.chain[-1] if f.chain else f.frame for f in self.diagnosis.unknown.frames[:2]}
+            if self.diagnosis.unknown
+            else set()
+        )
+        return self.predicted == UNKNOWN and bool(grown & set(self.frames))
 
 
-def manifest(corpus: Path = CORPUS) -> list[dict[str, str]]:
+def manifest(corpus: Path = CORPUS) -> list[dict[str, Any]]:
     return json.loads((corpus / "manifest.json").read_text())["cases"]
 
 
@@ -61,7 +74,10 @@ def run_corpus(corpus: Path = CORPUS) -> list[CaseResult]:
             if case["file"] not in cache:
                 cache[case["file"]] = diagnose_file(corpus / case["file"], Path(tmp))
             diagnosis = cache[case["file"]][case["config"]]
-            results.append(CaseResult(case["file"], case["config"], case["truth"], diagnosis))
+            frames = tuple(case.get("frames", ()))
+            results.append(
+                CaseResult(case["file"], case["config"], case["truth"], diagnosis, frames)
+            )
     return results
 
 
@@ -85,7 +101,7 @@ def margin_lines(results: list[CaseResult]) -> list[str]:
     for r in results:
         d = r.diagnosis
         ranked = d.judged if d.top else []
-        first = f"{ranked[0].mechanism} {ranked[0].score:.2f}" if ranked else "none"
+        first = f"{ranked[0].mechanism} {ranked[0].score:.2f}" if ranked else r.predicted
         second = f"{ranked[1].mechanism} {ranked[1].score:.2f}" if len(ranked) > 1 else "-"
         margin = f"{d.margin:.2f}" if d.margin is not None else "-"
         case = f"{r.file.removesuffix('.json')}:{r.config}"

@@ -54,6 +54,11 @@ def test_corpus_case_is_ranked_right(tmp_path, case):
     if case["truth"] == "none":
         assert diagnosis.top is None, text
         assert "no falloff: nothing to explain" in text
+    elif case["truth"] == "unknown":  # outside the rule base: no rule first, the right frames
+        assert diagnosis.top is None and diagnosis.unknown is not None, text
+        grown = [f.chain[-1] if f.chain else f.frame for f in diagnosis.unknown.frames[:2]]
+        assert set(grown) & set(case["frames"]), (grown, text)
+        assert "no mechanism in the rule base explains the change" in text
     else:
         assert diagnosis.top == case["truth"], text
         assert diagnosis.margin is not None and diagnosis.margin > 0
@@ -62,7 +67,7 @@ def test_corpus_case_is_ranked_right(tmp_path, case):
 
 
 def test_corpus_manifest_names_known_mechanisms_and_files():
-    ids = {rule.id for rule in load_rules()} | {"none"}
+    ids = {rule.id for rule in load_rules()} | {"none", "unknown"}
     for case in manifest():
         assert case["truth"] in ids and (CORPUS / case["file"]).is_file() and case["why"]
 

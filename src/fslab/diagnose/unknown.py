@@ -21,7 +21,7 @@ from importlib import resources
 from typing import Any
 
 from fslab.base.format import format_share
-from fslab.diagnose.attribution import class_label, class_of
+from fslab.diagnose.attribution import STATE_FRAMES, class_label, class_of
 from fslab.diagnose.evidence import RUNNING, Compositions, PointEvidence, all_frames
 from fslab.diagnose.mechanisms import PROFILE_KINDS, Frame, ProfileKind, Rule
 from fslab.stacks.fold import UNKNOWN_FRAME
@@ -29,6 +29,7 @@ from fslab.stacks.profile import Profile
 
 UNEXPLAINED = 0.40  # below this share of the change explained, the unknown is shown
 GROWN = 4  # frames listed
+MIN_GROWTH = 0.01  # a frame that grew less (in share) is sampling noise, not listed
 CHAIN_FRAMES = 6  # frames of a chain shown, the sleeping or spinning one last
 NOT_FRAMES = frozenset({RUNNING, "leaf:(no kernel stack)", f"leaf:{UNKNOWN_FRAME}"})
 # entry trampolines: every chain has them, none says anything
@@ -143,7 +144,7 @@ def find_unknown(
             key=lambda r: (-(r[2] - r[1]), r[0]),
         )
         frames = []
-        for key, was, now in [r for r in rows if r[2] > r[1]][:GROWN]:
+        for key, was, now in [r for r in rows if r[2] - r[1] >= MIN_GROWTH][:GROWN]:
             chain = chain_of(profile, key, all_frames(rules, kind))
             sub = subsystem_of(chain)
             found = GrownFrame(
@@ -171,7 +172,7 @@ def chain_of(profile: Profile, key: str, named: list[Frame]) -> tuple[str, ...]:
         return ()
     frame = class_label(key).split(" under ")[0]
     end = max((i for i, f in enumerate(best) if f == frame), default=len(best) - 1)
-    chain = [f for f in best[1 : end + 1] if f not in ENTRY_FRAMES]
+    chain = [f for f in best[1 : end + 1] if f not in ENTRY_FRAMES and f not in STATE_FRAMES]
     return tuple(chain[-CHAIN_FRAMES:])
 
 
