@@ -278,3 +278,29 @@ def test_other_questions_wait_while_the_curve_is_open(tmp_path):
     curve = next(q for q in questions if q.kind == "curve")
     assert curve.is_open, curve.describe()
     assert {q.kind for q in questions} <= {"curve", "falloff"}
+
+
+def test_an_adaptive_budget_is_a_share_of_the_grid_at_the_campaigns_own_pace(tmp_path):
+    """A quarter of the grid's runs at the median time of the runs measured so far (11 s
+    here), not at an estimate whose set-up constant may be far off."""
+    with Store(tmp_path / "a.db") as store:
+        campaign_id, _ = _adaptive_campaign(store)
+        guessed = adaptive.default_budget_s(store, campaign_id)  # nothing ran yet
+        for p in store.points(campaign_id):
+            store.save_outcome(
+                p.id,
+                PointOutcome(
+                    status="ok",
+                    metrics={"fio.write.iops": 1.0},
+                    started_at="2026-12-03T10:00:00+00:00",
+                    ended_at="2026-12-03T10:00:11+00:00",
+                ),
+            )
+        paced = adaptive.default_budget_s(store, campaign_id)
+        spec = store.campaign(campaign_id).spec
+    from fslab.spec.points import expand_points
+
+    as_grid = spec.model_copy(update={"run": spec.run.model_copy(update={"adaptive": False})})
+    grid_runs = len(expand_points(as_grid, "inline"))  # the campaign collects inline
+    assert paced < guessed
+    assert paced == pytest.approx(adaptive.ADAPTIVE_SHARE * 11.0 * grid_runs)
