@@ -130,7 +130,7 @@ def test_dd_failing_or_hung_is_a_failed_point(
         "target": {"size": "1GiB"},
         "filesystems": [{"label": "ext4", "type": "ext4"}],
         # 1000-byte O_DIRECT writes are refused (EINVAL); 4k ones work
-        "workload": {"kind": "dd", "count": 1000, "oflag": "direct", "mode": "sustained"},
+        "workload": {"kind": "dd", "count": 5000, "oflag": "direct", "mode": "sustained"},
         "sweep": {"bs": ["1000", "4k", "8k"]},
         "run": {"runtime": "1s", "timeout_factor": 1.5, "setup_timeout": "2s"},
     }
@@ -142,7 +142,8 @@ def test_dd_failing_or_hung_is_a_failed_point(
         assert (warmup.role, warmup.sweep, warmup.status) == ("warmup", {"bs": "8k"}, "failed")
         assert "dd hung" in (warmup.error or "")
         assert [p.sweep["bs"] for p in points] == ["1000", "4k", "8k"]
-        # 1000 x 8k per dd: short enough that a slow machine's run is not "hung"
+        # 5000 x 8k per dd: long enough for the injected stop (0.05 s in), short enough
+        # that a slow machine's run is not "hung"
         assert [p.status for p in points] == ["failed", "failed", "ok"], [p.error for p in points]
         assert "dd exited 1" in (points[0].error or "")
         assert "Invalid argument" in (points[0].stderr or "")

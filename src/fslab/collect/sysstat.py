@@ -271,6 +271,7 @@ class SysstatCollector(Collector):
         ("blk.**", MetricDef("none", "", "block layer statistics")),
         ("throttle.*_ios", MetricDef("none", "events", "bios the blkio throttle counted")),
         ("throttle.*_bytes", MetricDef("none", "B", "bytes the blkio throttle counted")),
+        ("throttle.**", MetricDef("none", "", "the blkio throttle's counters (target.limits)")),
         ("sys.cpu.*_pct", MetricDef("none", "%", "system-wide CPU time share by state")),
         ("sys.*_per_s", MetricDef("none", "1/s", "system-wide event rate (/proc/stat, vmstat)")),
         ("sys.elapsed_s", MetricDef("none", "s", "time the system statistics cover")),
