@@ -49,11 +49,10 @@ runtime = "1s"
 """
 
 
-def test_setup_steps_run_and_settings_come_back(tmp_path, no_leaks):
-    before = PRESSURE.read_text().strip()
-    pressure = 137 if before != "137" else 138
-    spec = tmp_path / "s.toml"
-    spec.write_text(SPEC.format(pressure=pressure))
+def _run(tmp_path: Path, spec_text: str) -> Path:
+    """`fslab run` on the spec without collectors, as a user runs it; the database."""
+    spec = tmp_path / "spec.toml"
+    spec.write_text(spec_text)
     db = tmp_path / "r.db"
     done = subprocess.run(
         [sys.executable, "-m", "fslab", "run", str(spec), "--db", str(db), "--no-collect"],
@@ -62,6 +61,13 @@ def test_setup_steps_run_and_settings_come_back(tmp_path, no_leaks):
         check=False,
     )
     assert done.returncode == 0, done.stderr
+    return db
+
+
+def test_setup_steps_run_and_settings_come_back(tmp_path, no_leaks):
+    before = PRESSURE.read_text().strip()
+    pressure = 137 if before != "137" else 138
+    db = _run(tmp_path, SPEC.format(pressure=pressure))
     assert PRESSURE.read_text().strip() == before  # put back
     with Store(db) as store:
         (point,) = store.points(store.latest_campaign_id())
@@ -105,16 +111,7 @@ runtime = "1s"
 def test_a_btrfs_spans_its_devices_and_all_are_released(tmp_path, no_leaks):
     """target.devices = 3: three loop images under the btrfs (raid0 data, raid1 metadata),
     the ext4 beside it on one; every loop device is gone afterwards (no_leaks)."""
-    spec = tmp_path / "d.toml"
-    spec.write_text(DEVICES_SPEC)
-    db = tmp_path / "r.db"
-    done = subprocess.run(
-        [sys.executable, "-m", "fslab", "run", str(spec), "--db", str(db), "--no-collect"],
-        capture_output=True,
-        text=True,
-        check=False,
-    )
-    assert done.returncode == 0, done.stderr
+    db = _run(tmp_path, DEVICES_SPEC)
     with Store(db) as store:
         points = {p.config: p for p in store.points(store.latest_campaign_id())}
         commands = {c: [" ".join(a) for a in store.commands(p.id)] for c, p in points.items()}
