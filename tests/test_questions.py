@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import itertools
 import json
+import statistics
 
 import pytest
 
@@ -124,6 +125,29 @@ def test_no_round_past_the_budget(cold):
     result = adaptive.run_until_answered(store, cid, budget_s=spent + 1.0, run=Replay(store, cid))
     assert result.rounds == 0 and result.budget_spent
     assert any(q.is_open for q in result.questions)
+
+
+def test_a_round_past_the_budget_runs_what_fits_first_questions_first(cold):
+    """The last round runs the wants that fit the budget, in the questions' order, and
+    the result holds the questions as those runs left them."""
+    store, cid = cold
+    data = load_campaign(store, cid)
+    points = store.points(cid)
+    spent = adaptive.machine_seconds(points)
+    median = statistics.median(s for p in points if (s := adaptive._seconds(p)) is not None)
+    first = [q for q in campaign_questions(store, data) if q.is_open]
+    wanted = adaptive._round(data, [w for q in first for w in q.wants])
+    assert len(wanted) >= 2
+    replay = Replay(store, cid)
+    result = adaptive.run_until_answered(store, cid, budget_s=spent + 1.5 * median, run=replay)
+    assert result.rounds == 1 and result.added == 1 and result.budget_spent
+    (added,) = store.points(cid)[len(points) :]
+    assert (added.config, added.sweep, added.role) == (
+        wanted[0].config,
+        wanted[0].sweep,
+        wanted[0].role,
+    )
+    assert result.questions == campaign_questions(store, load_campaign(store, cid))
 
 
 def test_no_round_while_the_store_is_away(cold, monkeypatch):

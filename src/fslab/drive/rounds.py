@@ -301,7 +301,8 @@ def run_until_answered(
     run: RunFn = run_campaign,
 ) -> AnswerResult:
     """Run what the open questions want, round by round, while the campaign's machine
-    time (planned runs included) stays within budget_s (None: default_budget_s)."""
+    time (planned runs included) stays within budget_s (None: default_budget_s); of a
+    round that does not fit, the runs that do (the first questions' first)."""
     sink = progress or SilentProgress()
     options = options or RunOptions()
     result = AnswerResult()
@@ -319,20 +320,28 @@ def run_until_answered(
             break
         spent = machine_seconds(data.points)
         each = [s for p in data.points if (s := _seconds(p)) is not None]
-        estimate = statistics.median(each) * len(planned) if each else 0.0
-        if spent + estimate > budget_s:
+        run_s = statistics.median(each) if each else 0.0
+        fits = len(planned) if run_s <= 0 else int(max(0.0, budget_s - spent) // run_s)
+        if fits < len(planned):
+            # the round's first runs are the first questions' (the curve, then each
+            # falloff, each other configuration, the mechanism): run what fits, last
             result.budget_spent = True
             sink.message(
-                f"questions: the budget ({budget_s:.0f} s of runs) is spent; "
-                f"{len(planned)} more run(s) would take about {estimate:.0f} s"
+                f"questions: the budget ({budget_s:.0f} s of runs) has room for {fits} of "
+                f"{len(planned)} more run(s) (about {run_s:.0f} s each)"
             )
-            break
+            planned = planned[:fits]
+            if not planned:
+                break
         result.rounds += 1
         result.added += len(planned)
         wanted = ", ".join(dict.fromkeys(f"{p.config} {point_label(p.sweep)}" for p in planned))
         sink.message(f"questions round {result.rounds}: {len(planned)} more run(s) at {wanted}")
         store.add_points(campaign_id, planned)
         run(store, campaign_id, options=options, progress=progress)
+        if result.budget_spent and not store_away(store, sink, "questions"):
+            result.questions = campaign_questions(store, load_campaign(store, campaign_id))
+            break  # the questions as the last runs left them
     return result
 
 
