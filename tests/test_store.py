@@ -298,6 +298,24 @@ def test_a_running_campaign_nobody_runs_reads_as_interrupted(new_db):
         assert store.campaign(cid).status == "interrupted"
 
 
+def test_the_runner_lock_holds_through_a_nested_hold(new_db):
+    """`fslab run` holds the campaign's lock over the planned runs and the question
+    rounds, each of which takes it again: the inner hold must neither fail nor let go."""
+    location = new_db()
+    with Store(location) as store:
+        cid = _campaign(store)
+        other = Store(location)
+        with store.campaign_lock(cid):
+            with store.campaign_lock(cid):
+                assert store.campaign(cid).status == "running"
+            assert store.campaign(cid).status == "running"  # the inner exit kept it
+            with pytest.raises(FslabError, match="being run by another"), other.campaign_lock(cid):
+                pass
+        with other.campaign_lock(cid):  # released with its outer holder
+            pass
+        other.close()
+
+
 @pytest.mark.parametrize("version", [1, 2])
 def test_an_older_sqlite_database_is_migrated(tmp_path, version):
     """tests/data/store_schema_v{1,2}.sql: the schemas fslab shipped before alembic

@@ -237,7 +237,9 @@ def run(
             err.print(f"campaign {campaign_id} -> {store.location}", markup=False)
             answered: AnswerResult | None = None
             try:
-                with RichProgress(err) as progress:
+                # one lock from the planned runs through the questions' rounds: another
+                # fslab resuming the campaign between two rounds would add rounds too
+                with store.campaign_lock(campaign_id), RichProgress(err) as progress:
                     run_campaign(store, campaign_id, options=options, progress=progress)
                     if until_ci is not None:
                         run_until_ci(

@@ -204,6 +204,7 @@ class Store:
         self.location = shown_location(self.url)  # what messages name
         self._engine = _postgresql_engine(self.url) if self.shared else _sqlite_engine(self.url)
         self._spool = Spool(spool_path(self.location)) if self.shared else None
+        self._held: set[int] = set()  # campaigns whose runner lock this Store holds
         try:
             self._ensure_schema()
             self.flush_spool()
@@ -434,8 +435,21 @@ class Store:
 
         SQLite: a byte lock beside the file (fslab.store.lock). PostgreSQL: a
         session advisory lock, seen by every host, released when the session
-        ends however the runner dies.
+        ends however the runner dies. Re-entered by the same Store it holds on:
+        `fslab run` keeps it from the planned runs through the question rounds.
         """
+        if campaign_id in self._held:
+            yield
+            return
+        self._held.add(campaign_id)
+        try:
+            with self._lock_campaign(campaign_id):
+                yield
+        finally:
+            self._held.discard(campaign_id)
+
+    @contextlib.contextmanager
+    def _lock_campaign(self, campaign_id: int) -> Iterator[None]:
         if not self.shared:
             with campaign_lock(self.path, campaign_id):
                 yield
