@@ -16,6 +16,7 @@ import pytest
 from pydantic import ValidationError
 
 from fslab.base.proc import CommandLog
+from fslab.base.units import parse_size_bytes
 from fslab.measure.setup import inside, restore_sysctls, setup_steps
 from fslab.reproduce.extract import extract_facts
 from fslab.reproduce.scale import GIB, HostShape
@@ -54,23 +55,28 @@ def test_a_step_fslab_would_not_do_is_refused_with_its_field(step, field):
 
 def test_the_truncated_file_of_a_report_is_replayed_in_the_scratch_filesystem():
     """The fio-on-a-truncated-file report: `truncate -s 100G /mnt/test/file1` becomes a
-    sparse file1 in the scratch filesystem, the name fio's filename= is given there."""
+    sparse file1 in the scratch filesystem, the name fio's filename= is given there,
+    scaled as the job's file sizes are: the 100G truncate and the 100G job file stay
+    one size on a smaller device, and a question says so."""
     name = "ext4-truncate-100g-jobfile.txt"
     reproduction = build_spec(
         extract_facts((REPORTS / name).read_text()), source_name=name, host=HOST
     )
     data = tomllib.loads(reproduction.toml)
     (step,) = data["setup"]
+    largest = max(parse_size_bytes(v) for v in data["sweep"]["filesize"])
+    assert largest < 100 * GIB
     assert step == {
         "kind": "file",
         "path": "file1",
-        "size": str(100 * GIB),
+        "size": str(largest),
         "how": "truncate",
         "note": "line 31: truncate -s 100G /mnt/test/file1",
     }
     assert "file1" in str(data["workload"])  # fio's filename, the same name
-    assert reproduction.spec.setup[0].size_bytes == 100 * GIB
-    assert not [q for q in reproduction.questions if q.item == "setup"]  # nothing left over
+    assert reproduction.spec.setup[0].size_bytes == largest
+    (asked,) = [q for q in reproduction.questions if q.item == "setup"]
+    assert "100GiB" in asked.question and "scaled in proportion" in asked.assumed
 
 
 def test_listed_sysctls_keep_the_twin_in_force():

@@ -16,8 +16,11 @@ from typing import Any
 
 from pydantic import TypeAdapter, ValidationError
 
+from fslab.base.format import format_size
 from fslab.base.units import parse_size_bytes
-from fslab.reproduce.facts import SetupFact
+from fslab.reproduce.draft import Draft
+from fslab.reproduce.facts import QuestionFact, SetupFact
+from fslab.reproduce.scale import MIB, file_budget_bytes
 from fslab.spec.setup import TWINS, SetupStep
 
 _STEP = TypeAdapter(SetupStep)
@@ -76,6 +79,36 @@ def replay_all(facts: list[SetupFact]) -> tuple[list[dict[str, Any]], list[tuple
         if not (t["kind"] == "sysctl" and not t["value"] and TWINS.get(t["name"]) in in_force)
     ]
     return kept, skipped
+
+
+def scaled_files(
+    draft: Draft, tables: list[dict[str, Any]], target_bytes: int
+) -> list[dict[str, Any]]:
+    """The files the steps make, scaled as the workload's file sizes are: in proportion,
+    the largest filling the file budget (a 100G truncate beside a 100G job file keeps
+    their ratio on a smaller device, and a fallocate of more than the device fails)."""
+    files = [t for t in tables if t["kind"] == "file"]
+    budget = file_budget_bytes(target_bytes, draft.host)
+    largest = max((int(t["size"]) for t in files), default=0)
+    if largest <= budget:
+        return tables
+    factor = budget / largest
+    scaled = []
+    for table in tables:
+        if table["kind"] == "file":
+            size = max(MIB, int(int(table["size"]) * factor) // MIB * MIB)
+            draft.questions.append(
+                QuestionFact(
+                    "setup",
+                    f"{table['note']} makes a file of {format_size(int(table['size']))}, "
+                    "more than this machine's file budget",
+                    f"{format_size(size)}: scaled in proportion, the largest filling the "
+                    "file budget, as the workload's sizes are",
+                )
+            )
+            table = {**table, "size": str(size)}
+        scaled.append(table)
+    return scaled
 
 
 def _steps(kind: str, words: list[str]) -> list[dict[str, Any]]:

@@ -27,7 +27,7 @@ from fslab.reproduce.draft import Draft
 from fslab.reproduce.facts import QuestionFact, ReportFacts
 from fslab.reproduce.reportedwrite import reported_table, unreproducible, vm_table
 from fslab.reproduce.scale import QUICK_REPEAT, HostShape, target_size_bytes
-from fslab.reproduce.setupwrite import replay_all
+from fslab.reproduce.setupwrite import replay_all, scaled_files
 from fslab.reproduce.tomlitems import add, wrap
 from fslab.reproduce.toolwrite import (
     ask_about_setup,
@@ -118,6 +118,7 @@ def _document(draft: Draft, source_name: str) -> tomlkit.TOMLDocument:
         workload, sweep, run, quick_set = tool_tables(draft, int(size.value), source_name)
     for line in setup_comment_lines(draft):
         workload.add(tomlkit.comment(line))
+    steps = scaled_files(draft, replay_all(facts.setup)[0], int(size.value))
     unreproducible(draft)
     name = spec_name(source_name, facts.title)
     for line in _header(draft, source_name):
@@ -144,7 +145,6 @@ def _document(draft: Draft, source_name: str) -> tomlkit.TOMLDocument:
     doc["workload"] = workload
     if sweep.value:
         doc["sweep"] = sweep
-    steps, _ = replay_all(facts.setup)
     if steps:
         doc["setup"] = _setup_tables(steps)
     vm = vm_table(draft)
