@@ -119,3 +119,32 @@ def test_an_elided_fs_mark_directory_list_is_asked_not_read_as_a_path():
     assert workload.get("dirs", 1) == 1 and "..." not in str(workload)
     asked = [q.question for q in reproduction.questions if "-d" in q.item]
     assert asked and "elides its directories" in asked[0], asked
+
+
+@pytest.mark.parametrize(
+    ("name", "configs"),
+    [
+        (
+            "xfs-fsmark-parent-pointers.txt",
+            [("xfs-parent0", ["-n", "parent=0"], []), ("xfs-parent1", ["-n", "parent=1"], [])],
+        ),
+        (
+            "ext4-discard-untar-loop.txt",
+            [("ext4-nodiscard", [], []), ("ext4-discard", [], ["discard"])],
+        ),
+    ],
+)
+def test_an_option_the_report_changed_gives_its_configurations(name, configs):
+    """A report that changed one mkfs or mount option between its runs is about that
+    change: the spec's configurations are the reporter's setup with each value (not the
+    filesystem's defaults as a counterpart), and --quick keeps both."""
+    reproduction = build_spec(
+        extract_facts((REPORTS / name).read_text()), source_name=name, host=HOST
+    )
+    written = [
+        (fs.label, [o for o in fs.mkfs_options if "lazy" not in o and o != "-E"], fs.mount_options)
+        for fs in reproduction.spec.filesystems
+    ]
+    assert written == configs
+    quick = tomllib.loads(reproduction.toml)["quick"]["filesystems"]
+    assert quick == [label for label, _, _ in configs]

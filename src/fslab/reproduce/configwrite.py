@@ -3,7 +3,11 @@
 The reporter's setup comes first, then the obvious counterpart (another
 filesystem the report names, else the filesystem's defaults when the
 reporter gave options), then what the report's own remedy names (a bigger
-journal). ext4 gets fslab's lazy-init options, said in a comment.
+journal). A report that changed a mkfs or mount option between its runs
+(`-n parent=0`, then `-n parent=1`; "with discard and without") is about
+that change: its configurations are the reporter's setup with each value,
+in place of the defaults. ext4 gets fslab's lazy-init options, said in a
+comment.
 """
 
 from __future__ import annotations
@@ -15,7 +19,7 @@ import tomlkit
 from tomlkit.items import Table
 
 from fslab.reproduce.draft import Draft
-from fslab.reproduce.facts import FilesystemFact, Line, QuestionFact
+from fslab.reproduce.facts import FilesystemFact, Line, QuestionFact, SweepFact
 from fslab.reproduce.tomlitems import wrap
 
 LAZY_INIT = ["-E", "lazy_itable_init=0,lazy_journal_init=0"]
@@ -55,7 +59,10 @@ def configurations(draft: Draft) -> list[Config]:
             else "the other filesystem the report names, same workload"
         ) + where
         configs.append(_config(label, fs_type, description, mkfs, mount))
-    if len(types) == 1 and (configs[0].mkfs_options or configs[0].mount_options):
+    varied = _option_sweep(draft, configs[0])
+    if varied:
+        configs[:1] = varied
+    elif len(types) == 1 and (configs[0].mkfs_options or configs[0].mount_options):
         configs.append(
             _config(f"{reporter}-default", reporter, "counterpart: mkfs and mount defaults", [], [])
         )
@@ -80,6 +87,52 @@ def configurations(draft: Draft) -> list[Config]:
                 )
             )
     return configs
+
+
+def _option_sweep(draft: Draft, reporter: Config) -> list[Config]:
+    """The reporter's configuration once per value of the mkfs or mount option the report
+    changed between its runs ([] when it changed none)."""
+    fact = next(
+        (f for f in draft.facts.sweeps if f.axis.startswith("mkfs ") or f.axis == "mount_options"),
+        None,
+    )
+    if fact is None:
+        return []
+    base = _user_mkfs(reporter)
+    configs: list[Config] = []
+    for value in fact.values:
+        mkfs, mount, name, shown = _with_value(fact, value, base, reporter.mount_options)
+        label = re.sub(r"[^A-Za-z0-9_.+-]+", "", f"{reporter.type}-{name}")[:64]
+        first = not configs
+        description = (
+            f"the reporter's setup, {shown}" if first else f"the report's change: {shown}"
+        ) + f" (line {fact.source.number})"
+        configs.append(_config(label, reporter.type, description, mkfs, mount))
+    if len({c.label for c in configs}) < len(configs):
+        return []
+    return configs
+
+
+def _with_value(
+    fact: SweepFact, value: str, mkfs: list[str], mount: list[str]
+) -> tuple[list[str], list[str], str, str]:
+    """(mkfs options, mount options, a label part, in words) with the changed option set
+    to `value`."""
+    if fact.axis == "mount_options":
+        option = value.removeprefix("(no ").removesuffix(")")
+        kept = [o for o in mount if o != option]
+        if value.startswith("(no "):
+            return list(mkfs), kept, f"no{option}", f"mounted without {option}"
+        return list(mkfs), [*kept, option], option, f"mounted with {option}"
+    _, flag, key = fact.axis.split(" ", 2)
+    setting = f"{key}={value}"
+    shown = f"mkfs {flag} {setting}"
+    options = list(mkfs)
+    for index in range(len(options) - 1):
+        if options[index] == flag and options[index + 1].partition("=")[0] == key:
+            options[index + 1] = setting
+            return options, list(mount), f"{key}{value}", shown
+    return [*options, flag, setting], list(mount), f"{key}{value}", shown
 
 
 def _options_of(draft: Draft, fs_type: str) -> tuple[list[str], list[str], list[int]]:
