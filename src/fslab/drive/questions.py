@@ -2,7 +2,9 @@
 
 A campaign about a falloff asks three things, each judged by the rule that
 already answers it elsewhere (so a question is settled exactly when the
-report says so):
+report says so). They are asked, and their runs planned, in the order 1, 3,
+2: when the budget has room for part of a round only, the runs that fit go
+to the mechanism's evidence first, then to each other configuration in turn.
 
 1. Does each configuration fall off? (`analyze.curve.falloff`: settled when the
    test shows it, or the drop is under 15%.) Open: a clean run more at its
@@ -138,10 +140,10 @@ def campaign_questions(store: Store, data: CampaignData) -> list[Question]:
     if focus is None or not focus.has_falloff:
         return questions
     separate = _collects_evidence(data)
-    questions += _remedy_questions(data, focus, counts, separate)
-    if separate:
+    if separate:  # before the remedies: a round the budget cuts short keeps the mechanism
         diagnosis = diagnose_config(store, data, falloffs, focus.config, load_rules())
         questions.append(_mechanism_question(diagnosis, focus, counts))
+    questions += _remedy_questions(data, focus, counts, separate)
     return questions
 
 
