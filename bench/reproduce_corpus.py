@@ -2,27 +2,40 @@
 fields read right against tests/data/reports/expected.toml (k/n), and whether the spec
 written loads as `fslab run SPEC` loads it, with its workload kind ("yes: dbench"; a
 report's shell command is written switched off: "yes: command, off"). With --run, each
-spec that loads and may run runs as `fslab run SPEC --quick` and the last two columns say
-whether it ran and whether its falloff showed (root, minutes each).
+spec that loads and may run runs as `fslab run SPEC --quick` (root, minutes each; stopped
+with Ctrl-C's own clean-up past --timeout) and the last two columns say whether it ran,
+and whether it changed the way the report says (expected.toml's direction: performance as
+the swept value grows). That is judged on the first configuration's runs at the first and
+the last point of its sweep with the falloff test (`fall_test`, one-sided, the headline
+metric's better direction up): "down: yes" is the report's direction, shown; "flat" is
+neither way shown; a report whose only variable is the kernel says "not here (kernels)".
 
-    .venv/bin/python bench/reproduce_corpus.py [--run]
+    .venv/bin/python bench/reproduce_corpus.py [--run] [--only NAME ...] [--save DIR]
 """
 
 from __future__ import annotations
 
 import argparse
+import signal
+import statistics
 import subprocess
 import sys
 import tempfile
+import time
 import tomllib
 from pathlib import Path
+from typing import Any
 
+from fslab.analyze.campaign.dataset import load_campaign
+from fslab.analyze.campaign.metrics_catalog import metric_def
+from fslab.analyze.curve.falloff import fall_test
 from fslab.base.errors import FslabError, UsageError
 from fslab.reproduce.experiment import FIELDS, compare, experiment_of
 from fslab.reproduce.extract import extract_facts
 from fslab.reproduce.scale import HostShape
 from fslab.reproduce.specwrite import build_spec
 from fslab.spec.load import load_spec
+from fslab.store.db import Store
 
 REPORTS = Path(__file__).resolve().parent.parent / "tests" / "data" / "reports"
 
@@ -30,12 +43,17 @@ REPORTS = Path(__file__).resolve().parent.parent / "tests" / "data" / "reports"
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--run", action="store_true", help="run each loading spec --quick")
+    parser.add_argument("--only", nargs="+", default=[], help="these reports (name prefixes)")
+    parser.add_argument("--timeout", type=float, default=900.0, help="seconds a run may take")
+    parser.add_argument("--save", type=Path, help="keep each run's spec, output and database")
     args = parser.parse_args()
     expected = tomllib.loads((REPORTS / "expected.toml").read_text())
     host = HostShape.current()
     rows = [("report", "tool", "fields right", "spec loads", "ran --quick", "falloff")]
     wrong: list[str] = []
     for path in sorted(REPORTS.glob("*.txt")):
+        if args.only and not any(path.name.startswith(o) for o in args.only):
+            continue
         facts = extract_facts(path.read_text())
         found = experiment_of(facts)
         right = "-"
@@ -52,7 +70,9 @@ def main() -> int:
             spec, loads = None, "no (exit 2)"
         ran, falloff = "not run", "not run"
         if args.run and spec is not None and loads.startswith("yes") and "off" not in loads:
-            ran, falloff = _run(spec.toml, spec.spec.name)
+            where = args.save / path.stem if args.save else Path(tempfile.mkdtemp())
+            ran, falloff = _run(spec.toml, where, expected.get(path.name), args.timeout)
+            print(f"{path.name}: ran {ran}; {falloff}", flush=True)
         rows.append((path.name, found.tool or "-", right, loads, ran, falloff))
     widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
     for row in rows:
@@ -77,19 +97,57 @@ def _loads(toml: str) -> str:
     return f"yes: {spec.workload.kind}" + (", off" if off else "")
 
 
-def _run(toml: str, name: str) -> tuple[str, str]:
-    """`fslab run SPEC --quick`; whether it ran, and whether its report names a falloff."""
-    spec = Path(tempfile.mkdtemp(prefix="fslab-corpus-")) / f"{name}.toml"
+def _run(
+    toml: str, where: Path, expected: dict[str, Any] | None, timeout: float
+) -> tuple[str, str]:
+    """`fslab run SPEC --quick` in its own database; whether it ran, and its direction."""
+    where.mkdir(parents=True, exist_ok=True)
+    spec, db = where / "spec.toml", where / "campaign.db"
     spec.write_text(toml)
-    done = subprocess.run(
-        [sys.executable, "-m", "fslab", "run", str(spec), "--quick"],
-        capture_output=True,
-        text=True,
-        check=False,
+    argv = [sys.executable, "-m", "fslab", "run", str(spec), "--quick", "--db", str(db)]
+    started = time.monotonic()
+    with subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) as child:
+        try:
+            out, err = child.communicate(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            child.send_signal(signal.SIGINT)  # fslab releases mounts and loops on Ctrl-C
+            out, err = child.communicate()
+            (where / "output.txt").write_text(out + err)
+            return f"timed out ({timeout / 60:.0f} min)", "-"
+    (where / "output.txt").write_text(out + err)
+    if child.returncode != 0:
+        last = err.strip().splitlines()[-1][:50] if err.strip() else ""
+        return f"failed ({child.returncode}: {last})", "-"
+    return f"yes ({(time.monotonic() - started) / 60:.1f} min)", _direction(db, expected)
+
+
+def _direction(db: Path, expected: dict[str, Any] | None) -> str:
+    """Which way the first configuration's headline went over its sweep, against the report."""
+    if not expected or "direction" not in expected:
+        return "-"
+    kernels = ("kernel", "commit")
+    if any(expected.get(part, {}).get("axis") in kernels for part in ("sweep", "compare")):
+        return "not here (kernels)"  # the direction is the kernels'; one runs here
+    with Store(str(db)) as store:
+        (campaign,) = store.campaigns()
+        data = load_campaign(store, campaign.id)
+    if data.headline is None or not data.configs():
+        return "no headline"
+    values = data.values(data.headline, data.configs()[0])
+    axes = [a for a in data.campaign.spec.sweep if len({dict(k).get(a) for k in values}) > 1]
+    if len(axes) != 1 or len(values) < 2:
+        return "no sweep"
+    declared = list(data.campaign.spec.sweep[axes[0]])
+    ordered = sorted(values, key=lambda k: declared.index(dict(k)[axes[0]]))
+    first, last = values[ordered[0]], values[ordered[-1]]
+    if metric_def(data.headline).direction == "lower":
+        first, last = [-v for v in first], [-v for v in last]
+    went = (
+        "down" if fall_test(first, last).shows else "up" if fall_test(last, first).shows else "flat"
     )
-    if done.returncode != 0:
-        return f"failed ({done.returncode})", "-"
-    return "yes", "yes" if "falloff" in done.stdout.lower() else "no"
+    change = statistics.median(values[ordered[-1]]) / statistics.median(values[ordered[0]])
+    mark = "yes" if went == expected["direction"] else "no"
+    return f"{went}: {mark} (x{change:.2f} {axes[0]})"
 
 
 if __name__ == "__main__":
