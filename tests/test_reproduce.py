@@ -18,8 +18,10 @@ from fslab.base.errors import UsageError
 from fslab.reproduce import pending
 from fslab.reproduce.extract import extract_facts
 from fslab.reproduce.facts import DeviceFact, Line, ReportFacts
+from fslab.reproduce.machine import find_cpus
 from fslab.reproduce.scale import GIB, MIB, HostShape, numjobs_ladder, per_job_size
 from fslab.reproduce.specwrite import Reproduction, build_spec
+from fslab.reproduce.text import ReportText
 from fslab.run.campaign import RunOptions, start_campaign
 from fslab.spec.comments import spec_comments
 from fslab.spec.load import load_spec, validate_spec
@@ -583,6 +585,20 @@ def test_per_job_size_keeps_what_fits_and_scales_what_does_not():
     assert per_job_size(4 * MIB, 16, 8 * GIB, 4096) is None
     scaled = per_job_size(28_800_000, 2048, 8 * GIB, 16384)
     assert scaled is not None and scaled.value == 4 * MIB
+
+
+@pytest.mark.parametrize(
+    ("line", "cpus"),
+    [
+        ("test machine: 192 threads Intel(R) Xeon(R) Platinum 9242 CPU, 192G memory", [192]),
+        ("test machine: 96 threads Intel(R) Xeon(R) Gold 6252 CPU @ 2.10GHz, 512G", [96]),
+        ("an AMD EPYC 7742 CPU with 64 cores", [64]),
+        ("on 8 CPUs", [8]),
+    ],
+)
+def test_a_cpu_model_number_is_not_a_cpu_count(line, cpus):
+    """The robot's machine line names a model ("Platinum 9242 CPU"): 9242 is not a count."""
+    assert [fact.count for fact in find_cpus(ReportText.parse(line))] == cpus
 
 
 def test_the_reporters_cpu_count_runs_as_the_guests_possible_cpus():

@@ -31,6 +31,12 @@ _CPU_RE = re.compile(
     r"(v?cpus?|cores?|processors|xcpu|hw threads|threads)\b",
     re.I,
 )
+_CPU_SERIES_RE = re.compile(
+    r"\b(?:Platinum|Gold|Silver|Bronze|Xeon(?:\(R\))?|EPYC|Ryzen|Threadripper|Core(?:\(TM\))?"
+    r"|Opteron|Phi|Max|Ultra)\s+(?:\w+-)?$",
+    re.I,
+)
+"""The series word a CPU model number follows (the number is the model, not a count)."""
 # (?<!\d): a size starts at a number's first digit (trying every digit of a long run of
 # digits was quadratic); a device word is at most 200 characters before its size.
 _SIZE = r"(?<!\d)(\d+(?:\.\d+)?)\s?([KMGTP](?:i?B)?|[kmgtp]b?)\b"
@@ -105,6 +111,8 @@ def find_cpus(report: ReportText) -> list[CpuFact]:
                 continue
             if _in_fio_option(line, match.start()) or line[match.end() :].lstrip().startswith("@"):
                 continue  # fio's own jobs, or a CPU model number ("Gold 6346 CPU @ 3.10GHz")
+            if _CPU_SERIES_RE.search(line[: match.start()]):
+                continue  # a model number without the clock: "Xeon(R) Platinum 9242 CPU,"
             facts.append(CpuFact(int(match.group(1)), match.group(0), report.line(number)))
     return facts
 
