@@ -23,7 +23,8 @@ printed, not judged. Two parts are read as the grid's own runs can tell them:
 
 - worst point: the same, or one whose grid runs are not shown higher than the
   grid's worst point's by the falloff test (`fall_test`): the grid cannot tell
-  them apart either;
+  them apart either (an adaptive worst point the grid never measured is held
+  against the adaptive campaign's own runs at the grid's worst point);
 - bracket: inside the grid's falling stretch, the adjacent steps around its
   steepest fall that each fall by FALLOFF_MIN_DROP or more;
 - verdicts: each one the grid gave, the same; one the grid left at "needs more
@@ -152,12 +153,19 @@ def _same_verdicts(grid: dict[str, str], adaptive: dict[str, str]) -> bool:
 
 
 def _same_worst(grid: Answer, adaptive: Answer) -> bool:
+    """The same point, or two that the runs of a campaign which measured both cannot tell
+    apart (the grid's, else the adaptive campaign's own: it may measure a point between
+    the grid's, such as 1448 jobs)."""
     if grid.worst == adaptive.worst:
         return True
-    low, other = grid.runs_at(grid.worst), grid.runs_at(adaptive.worst)
-    if not low or not other or len(low) < 2 or len(other) < 2:
-        return False
-    return not fall_test(other, low).shows
+    for side in (grid, adaptive):
+        low, other = (
+            side.runs_at(side.worst),
+            side.runs_at(adaptive.worst if side is grid else grid.worst),
+        )
+        if low and other and len(low) >= 2 and len(other) >= 2:
+            return not fall_test(other, low).shows
+    return False
 
 
 def _inside_fall(grid: Answer, bracket: tuple[float, float] | None) -> bool:

@@ -333,3 +333,34 @@ def test_an_adaptive_budget_is_a_share_of_the_grid_at_the_campaigns_own_pace(tmp
     grid_runs = len(expand_points(as_grid, "inline"))  # the campaign collects inline
     assert paced < guessed
     assert paced == pytest.approx(adaptive.ADAPTIVE_SHARE * mean * grid_runs)
+
+
+def _recorded_curve(ns: list[int]):
+    """ext4-default's curve from the recorded grid (tests/data/adaptive), at these N."""
+    from fslab.analyze.curve.falloff import SweepPoint, make_curve
+
+    runs = dict(json.loads((DATA_DIR / "adaptive" / "grid-1.json").read_text())["curve"])
+    points = [
+        SweepPoint(
+            (("numjobs", n),), tuple(runs[float(n)]), statistics.median(runs[float(n)]), float(n)
+        )
+        for n in ns
+    ]
+    return make_curve("ext4-default", "numjobs", (), points)
+
+
+def test_the_lowest_point_past_the_fall_is_bracketed_too():
+    """The recorded grid falls from 512 to 768 jobs, is lowest at 1024 and recovers by 2048.
+    A scan that bracketed the fall at (512, 768) has its lowest point at 768 with 2048 next
+    to it: the grid's own 1024 is measured before the bad point is settled."""
+    from fslab.drive.questions import valley_probe
+
+    declared = [1, 16, 64, 256, 512, 768, 1024, 2048]
+    scanned = _recorded_curve([1, 16, 256, 512, 768, 2048])
+    assert scanned.low.n == 768
+    assert valley_probe(scanned, declared) == 1024
+    full = _recorded_curve([1, 16, 256, 512, 768, 1024, 2048])
+    assert full.low.n == 1024
+    # 768 is within x1.5; 2048 is not, and no declared value lies between: the midpoint
+    assert valley_probe(full, declared) == 1448
+    assert valley_probe(_recorded_curve([1, 16, 256, 512, 768, 1024]), declared) is None

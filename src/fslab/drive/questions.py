@@ -27,7 +27,9 @@ curve coarsely (spec.expand_points); it asks one more question first:
 0. Where does that curve fall off? Open while its steepest fall past the
    best point (15% or more between measured points) spans more than
    CLIFF_BRACKET in N: the spec's own sweep value nearest the geometric
-   midpoint (else the midpoint itself), ADAPTIVE_SCAN_RUNS runs. While it is
+   midpoint (else the midpoint itself), ADAPTIVE_SCAN_RUNS runs; then while
+   its lowest point (the bad point) has a neighbour more than CLIFF_BRACKET
+   away, the same way (a curve may fall, bottom out and recover). While it is
    open the other questions wait: the bad point they would spend runs on may
    still move.
 
@@ -46,6 +48,7 @@ from fslab.analyze.campaign.dataset import CampaignData
 from fslab.analyze.campaign.stats import MIN_REPS
 from fslab.analyze.curve.falloff import (
     FALLOFF_MIN_DROP,
+    Curve,
     Falloff,
     campaign_falloffs,
     focus_config,
@@ -248,12 +251,44 @@ def _curve_question(data: CampaignData, found: Falloff) -> Question:
     a, b = fall
     assert a.n is not None and b.n is not None
     bracket = f"between {a.label} and {b.label}"
-    middle = _midpoint(a.n, b.n, data.campaign.spec.sweep.get(curve.axis, []))
-    if b.n / a.n <= CLIFF_BRACKET or middle in (a.n, b.n):
-        return Question("curve", asks, "settled", f"{bracket} (x{format_ratio(b.n / a.n)})")
-    key = tuple((k, middle if k == curve.axis else v) for k, v in a.key)
-    want = Want(found.config, key, "clean", ADAPTIVE_SCAN_RUNS)
-    return Question("curve", asks, "open", f"{bracket} (x{format_ratio(b.n / a.n, 1)})", [want])
+    declared = data.campaign.spec.sweep.get(curve.axis, [])
+    middle = _midpoint(a.n, b.n, declared)
+    if b.n / a.n > CLIFF_BRACKET and middle not in (a.n, b.n):
+        want = _want_at(found.config, a.key, curve.axis, middle)
+        return Question("curve", asks, "open", f"{bracket} (x{format_ratio(b.n / a.n, 1)})", [want])
+    answer = f"{bracket} (x{format_ratio(b.n / a.n)})"
+    lowest = valley_probe(curve, declared)
+    if lowest is None:
+        return Question("curve", asks, "settled", answer)
+    answer += f"; its lowest point, {curve.low.label}, is not bracketed yet"
+    want = _want_at(found.config, a.key, curve.axis, lowest)
+    return Question("curve", asks, "open", answer, [want])
+
+
+def valley_probe(curve: Curve, declared: Sequence[Any]) -> int | None:
+    """Where to look for a lower point than the curve's lowest (None: it is bracketed).
+
+    The steepest fall need not end at the curve's lowest point: the fsync storm falls
+    from 512 to 768 jobs, is lowest at 1024 and recovers by 2048. The bad point is where
+    the other configurations are judged, so each side of the lowest point is bracketed
+    as the fall is: within CLIFF_BRACKET, at the value `_midpoint` picks."""
+    points = [p for p in curve.points if p.n is not None]
+    low = curve.low
+    at = next(i for i, p in enumerate(points) if p is low)
+    for side in (at + 1, at - 1):
+        if not 0 <= side < len(points) or points[side].n == low.n:
+            continue
+        lo, hi = sorted((low.n or 0.0, points[side].n or 0.0))
+        middle = _midpoint(lo, hi, declared)
+        if hi / lo > CLIFF_BRACKET and middle not in (lo, hi):
+            return middle
+    return None
+
+
+def _want_at(config: str, key: PointKey, axis: str, n: int) -> Want:
+    return Want(
+        config, tuple((k, n if k == axis else v) for k, v in key), "clean", ADAPTIVE_SCAN_RUNS
+    )
 
 
 def _midpoint(low: float, high: float, declared: Sequence[Any]) -> int:
