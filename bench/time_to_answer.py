@@ -202,18 +202,22 @@ def main() -> None:
         default=[],
         metavar="MODE=FILE",
         help="take that mode's answer from a --save of an earlier run instead of running it "
-        "(say so when quoting the ratio: the two did not run side by side)",
+        "(repeatable; say so when quoting the ratio: the two did not run side by side)",
     )
     args = parser.parse_args()
-    reused = dict(item.split("=", 1) for item in args.reuse)
+    reused: dict[str, list[str]] = {}
+    for item in args.reuse:  # a mode given again takes the next file, in --order's turn
+        mode, _, path = item.partition("=")
+        reused.setdefault(mode, []).append(path)
     answers: list[tuple[str, Answer]] = []
     if args.save:
         args.save.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(prefix="fslab-tta-") as scratch:
         for k, mode in enumerate(args.order.split(","), 1):
             name = f"{mode}-{k}"
-            if mode in reused:
-                answer = Answer(**json.loads(Path(reused[mode]).read_text()))
+            source = reused[mode].pop(0) if reused.get(mode) else None
+            if source is not None:
+                answer = Answer(**json.loads(Path(source).read_text()))
                 answer.bracket = tuple(answer.bracket or ()) or None  # type: ignore[assignment]
             else:
                 log = args.save / f"{name}.log" if args.save else None
@@ -224,7 +228,7 @@ def main() -> None:
             print(
                 f"{name}: {answer.runs} runs, machine {answer.machine_s / 60:.1f} min, "
                 f"wall {answer.wall_s / 60:.1f} min {answer.error}"
-                + (f" (reused from {reused[mode]})" if mode in reused else ""),
+                + (f" (reused from {source})" if source is not None else ""),
                 flush=True,
             )
     grids = [a for mode, a in answers if mode == "grid"]
@@ -235,7 +239,7 @@ def main() -> None:
         return
     (grid,) = grids
     print_side_by_side(grid, adaptives)
-    ratios = []
+    ratios, same = [], 0
     for k, adaptive in enumerate(adaptives, 1):
         print()
         parts = agrees(grid, adaptive)
@@ -247,9 +251,11 @@ def main() -> None:
             ratios.append(adaptive.machine_s / grid.machine_s)
             print(f"adaptive {k}: machine time ratio (adaptive / grid): {ratios[-1]:.2f}")
         print(f"adaptive {k}: the same answer: {'yes' if all(parts.values()) else 'NO'}")
+        same += all(parts.values())
     if len(ratios) > 1:
         low, high = min(ratios), max(ratios)
         print(f"\nratio over {len(ratios)} adaptive campaigns: {low:.2f} .. {high:.2f}")
+        print(f"the grid's answer in {same} of {len(adaptives)} adaptive campaigns")
 
 
 def print_side_by_side(grid: Answer, adaptives: list[Answer]) -> None:
