@@ -239,7 +239,7 @@ def main() -> None:
         return
     (grid,) = grids
     print_side_by_side(grid, adaptives)
-    ratios, same = [], 0
+    ratios, agreeing = [], 0
     for k, adaptive in enumerate(adaptives, 1):
         print()
         parts = agrees(grid, adaptive)
@@ -251,11 +251,11 @@ def main() -> None:
             ratios.append(adaptive.machine_s / grid.machine_s)
             print(f"adaptive {k}: machine time ratio (adaptive / grid): {ratios[-1]:.2f}")
         print(f"adaptive {k}: the same answer: {'yes' if all(parts.values()) else 'NO'}")
-        same += all(parts.values())
+        agreeing += all(parts.values())
     if len(ratios) > 1:
         low, high = min(ratios), max(ratios)
         print(f"\nratio over {len(ratios)} adaptive campaigns: {low:.2f} .. {high:.2f}")
-        print(f"the grid's answer in {same} of {len(adaptives)} adaptive campaigns")
+        print(f"the grid's answer in {agreeing} of {len(adaptives)} adaptive campaigns")
 
 
 def print_side_by_side(grid: Answer, adaptives: list[Answer]) -> None:

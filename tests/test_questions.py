@@ -364,3 +364,28 @@ def test_the_lowest_point_past_the_fall_is_bracketed_too():
     # 768 is within x1.5; 2048 is not, and no declared value lies between: the midpoint
     assert valley_probe(full, declared) == 1448
     assert valley_probe(_recorded_curve([1, 16, 256, 512, 768, 1024]), declared) is None
+
+
+def test_the_bad_point_gets_its_runs_before_the_others_are_spent_there(tmp_path):
+    """The curve question settles only when its lowest point (the bad point every other
+    question spends its runs at) has MIN_REPS runs: the scan and the bisection give each
+    point two, and on two runs of a chaotic point the bad point moved after the other
+    configurations had run there."""
+    from fslab.analyze.campaign.stats import MIN_REPS
+    from fslab.analyze.curve.falloff import campaign_falloffs
+
+    with Store(tmp_path / "a.db") as store:
+        campaign_id, grid = _adaptive_campaign(store)
+        replay = NearestReplay(grid)
+        replay(store, campaign_id, options=None, progress=None)
+        for _ in range(20):  # the curve question's rounds alone
+            data = load_campaign(store, campaign_id)
+            curve = next(q for q in campaign_questions(store, data) if q.kind == "curve")
+            if not curve.is_open:
+                break
+            store.add_points(campaign_id, adaptive._round(data, curve.wants))
+            replay(store, campaign_id, options=None, progress=None)
+        data = load_campaign(store, campaign_id)
+    assert curve.status == "settled", curve.describe()
+    low = campaign_falloffs(data)["ext4-default"].curve.low
+    assert len(low.values) >= MIN_REPS, curve.describe()

@@ -29,9 +29,9 @@ curve coarsely (spec.expand_points); it asks one more question first:
    CLIFF_BRACKET in N: the spec's own sweep value nearest the geometric
    midpoint (else the midpoint itself), ADAPTIVE_SCAN_RUNS runs; then while
    its lowest point (the bad point) has a neighbour more than CLIFF_BRACKET
-   away, the same way (a curve may fall, bottom out and recover). While it is
-   open the other questions wait: the bad point they would spend runs on may
-   still move.
+   away, the same way (a curve may fall, bottom out and recover), and until
+   that lowest point has stats.MIN_REPS runs. While it is open the other
+   questions wait: the bad point they would spend runs on may still move.
 
 A point never gets more than MAX_CLEAN_RUNS clean runs: a chaotic point that
 has not settled by then will not settle, and the question says so.
@@ -258,11 +258,19 @@ def _curve_question(data: CampaignData, found: Falloff) -> Question:
         return Question("curve", asks, "open", f"{bracket} (x{format_ratio(b.n / a.n, 1)})", [want])
     answer = f"{bracket} (x{format_ratio(b.n / a.n)})"
     lowest = valley_probe(curve, declared)
-    if lowest is None:
-        return Question("curve", asks, "settled", answer)
-    answer += f"; its lowest point, {curve.low.label}, is not bracketed yet"
-    want = _want_at(found.config, a.key, curve.axis, lowest)
-    return Question("curve", asks, "open", answer, [want])
+    if lowest is not None:
+        answer += f"; its lowest point, {curve.low.label}, is not bracketed yet"
+        want = _want_at(found.config, a.key, curve.axis, lowest)
+        return Question("curve", asks, "open", answer, [want])
+    if len(curve.low.values) < MIN_REPS:
+        # the bad point is where every other question spends its runs: on two runs of a
+        # chaotic point it moved after they were spent (1448 jobs, then 1024)
+        answer += f"; its lowest point, {curve.low.label}, has {len(curve.low.values)} run(s)"
+        more = MIN_REPS - len(curve.low.values)
+        return Question(
+            "curve", asks, "open", answer, [Want(found.config, curve.low.key, "clean", more)]
+        )
+    return Question("curve", asks, "settled", answer)
 
 
 def valley_probe(curve: Curve, declared: Sequence[Any]) -> int | None:
