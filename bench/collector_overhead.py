@@ -115,6 +115,7 @@ def cell_spec(cell: str, numjobs: int, runtime_s: float, ramp_s: float, config: 
     wanted = set(COLLECTORS) if cell == "all" else {cell} & set(COLLECTORS)
     overrides = [
         f"sweep.numjobs=[{numjobs}]",
+        "run.adaptive=false",  # every configuration at the point (the preset scans one)
         f'run.runtime="{runtime_s:g}s"',
         f'run.ramp="{ramp_s:g}s"',
         *(f"collect.{name}={'true' if name in wanted else 'false'}" for name in COLLECTORS),
