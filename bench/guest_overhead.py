@@ -43,6 +43,7 @@ def the_point(runtime_s: float) -> tuple[Spec, Point]:
         "ext4-fsync-storm",
         overrides=[
             "sweep.numjobs=[2]",
+            "run.adaptive=false",  # the grid's points (the preset scans)
             f'run.runtime="{runtime_s:g}s"',
             'run.ramp="0s"',
             'target.size="512MiB"',

@@ -62,6 +62,7 @@ def bench_spec(numjobs: list[int], runtime_s: float, ramp_s: float) -> Spec:
         "ext4-fsync-storm",
         overrides=[
             f"sweep.numjobs={json.dumps(numjobs)}",
+            "run.adaptive=false",  # the grid's points (the preset scans)
             f'run.runtime="{runtime_s:g}s"',
             f'run.ramp="{ramp_s:g}s"',
         ],

@@ -111,6 +111,7 @@ def main() -> None:
         "ext4-fsync-storm",
         overrides=[
             f"sweep.numjobs=[{args.numjobs}]",
+            "run.adaptive=false",  # the grid's points (the preset scans)
             f'run.runtime="{args.runtime}"',
             f'run.ramp="{args.ramp}"',
             'target.size="5GiB"',
