@@ -239,7 +239,8 @@ def _up_to(
 
 def _curve_question(data: CampaignData, found: Falloff) -> Question:
     """Adaptive campaigns: where the scanned configuration's curve falls, bracketed to
-    within CLIFF_BRACKET; its steepest falling step gets its geometric midpoint."""
+    within CLIFF_BRACKET (its steepest falling step gets its geometric midpoint), then
+    its lowest point, bracketed the same way and given MIN_REPS runs."""
     asks = f"Where does {found.config} fall off?"
     curve = found.curve
     if curve is None or len(curve.points) < 2:
