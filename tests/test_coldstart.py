@@ -31,3 +31,26 @@ def test_a_cold_start_finds_the_falloff_and_names_credits_first(case, tmp_path):
 
 def test_there_is_a_recorded_cold_start():
     assert CASES, "tests/data/coldstart holds no case"
+
+
+def test_show_lists_points_by_value_and_cuts_no_name_when_piped(tmp_path):
+    """The warm-ups ran at 1024 jobs first; the table still reads 256 then 1024, and
+    piped (80 columns, as into a mail) it keeps "ext4-journal1g" and every range whole."""
+    from typer.testing import CliRunner
+
+    from fslab.cli import app
+
+    case = next(c for c in CASES if "20261204" in c.name)
+    db = tmp_path / "c.db"
+    import_campaign(Store(db), json.loads(case.read_text()))
+    shown = CliRunner().invoke(app, ["show", "--db", str(db)], env={"COLUMNS": "80"})
+    assert shown.exit_code == 0, shown.output
+    rows = [line for line in shown.output.splitlines() if line.startswith("│ ext4-")]
+    assert [r.split("│")[1].strip() for r in rows] == [
+        "ext4-default",
+        "ext4-default",
+        "ext4-journal1g",
+        "ext4-journal1g",
+    ]
+    assert [r.split("│")[2].strip() for r in rows] == ["256", "1024", "256", "1024"]
+    assert "…" not in shown.output

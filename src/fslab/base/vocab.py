@@ -32,6 +32,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
+from fslab.base.units import parse_size_bytes
+
 Direction = Literal["higher", "lower", "none"]
 ScalarValue = str | int | float | bool
 PointKey = tuple[tuple[str, ScalarValue], ...]  # a sweep point: ((axis, value), ...) in spec order
@@ -107,6 +109,24 @@ def point_key(sweep: Mapping[str, ScalarValue], drop: Iterable[str] = ()) -> Poi
     """A sweep point as a hashable key, axes in spec order; `drop` leaves axes out."""
     dropped = set(drop)
     return tuple((k, v) for k, v in sweep.items() if k not in dropped)
+
+
+def sweep_order(key: PointKey) -> tuple[tuple[int, float, str], ...]:
+    """How sweep points are listed: by value on each axis in spec order, sizes ("4k") as
+    numbers, an empty value (no fill) first and words last, so a point a question added
+    or a warm-up ran first still sits where its value puts it."""
+    order: list[tuple[int, float, str]] = []
+    for _, value in key:
+        if value == "" or value is None:
+            order.append((0, 0.0, ""))
+            continue
+        try:
+            number = float(value) if isinstance(value, (int, float)) else parse_size_bytes(value)
+        except (TypeError, ValueError):
+            order.append((2, 0.0, str(value)))
+        else:
+            order.append((1, float(number), ""))
+    return tuple(order)
 
 
 def value_label(value: object) -> str:

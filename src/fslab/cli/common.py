@@ -12,6 +12,8 @@ from typing import Annotated
 import typer
 from rich.console import Console
 from rich.markup import escape
+from rich.measure import Measurement
+from rich.table import Table
 
 from fslab.base.errors import FslabError
 from fslab.store.db import Store, default_db
@@ -28,7 +30,28 @@ app = typer.Typer(
     add_completion=False,
     pretty_exceptions_enable=False,
 )
-out = Console(highlight=False, soft_wrap=False)
+
+
+class _Out(Console):
+    """Standard output. Piped into a file or a mail, a table is printed at its own width:
+    an 80-column default must not cut a configuration's name or a figure to "…"."""
+
+    def print(self, *objects: object, **kwargs: object) -> None:
+        table = objects[0] if len(objects) == 1 else None
+        if self.is_terminal or not isinstance(table, Table):
+            super().print(*objects, **kwargs)  # type: ignore[arg-type]
+            return
+        width = self.width
+        self.width = max(
+            width, Measurement.get(self, self.options.update_width(1000), table).maximum
+        )
+        try:
+            super().print(table, **kwargs)  # type: ignore[arg-type]
+        finally:
+            self.width = width
+
+
+out = _Out(highlight=False, soft_wrap=False)
 err = Console(stderr=True, highlight=False)
 
 DbOption = Annotated[

@@ -25,7 +25,7 @@ from fslab.base.roles import (
     is_headline_run,
     is_warmup,
 )
-from fslab.base.vocab import PointKey, ScalarValue, point_key, point_label
+from fslab.base.vocab import PointKey, ScalarValue, point_key, point_label, sweep_order
 from fslab.store.db import PointRow
 from fslab.workload.registry import headline_metric, latency_metric
 
@@ -145,7 +145,8 @@ class SummaryRow:
 def summarize(
     points: Sequence[PointRow], metrics: Mapping[int, Mapping[str, float]]
 ) -> list[SummaryRow]:
-    """One row per (configuration, sweep values), in first-seen spec order."""
+    """One row per (configuration, sweep values): configurations in first-seen spec order,
+    points in value order within each."""
     headline, latency = campaign_metrics(points, metrics)
     groups: dict[tuple[str, PointKey], list[PointRow]] = {}
     for point in sorted(points, key=lambda p: p.seq):
@@ -153,7 +154,7 @@ def summarize(
     config_order = list(dict.fromkeys(p.config for p in sorted(points, key=lambda p: p.seq)))
     rows: list[SummaryRow] = []
     for (config, _), members in sorted(
-        groups.items(), key=lambda item: (config_order.index(item[0][0]), item[1][0].seq)
+        groups.items(), key=lambda item: (config_order.index(item[0][0]), sweep_order(item[0][1]))
     ):
         rows.append(_row(config, members, metrics, headline, latency))
     return rows
