@@ -389,3 +389,20 @@ def test_the_bad_point_gets_its_runs_before_the_others_are_spent_there(tmp_path)
     assert curve.status == "settled", curve.describe()
     low = campaign_falloffs(data)["ext4-default"].curve.low
     assert len(low.values) >= MIN_REPS, curve.describe()
+
+
+def test_an_unsettled_verdict_gets_its_run_on_the_side_with_fewer():
+    """The baseline at the bad point is shared by every configuration's verdict and has
+    more runs than each of them; the run more goes where the test gains most."""
+    from fslab.drive.questions import MAX_CLEAN_RUNS, _fewer_side
+
+    bad = (("numjobs", 1024),)
+
+    def sides(n_xfs: int, n_default: int) -> list[str]:
+        counts = {("xfs", bad, "clean"): n_xfs, ("ext4-default", bad, "clean"): n_default}
+        return [w.config for w in _fewer_side("xfs", "ext4-default", bad, counts)]
+
+    assert sides(3, 6) == ["xfs"]
+    assert sides(5, 4) == ["ext4-default"]
+    assert sides(4, 4) == ["xfs", "ext4-default"]
+    assert sides(MAX_CLEAN_RUNS, MAX_CLEAN_RUNS) == []  # both at the cap: the question is stuck

@@ -14,7 +14,7 @@ to the mechanism's evidence first, then to each other configuration in turn.
    compare --by filesystem` prints.) Open while either side has fewer than
    stats.MIN_REPS runs there (and, with evidence runs, until the other
    configuration has one there, for the counterfactual), or while the
-   verdict reads "needs more runs": a clean run more of both.
+   verdict reads "needs more runs": a clean run more on the side with fewer.
 3. Is the first mechanism's lead stable? (`diagnose.diagnosis.Stability`:
    first in every evidence run at the bad point, ahead in each.) Open without
    an evidence run at the good and the bad point, with fewer than two at the
@@ -224,9 +224,24 @@ def _remedy_questions(
         if row.verdict != "needs more runs":
             questions.append(Question("remedy", asks, "settled", answer))
             continue
-        wants = [*_clean(candidate, bad.key, counts), *_clean(focus.config, bad.key, counts)]
+        wants = _fewer_side(candidate, focus.config, bad.key, counts)
         questions.append(Question("remedy", asks, _status(wants, False), answer, wants))
     return questions
+
+
+def _fewer_side(
+    candidate: str, baseline: str, key: PointKey, counts: Mapping[tuple[str, PointKey, str], int]
+) -> list[Want]:
+    """A clean run more for an unsettled verdict, on the side with fewer runs (both when
+    even): a two-sample test gains most from its smaller side, and the baseline, shared
+    by every other configuration's verdict, is usually the larger one."""
+    n_candidate = counts.get((candidate, key, "clean"), 0)
+    n_baseline = counts.get((baseline, key, "clean"), 0)
+    more, less = _clean(candidate, key, counts), _clean(baseline, key, counts)
+    wants = (more if n_candidate <= n_baseline else []) + (
+        less if n_baseline <= n_candidate else []
+    )
+    return wants or more + less  # the smaller side is at its cap: the other one
 
 
 def _up_to(
