@@ -82,7 +82,7 @@ def require_tool(path: str | None, package: str) -> None:
     """Skip (outside CI) or fail (in CI) when a tool the test needs is missing."""
     if path is not None:
         return
-    message = f"{package} is not installed (`make test-deps` runs apt-get install {package})"
+    message = f"{package} is not installed (`make check-deps` installs it; `make check` does)"
     if IN_CI:
         pytest.fail(f"{message}; CI must have it")
     pytest.skip(f"{message}; installing it was not possible on this machine")

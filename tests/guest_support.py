@@ -1,6 +1,6 @@
 """What the guest tests share: the cached kernel they boot, and qemu leak checks.
 
-The kernel is the newest cached 6.1 (`make test` fetches it with
+The kernel is the newest cached 6.1 (`make check` fetches it with
 `fslab kernels fetch 6.1`). Without one, or without qemu, the tests skip,
 except in CI (FSLAB_CI=1), where they fail: CI must boot real guests.
 """
@@ -27,7 +27,7 @@ def guest_kernel() -> Kernel:
     except UsageError as exc:
         if IN_CI:
             pytest.fail(f"no cached {GUEST_SERIES} kernel in CI ({exc})")
-        pytest.skip(f"no cached {GUEST_SERIES} kernel ({exc}); `make test` fetches one")
+        pytest.skip(f"no cached {GUEST_SERIES} kernel ({exc}); `make check` fetches it")
 
 
 def require_qemu() -> None:
