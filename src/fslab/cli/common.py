@@ -18,17 +18,27 @@ from rich.table import Table
 from fslab.base.errors import FslabError
 from fslab.store.db import Store, default_db
 
-app = typer.Typer(
+
+def new_app(help: str, *, no_args_is_help: bool = True) -> typer.Typer:
+    """A command group. Help is plain text: rich markup would eat the "[quick]" of
+    "the preset's [quick] form" and every other spec table a help names."""
+    return typer.Typer(
+        help=help,
+        no_args_is_help=no_args_is_help,
+        add_completion=False,
+        pretty_exceptions_enable=False,
+        rich_markup_mode=None,
+    )
+
+
+app = new_app(
     help=(
         "fslab finds where Linux filesystem performance falls off, and explains why.\n\n"
         "It builds each filesystem of an experiment on a scratch device (a RAM-backed "
         "loop image by default), runs the workload at every sweep point, and stores the "
         "numbers with what the kernel was doing. Start with `fslab presets` and "
         "`fslab run ext4-fsync-storm --quick`."
-    ),
-    no_args_is_help=True,
-    add_completion=False,
-    pretty_exceptions_enable=False,
+    )
 )
 
 

@@ -8,14 +8,14 @@ from typing import Annotated
 import typer
 
 from fslab.base.errors import FslabError
-from fslab.cli.common import DbOption, JsonOption, app, err, guarded, out, print_json
+from fslab.cli.common import DbOption, JsonOption, app, err, guarded, new_app, out, print_json
 from fslab.fleet.campaigns import fleet_campaign
 from fslab.fleet.run import FleetPlan, run_fleet
 from fslab.fleet.state import FleetState, HostOutcome, host_outcomes
 from fslab.spec.load import load_spec
 from fslab.store.db import Store, StoreUnavailable, default_db
 
-fleet_app = typer.Typer(
+fleet_app = new_app(
     help=(
         "Run one campaign on many hosts through ansible-playbook (a playbook fslab ships): "
         "fslab and its Debian packages are installed on each host, checked with "

@@ -9,11 +9,11 @@ import typer
 from rich import box
 from rich.table import Table
 
-from fslab.cli.common import JsonOption, app, err, guarded, out, print_json
+from fslab.cli.common import JsonOption, app, err, guarded, new_app, out, print_json
 from fslab.guest.debian import DebianRegistry, RegistryKernel
 from fslab.guest.kernels import Kernel, cached_kernels, kernels_dir, resolve_kernel
 
-kernels_app = typer.Typer(
+kernels_app = new_app(
     help=(
         "Kernels for guests: fslab's cache and Debian's registry (5.10 from bullseye, "
         "6.1 and 6.12 from bookworm). A kernel you built is given by its path instead."

@@ -10,7 +10,17 @@ from rich.markup import escape
 
 from fslab.base.errors import FslabError, UsageError
 from fslab.base.roles import COLLECT_MODES, CollectMode
-from fslab.cli.common import DbOption, JsonOption, app, err, guarded, open_store, out, print_json
+from fslab.cli.common import (
+    DbOption,
+    JsonOption,
+    app,
+    err,
+    guarded,
+    new_app,
+    open_store,
+    out,
+    print_json,
+)
 from fslab.cli.progress import RichProgress
 from fslab.cli.results import print_results
 from fslab.drive.rounds import (
@@ -40,7 +50,9 @@ from fslab.spec.load import (
 )
 from fslab.spec.model import Spec
 
-presets_app = typer.Typer(help="Built-in experiments (the seed reports among them).")
+presets_app = new_app(
+    help="Built-in experiments (the seed reports among them).", no_args_is_help=False
+)
 app.add_typer(presets_app, name="presets")
 
 

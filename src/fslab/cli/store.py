@@ -7,11 +7,11 @@ from typing import Annotated
 
 import typer
 
-from fslab.cli.common import DbOption, app, err, guarded, open_store, out
+from fslab.cli.common import DbOption, app, err, guarded, new_app, open_store, out
 from fslab.store.copy import copy_store
 from fslab.store.db import database_url, default_db, shown_location, upgrade_database
 
-store_app = typer.Typer(
+store_app = new_app(
     help=(
         "The results database: a SQLite file by default, or a PostgreSQL shared by many "
         "hosts (--db postgresql://USER@HOST/DBNAME, or $FSLAB_DB)."
