@@ -406,3 +406,23 @@ def test_an_unsettled_verdict_gets_its_run_on_the_side_with_fewer():
     assert sides(5, 4) == ["ext4-default"]
     assert sides(4, 4) == ["xfs", "ext4-default"]
     assert sides(MAX_CLEAN_RUNS, MAX_CLEAN_RUNS) == []  # both at the cap: the question is stuck
+
+
+def test_no_run_is_asked_of_a_configuration_that_never_ran(tmp_path):
+    """mkfs refused xfs-log8m's 8 MiB log in every run (tests/data/failing): a run more
+    would fail the same way, so its question is stuck with the error, wanting nothing;
+    before, a round added three more failing runs."""
+    case = DATA_DIR / "failing" / "failing-config.json"
+    with Store(tmp_path / "f.db") as store:
+        cid = import_campaign(store, json.loads(case.read_text()))
+        data = load_campaign(store, cid)
+        # as after the planned runs, before the round that added failing ones at 1024
+        data.points = [
+            p
+            for p in data.points
+            if not (p.config == "xfs-log8m" and p.sweep == {"numjobs": 1024} and p.seq > 0)
+        ]
+        questions = campaign_questions(store, data)
+    remedy = _by_asks(questions)["Does xfs-log8m differ from xfs-default at numjobs=1024?"]
+    assert remedy.status == "stuck" and "Log size must be at least 64MB" in remedy.answer
+    assert not [w for q in questions for w in q.wants if w.config == "xfs-log8m"]

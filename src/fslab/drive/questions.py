@@ -202,10 +202,15 @@ def _remedy_questions(
     bad = focus.worst
     verdicts = {v.candidate: v.row for v in verdicts_at(data, focus.config, bad.key)}
     questions = []
+    failing = _never_ran(data)
     for candidate in data.configs():
         if candidate == focus.config:
             continue
         asks = f"Does {candidate} differ from {focus.config} at {bad.label}?"
+        if candidate in failing:  # more runs would fail the same way
+            answer = f"no run of {candidate} succeeded: {failing[candidate]}"
+            questions.append(Question("remedy", asks, "stuck", answer))
+            continue
         wants = _up_to(MIN_REPS, candidate, bad.key, counts) + _up_to(
             MIN_REPS, focus.config, bad.key, counts
         )
@@ -227,6 +232,19 @@ def _remedy_questions(
         wants = _fewer_side(candidate, focus.config, bad.key, counts)
         questions.append(Question("remedy", asks, _status(wants, False), answer, wants))
     return questions
+
+
+def _never_ran(data: CampaignData) -> dict[str, str]:
+    """Configurations with failed runs and none that succeeded, each with its first error
+    (mkfs refusing an option fails every run the same way)."""
+    errors: dict[str, str] = {}
+    succeeded = set()
+    for p in sorted(data.points, key=lambda p: p.seq):
+        if p.status == "ok":
+            succeeded.add(p.config)
+        elif p.status == "failed":
+            errors.setdefault(p.config, p.error or "failed")
+    return {config: error for config, error in errors.items() if config not in succeeded}
 
 
 def _fewer_side(
