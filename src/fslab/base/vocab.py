@@ -117,7 +117,7 @@ def sweep_order(key: PointKey) -> tuple[tuple[int, float, str], ...]:
     or a warm-up ran first still sits where its value puts it."""
     order: list[tuple[int, float, str]] = []
     for _, value in key:
-        if value == "" or value is None:
+        if value == "":
             order.append((0, 0.0, ""))
             continue
         try:

@@ -255,11 +255,10 @@ def _fewer_side(
     by every other configuration's verdict, is usually the larger one."""
     n_candidate = counts.get((candidate, key, "clean"), 0)
     n_baseline = counts.get((baseline, key, "clean"), 0)
-    more, less = _clean(candidate, key, counts), _clean(baseline, key, counts)
-    wants = (more if n_candidate <= n_baseline else []) + (
-        less if n_baseline <= n_candidate else []
-    )
-    return wants or more + less  # the smaller side is at its cap: the other one
+    return [
+        *(_clean(candidate, key, counts) if n_candidate <= n_baseline else []),
+        *(_clean(baseline, key, counts) if n_baseline <= n_candidate else []),
+    ]
 
 
 def _up_to(
