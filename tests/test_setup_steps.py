@@ -196,3 +196,19 @@ def test_md_and_lvm_layouts_stay_one_device():
             extract_facts((REPORTS / name).read_text()), source_name=name, host=HOST
         )
         assert reproduction.spec.target.devices == 1
+
+
+def test_a_configuration_s_steps_are_checked_and_refused_with_their_field():
+    spec = {
+        **BASE,
+        "filesystems": [
+            {
+                "label": "a",
+                "type": "ext4",
+                "setup": [{"kind": "file", "path": "../x", "size": "1k"}],
+            }
+        ],
+    }
+    with pytest.raises(ValidationError) as refused:
+        Spec.model_validate(spec)
+    assert "filesystems.0.setup.0" in str(refused.value)

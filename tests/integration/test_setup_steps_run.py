@@ -124,3 +124,44 @@ def test_a_btrfs_spans_its_devices_and_all_are_released(tmp_path, no_leaks):
     assert mount.count("device=/dev/loop") == 2
     assert sum(c.startswith("losetup --find") for c in commands["btrfs-raid0"]) == 3
     assert sum(c.startswith("losetup --find") for c in commands["ext4"]) == 1
+
+
+CONFIG_SETUP_SPEC = """
+name = "config-setup"
+[target]
+kind = "ram"
+size = "512MiB"
+[[filesystems]]
+label = "sparse"
+type = "ext4"
+[[filesystems]]
+label = "overwrite"
+type = "ext4"
+setup = [{ kind = "file", path = "file1", size = "16MiB", how = "write" }]
+[workload]
+kind = "fio"
+options = { name = "w", rw = "randwrite", bs = "4k", filename = "file1", size = "16m", direct = 1 }
+[[setup]]
+kind = "file"
+path = "file1"
+size = "16MiB"
+[run]
+repeat = 1
+warmup = 0
+runtime = "1s"
+"""
+
+
+def test_a_configuration_s_own_steps_run_after_the_spec_s_and_only_for_it(tmp_path, no_leaks):
+    """The overwrite counterfactual: one configuration writes the sparse file in full
+    before the workload; the other leaves it sparse."""
+    db = _run(tmp_path, CONFIG_SETUP_SPEC)
+    with Store(db) as store:
+        points = {p.config: p for p in store.points(store.latest_campaign_id())}
+        commands = {c: [" ".join(a) for a in store.commands(p.id)] for c, p in points.items()}
+    assert all(p.status == "ok" for p in points.values())
+    made = {
+        c: [x.split()[0] for x in lines if x.startswith(("truncate", "dd "))]
+        for c, lines in commands.items()
+    }
+    assert made == {"sparse": ["truncate"], "overwrite": ["truncate", "dd"]}

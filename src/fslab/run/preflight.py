@@ -117,12 +117,15 @@ def check_setup(spec: Spec) -> list[Problem]:
     if spec.vm is not None:
         return []
     problems = []
-    for index, step in enumerate(spec.setup):
+    steps = [(f"setup.{i}", step) for i, step in enumerate(spec.setup)]
+    for n, fs in enumerate(spec.filesystems):
+        steps += [(f"filesystems.{n}.setup.{i}", step) for i, step in enumerate(fs.setup)]
+    for where, step in steps:
         if isinstance(step, SysctlStep):
             path = sysctl_path(step.name)
             if not os.access(path, os.W_OK):
                 why = "not writable (run as root)" if path.exists() else "not in this kernel"
-                problems.append(Problem(f"setup.{index}.name", f"{step.name}: {path} is {why}"))
+                problems.append(Problem(f"{where}.name", f"{step.name}: {path} is {why}"))
     return problems
 
 

@@ -130,6 +130,9 @@ class FilesystemSpec(_Strict):
     mkfs_options: list[str] = []
     mount_options: list[str] = []
     description: str = ""
+    # this configuration's own steps, after the spec's: a counterfactual such as an
+    # overwrite pass (the workload's file written in full first) is a configuration
+    setup: SetupSteps = []
 
 
 def _workload_of_kind(value: Any, handler: ValidatorFunctionWrapHandler) -> WorkloadSpec:
