@@ -194,6 +194,8 @@ def test_rule_base_ships_every_mechanism_of_the_issue():
         "dirty-throttling",
         "device-bound",
         "writeback-throttling",
+        "btrfs-metadata-reservation",
+        "first-write-allocation",
     }
     for rule in load_rules():
         assert rule.explanation and rule.remedies and rule.references

@@ -130,7 +130,8 @@ def test_corpus_reply_names_the_true_mechanism_first(tmp_path, file, truths):
     elif truth == "unknown":  # outside the rule base: said so, with the frames that grew
         assert "no mechanism in fslab's rule base explains the change" in " ".join(why.split())
         assert _first_mechanism(why) is None
-        frames = next(c["frames"] for c in manifest() if c["file"] == file)
+        focus = reply.focus.config
+        frames = next(c["frames"] for c in manifest() if (c["file"], c["config"]) == (file, focus))
         assert any(frame in why for frame in frames), why
     else:
         assert _first_mechanism(why) == truth, why

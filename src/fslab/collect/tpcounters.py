@@ -51,9 +51,13 @@ FS_EVENTS: dict[str, tuple[tuple[str, str, str], ...]] = {
         ("jbd2/jbd2_checkpoint", "dev", "dev"),
         ("jbd2/jbd2_handle_start", "dev", "dev"),
         ("jbd2/jbd2_lock_buffer_stall", "dev", "dev"),
+        # once per block-allocation call: first writes into holes (an overwrite has none)
+        ("ext4/ext4_allocate_blocks", "dev", "dev"),
     ),
     "xfs": (
         ("xfs/xfs_log_grant_sleep", "dev", "dev"),
+        ("xfs/xfs_iomap_alloc", "dev", "dev"),  # a direct write allocating its extent
+        ("xfs/xfs_unwritten_convert", "dev", "dev"),  # ... converted when its I/O ends
         ("xfs/xfs_log_force", "dev", "dev"),
         ("xfs/xfs_ail_push", "dev", "dev"),
     ),

@@ -5,8 +5,12 @@
 The export is fslab's own (store.exchange.export_campaign). Trimming drops
 only what the diagnosis never reads: fio's full JSON (the headline metrics
 are already stored as metrics) and the raw collector dumps; the on-CPU
-profile keeps every stack with at least MIN_STACK_SAMPLES samples and folds
-the rest into one `[trimmed]` stack per thread, so shares are unchanged.
+profile keeps every stack with at least MIN_STACK_SAMPLES samples and cuts
+the rarer ones back from the leaf, a frame at a time, until they merge into
+a stack that has that many: the callers, where the rules' frames mostly sit,
+stay, and so does every sample. (Cases exported before firstwrite folded
+rare stacks into one `[trimmed]` stack per thread, which hid a spread-out
+profile's frames.)
 """
 
 from __future__ import annotations
@@ -27,18 +31,20 @@ MIN_STACK_SAMPLES = 3
 
 
 def trim_folded(text: str) -> str:
-    kept, folded = [], {}
+    stacks: dict[tuple[str, ...], int] = {}
     for line in text.splitlines():
         stack, _, count = line.rpartition(" ")
-        if not count.isdigit():
-            continue
-        if int(count) >= MIN_STACK_SAMPLES:
-            kept.append(line)
-        else:
-            comm = stack.split(";", 1)[0]
-            folded[comm] = folded.get(comm, 0) + int(count)
-    kept += [f"{comm};[trimmed] {n}" for comm, n in sorted(folded.items())]
-    return "\n".join(kept) + "\n"
+        if count.isdigit():
+            key = tuple(stack.split(";"))
+            stacks[key] = stacks.get(key, 0) + int(count)
+    while True:
+        rare = [k for k, n in stacks.items() if n < MIN_STACK_SAMPLES and len(k) > 2]
+        if not rare:
+            break
+        deepest = max(len(k) for k in rare)
+        for key in [k for k in rare if len(k) == deepest]:
+            stacks[key[:-1]] = stacks.get(key[:-1], 0) + stacks.pop(key)
+    return "".join(f"{';'.join(k)} {n}\n" for k, n in sorted(stacks.items()))
 
 
 def main() -> None:
