@@ -122,3 +122,18 @@ def test_every_rule_speaks_of_its_filesystems_own_objects(fs_type):
 def test_bad_text_table_is_reported():
     with pytest.raises(ValueError, match=r"text\.xfs"):
         parse_rule({"id": "x", "title": "x", "explanation": "x", "text": {"xfs": {"frames": []}}})
+
+
+def test_what_else_grew_leaves_out_the_first_rule_s_frames_and_fslab_itself(tmp_path):
+    """First writes into a sparse file on ext4: the allocation rule ranks first but
+    explains under 40% (the rest is the writer waiting for its I/O), so what else grew
+    is listed; neither the rule's own frames nor fslab's own CPU are among them."""
+    from bench.diagnosis_accuracy import CORPUS
+
+    store = Store(tmp_path / "firstwrite.db")
+    campaign = import_campaign(store, json.loads((CORPUS / "firstwrite.json").read_text()))
+    ext4 = {d.config: d for d in diagnose_campaign(store, campaign)}["ext4"]
+    assert ext4.top == "first-write-allocation" and ext4.unknown is not None
+    rule = next(r for r in load_rules() if r.id == "first-write-allocation")
+    own = {f.key for f in rule.oncpu} | {"leaf:fslab"}
+    assert ext4.unknown.frames and not {f.key for f in ext4.unknown.frames} & own

@@ -206,7 +206,8 @@ def _unknown(
     for pair in pairs.values():
         for evidence in pair:
             ctx.comps.add(evidence, rules)
-    return find_unknown(explained, d.fs_type, ctx.good, ctx.bad, ctx.comps, pairs, rules)
+    first = next((r for r in rules if d.candidates and r.id == d.candidates[0].mechanism), None)
+    return find_unknown(explained, d.fs_type, ctx.good, ctx.bad, ctx.comps, pairs, rules, first)
 
 
 def _rank_ceiling(

@@ -31,7 +31,8 @@ UNEXPLAINED = 0.40  # below this share of the change explained, the unknown is s
 GROWN = 4  # frames listed
 MIN_GROWTH = 0.01  # a frame that grew less (in share) is sampling noise, not listed
 CHAIN_FRAMES = 6  # frames of a chain shown, the sleeping or spinning one last
-NOT_FRAMES = frozenset({RUNNING, "leaf:(no kernel stack)", f"leaf:{UNKNOWN_FRAME}"})
+# fslab's own process is the instruments' CPU (reading stacks, counters), not the workload's
+NOT_FRAMES = frozenset({RUNNING, "leaf:(no kernel stack)", f"leaf:{UNKNOWN_FRAME}", "leaf:fslab"})
 # entry trampolines: every chain has them, none says anything
 ENTRY_FRAMES = frozenset(
     {
@@ -133,14 +134,23 @@ def find_unknown(
     comps: Compositions,
     others: Mapping[str, tuple[PointEvidence, PointEvidence]],
     rules: list[Rule],
+    explained_by: Rule | None = None,
 ) -> Unknown | None:
-    """The frames that grew most (off-CPU first), placed; None when nothing grew."""
+    """The frames that grew most (off-CPU first), placed; None when nothing grew. The
+    frames of the rule ranked first (explained_by) are its share, not what else grew."""
+    counted = {
+        f.key for kind in PROFILE_KINDS for f in (explained_by.frames(kind) if explained_by else [])
+    }
     for kind in PROFILE_KINDS:
         g, b, profile = comps.of(good, kind), comps.of(bad, kind), bad.profiles.get(kind)
         if g is None or b is None or profile is None:
             continue
         rows = sorted(
-            ((k, g.get(k, 0.0), b.get(k, 0.0)) for k in set(g) | set(b) if k not in NOT_FRAMES),
+            (
+                (k, g.get(k, 0.0), b.get(k, 0.0))
+                for k in set(g) | set(b)
+                if k not in NOT_FRAMES | counted
+            ),
             key=lambda r: (-(r[2] - r[1]), r[0]),
         )
         frames = []
