@@ -123,26 +123,43 @@ def test_evidence_that_holds_equally_at_the_good_point_explains_nothing(tmp_path
     assert default.top != "jbd2-reserved-credits"
 
 
+def _big_journal_waits_too(data, *, holds_up: bool) -> None:
+    """journal1g given the default's profiles at the bad point; with holds_up, its IOPS
+    at every point made its IOPS at the bad point (it does not fall off itself)."""
+    points = data["points"]
+    ours = {
+        p["repeat"]: p
+        for p in points
+        if p["config"] == "ext4-default" and p["sweep"]["numjobs"] == 768
+    }
+    theirs = [p for p in points if p["config"] == "ext4-journal1g"]
+    at_bad = [p["metrics"]["fio.write.iops"] for p in theirs if p["sweep"]["numjobs"] == 768]
+    for p in theirs:
+        if p["sweep"]["numjobs"] == 768:
+            for name in ("profile.offcpu.folded", "profile.oncpu.folded"):
+                p["artifacts"][name] = ours[p["repeat"]]["artifacts"][name]
+        elif holds_up and "fio.write.iops" in p["metrics"]:
+            p["metrics"]["fio.write.iops"] = at_bad[p["repeat"] % len(at_bad)]
+
+
 def test_a_config_with_the_same_signal_weakens_the_mechanism(tmp_path):
-    """journal1g given the default's profiles at the bad point: no longer a counterfactual."""
-
-    def big_journal_waits_too(data):
-        points = data["points"]
-        ours = {
-            p["repeat"]: p
-            for p in points
-            if p["config"] == "ext4-default" and p["sweep"]["numjobs"] == 768
-        }
-        for p in points:
-            if p["config"] == "ext4-journal1g" and p["sweep"]["numjobs"] == 768:
-                for name in ("profile.offcpu.folded", "profile.oncpu.folded"):
-                    p["artifacts"][name] = ours[p["repeat"]]["artifacts"][name]
-
+    """journal1g, holding up, with the default's profiles at the bad point: no longer a
+    counterfactual that confirms, one that weakens (the score halved)."""
     plain = _diagnose(tmp_path, JOURNAL)["ext4-default"].candidate("jbd2-reserved-credits")
-    weakened = _diagnose(tmp_path, JOURNAL, big_journal_waits_too)["ext4-default"]
-    credits = weakened.candidate("jbd2-reserved-credits")
+    weakened = _diagnose(tmp_path, JOURNAL, lambda d: _big_journal_waits_too(d, holds_up=True))
+    credits = weakened["ext4-default"].candidate("jbd2-reserved-credits")
     assert [c.verdict for c in credits.counterfactuals] == ["weakens"]
     assert credits.score == pytest.approx(plain.score / 2, rel=0.01)
+
+
+def test_a_config_that_falls_off_too_with_the_signal_is_another_case_not_against(tmp_path):
+    """The same signal in a configuration that itself fell off between the two points,
+    only less far (XFS beside ext4, both writing into holes): neutral, not weakening."""
+    plain = _diagnose(tmp_path, JOURNAL)["ext4-default"].candidate("jbd2-reserved-credits")
+    fell = _diagnose(tmp_path, JOURNAL, lambda d: _big_journal_waits_too(d, holds_up=False))
+    credits = fell["ext4-default"].candidate("jbd2-reserved-credits")
+    assert [c.verdict for c in credits.counterfactuals] == ["neutral"]
+    assert credits.score == pytest.approx(plain.score, rel=0.01)
 
 
 def test_dioread_lock_argues_against_credit_exhaustion(tmp_path):

@@ -125,6 +125,9 @@ class Context:
     others: list[tuple[str, PointEvidence]]  # configs that held up at the bad point
     comps: Compositions
     metric: str
+    # of those, the ones that fell off between the same two points themselves, only less
+    # far: the same signal there is another case of the mechanism, not evidence against it
+    fell_too: frozenset[str] = frozenset()
 
 
 def evaluate(rule: Rule, ctx: Context) -> Candidate:
@@ -204,7 +207,7 @@ def _counterfactuals(rule: Rule, ctx: Context) -> list[Counterfactual]:
         gain = 100.0 * (other.headline / ctx.bad.headline - 1.0)
         if ours >= MIN_SIGNAL and theirs <= CONFIRMS * ours:
             verdict = "confirms"
-        elif theirs >= WEAKENS * ours and ours >= MIN_SIGNAL:
+        elif theirs >= WEAKENS * ours and ours >= MIN_SIGNAL and config not in ctx.fell_too:
             verdict = "weakens"
         else:
             verdict = "neutral"
@@ -255,6 +258,7 @@ def make_context(
         if g is not None and b is not None:
             shifts[kind] = Shift(kind, g, b)
     others = []
+    fell_too: set[str] = set()
     for config, other in falloffs.items():
         if config == found.config:
             continue
@@ -264,4 +268,9 @@ def make_context(
         evidence = load_evidence(store, data, config, point.key, point.median)
         comps.add(evidence, rules)
         others.append((config, evidence))
-    return Context(found.config, found, good, bad, shifts, others, comps, found.metric)
+        start = next((p for p in other.points if p.key == found.best.key), None)
+        if start is not None and point.median < (1.0 - FALLOFF_MIN_DROP) * start.median:
+            fell_too.add(config)
+    return Context(
+        found.config, found, good, bad, shifts, others, comps, found.metric, frozenset(fell_too)
+    )
