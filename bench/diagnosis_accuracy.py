@@ -7,6 +7,12 @@ recorded campaign, with the mechanism that truly explains its falloff, or
 confusion table (true mechanism by row, the one ranked first by column) and,
 per case, the first-to-second margin: how far ahead the first candidate is.
 
+Held out: a case whose manifest entry lists `frames` is diagnosed a second
+time with its true mechanism's rule taken out of the rule base. Its mechanism
+is then outside the base, and the diagnosis must say so (no rule first) and
+name one of those frames among the two that grew most: the honest unknown on
+a real case, checked for every rule that has such a case.
+
     .venv/bin/python bench/diagnosis_accuracy.py
 """
 
@@ -20,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from fslab.diagnose.diagnosis import ConfigDiagnosis, diagnose_campaign
+from fslab.diagnose.mechanisms import load_rules
 from fslab.store.db import Store
 from fslab.store.exchange import import_campaign
 
@@ -35,6 +42,7 @@ class CaseResult:
     truth: str
     diagnosis: ConfigDiagnosis
     frames: tuple[str, ...] = ()  # for an unknown: frames its first grown frames must include
+    held_out: str = ""  # the rule taken out of the base for this diagnosis
 
     @property
     def predicted(self) -> str:
@@ -59,11 +67,32 @@ def manifest(corpus: Path = CORPUS) -> list[dict[str, Any]]:
     return json.loads((corpus / "manifest.json").read_text())["cases"]
 
 
-def diagnose_file(path: Path, workdir: Path) -> dict[str, ConfigDiagnosis]:
-    """Import one export into a fresh store and diagnose every configuration."""
-    store = Store(workdir / f"{path.stem}.db")
+def diagnose_file(
+    path: Path, workdir: Path, held_out: str | None = None
+) -> dict[str, ConfigDiagnosis]:
+    """Import one export into a fresh store and diagnose every configuration (with the
+    rule `held_out` taken out of the rule base)."""
+    store = Store(workdir / f"{path.stem}-{held_out or 'all'}.db")
     campaign_id = import_campaign(store, json.loads(path.read_text()))
-    return {d.config: d for d in diagnose_campaign(store, campaign_id)}
+    rules = [r for r in load_rules() if r.id != held_out]
+    return {d.config: d for d in diagnose_campaign(store, campaign_id, rules)}
+
+
+def run_held_out(corpus: Path = CORPUS) -> list[CaseResult]:
+    """Each case with `frames` and a rule for truth, diagnosed without that rule: the
+    honest unknown is right (CaseResult's truth is UNKNOWN, held_out names the rule)."""
+    results = []
+    with tempfile.TemporaryDirectory(prefix="fslab-held-out-") as tmp:
+        for case in manifest(corpus):
+            if not case.get("frames") or case["truth"] in (NONE, UNKNOWN):
+                continue
+            found = diagnose_file(corpus / case["file"], Path(tmp), held_out=case["truth"])
+            result = CaseResult(
+                case["file"], case["config"], UNKNOWN, found[case["config"]], tuple(case["frames"])
+            )
+            result.held_out = case["truth"]
+            results.append(result)
+    return results
 
 
 def run_corpus(corpus: Path = CORPUS) -> list[CaseResult]:
@@ -74,7 +103,7 @@ def run_corpus(corpus: Path = CORPUS) -> list[CaseResult]:
             if case["file"] not in cache:
                 cache[case["file"]] = diagnose_file(corpus / case["file"], Path(tmp))
             diagnosis = cache[case["file"]][case["config"]]
-            frames = tuple(case.get("frames", ()))
+            frames = tuple(case.get("frames", ())) if case["truth"] == UNKNOWN else ()
             results.append(
                 CaseResult(case["file"], case["config"], case["truth"], diagnosis, frames)
             )
@@ -125,8 +154,21 @@ def unknown_lines(results: list[CaseResult]) -> list[str]:
     return lines or ["(none: the rules explain at least 40% of every change)"]
 
 
+def held_out_lines(results: list[CaseResult]) -> list[str]:
+    """Per held-out case: the rule taken out, what ranked first, the frames named."""
+    lines = [f"{'case':<30} {'rule held out':<28} {'first':<10} frames that grew most"]
+    for r in results:
+        unknown = r.diagnosis.unknown
+        grown = ", ".join(f.frame for f in unknown.frames[:2]) if unknown else "-"
+        mark = "" if r.correct else "  WRONG"
+        case = f"{r.file.removesuffix('.json')}:{r.config}"
+        lines.append(f"{case:<30} {r.held_out:<28} {r.predicted:<10} {grown}{mark}")
+    return lines
+
+
 def main() -> int:
     results = run_corpus()
+    held = run_held_out()
     right = sum(r.correct for r in results)
     print(f"diagnosis accuracy on the recorded corpus: {right}/{len(results)} ranked first right")
     print()
@@ -136,7 +178,11 @@ def main() -> int:
     print()
     print("unknowns (the honest unknown's frames):")
     print("\n".join(unknown_lines(results)))
-    return 0 if right == len(results) else 1
+    print()
+    honest = sum(r.correct for r in held)
+    print(f"held out (its rule taken out of the base): {honest}/{len(held)} honest unknowns")
+    print("\n".join(held_out_lines(held)))
+    return 0 if right == len(results) and honest == len(held) else 1
 
 
 if __name__ == "__main__":

@@ -13,7 +13,7 @@ import copy
 import json
 
 import pytest
-from bench.diagnosis_accuracy import CORPUS, manifest
+from bench.diagnosis_accuracy import CORPUS, diagnose_file, manifest
 
 from fslab.diagnose.attribution import Shift, classify
 from fslab.diagnose.diagnosis import diagnose_campaign
@@ -64,6 +64,22 @@ def test_corpus_case_is_ranked_right(tmp_path, case):
         assert diagnosis.margin is not None and diagnosis.margin > 0
     assert all(len(line) <= 80 for line in describe_diagnosis(diagnosis))
     json.dumps(diagnosis.to_dict())
+
+
+@pytest.mark.parametrize(
+    "case",
+    [c for c in manifest() if c.get("frames") and c["truth"] not in ("none", "unknown")],
+    ids=lambda c: f"{c['file'].removesuffix('.json')}:{c['config']}",
+)
+def test_a_case_whose_rule_is_held_out_is_the_honest_unknown(tmp_path, case):
+    """Its mechanism taken out of the rule base, a recorded case is outside it: no other
+    rule may rank first, and the frames that grew most name the mechanism."""
+    found = diagnose_file(CORPUS / case["file"], tmp_path, held_out=case["truth"])
+    diagnosis = found[case["config"]]
+    text = "\n".join(describe_diagnosis(diagnosis))
+    assert diagnosis.top is None and diagnosis.unknown is not None, text
+    grown = [f.chain[-1] if f.chain else f.frame for f in diagnosis.unknown.frames[:2]]
+    assert set(grown) & set(case["frames"]), (grown, text)
 
 
 def test_corpus_manifest_names_known_mechanisms_and_files():
@@ -213,6 +229,8 @@ def test_rule_base_ships_every_mechanism_of_the_issue():
         "writeback-throttling",
         "btrfs-metadata-reservation",
         "first-write-allocation",
+        "xfs-log-force",
+        "btrfs-log-tree",
     }
     for rule in load_rules():
         assert rule.explanation and rule.remedies and rule.references

@@ -282,9 +282,12 @@ def ruled_out_reasons(c: Candidate, diagnosis: ConfigDiagnosis) -> list[str]:
     return parts
 
 
-def diagnose_campaign(store: Store, campaign_id: int) -> list[ConfigDiagnosis]:
-    """One diagnosis per configuration of the campaign."""
+def diagnose_campaign(
+    store: Store, campaign_id: int, rules: list[Rule] | None = None
+) -> list[ConfigDiagnosis]:
+    """One diagnosis per configuration of the campaign (against `rules`, default the rule
+    base: the accuracy bench holds a rule out to check the honest unknown)."""
     data = load_campaign(store, campaign_id)
-    rules = load_rules()
+    rules = load_rules() if rules is None else rules
     falloffs = campaign_falloffs(data)
     return [diagnose_config(store, data, falloffs, c, rules) for c in data.configs()]
