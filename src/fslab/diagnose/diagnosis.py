@@ -207,7 +207,10 @@ def _unknown(
         for evidence in pair:
             ctx.comps.add(evidence, rules)
     first = next((r for r in rules if d.candidates and r.id == d.candidates[0].mechanism), None)
-    return find_unknown(explained, d.fs_type, ctx.good, ctx.bad, ctx.comps, pairs, rules, first)
+    types = {c: data.fs_type(c) for c in pairs}
+    return find_unknown(
+        explained, d.fs_type, ctx.good, ctx.bad, ctx.comps, pairs, rules, first, types
+    )
 
 
 def _rank_ceiling(

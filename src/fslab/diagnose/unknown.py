@@ -53,13 +53,14 @@ class Subsystem:
     what: str
     prefixes: tuple[str, ...]
     test: str
+    by_fs: bool = False  # its test is another filesystem type
 
 
 @cache
 def subsystems() -> tuple[Subsystem, ...]:
     text = resources.files("fslab.diagnose").joinpath("subsystems.toml").read_text()
     return tuple(
-        Subsystem(s["path"], s["what"], tuple(s["prefixes"]), s["test"])
+        Subsystem(s["path"], s["what"], tuple(s["prefixes"]), s["test"], s.get("by_fs", False))
         for s in tomllib.loads(text)["subsystem"]
     )
 
@@ -135,6 +136,7 @@ def find_unknown(
     others: Mapping[str, tuple[PointEvidence, PointEvidence]],
     rules: list[Rule],
     explained_by: Rule | None = None,
+    fs_types: Mapping[str, str] | None = None,
 ) -> Unknown | None:
     """The frames that grew most (off-CPU first), placed; None when nothing grew. The
     frames of the rule ranked first (explained_by) are its share, not what else grew."""
@@ -166,7 +168,7 @@ def find_unknown(
                     found.elsewhere[config] = (og.get(key, 0.0), ob.get(key, 0.0))
             frames.append(found)
         if frames:
-            return Unknown(explained, frames, _test(frames, fs_type))
+            return Unknown(explained, frames, _test(frames, fs_type, fs_types or {}))
     return None
 
 
@@ -186,13 +188,35 @@ def chain_of(profile: Profile, key: str, named: list[Frame]) -> tuple[str, ...]:
     return tuple(chain[-CHAIN_FRAMES:])
 
 
-def _test(frames: list[GrownFrame], fs_type: str) -> str:
-    """The subsystem of the frame that grew most, and the configuration that tests it."""
+def _test(frames: list[GrownFrame], fs_type: str, fs_types: Mapping[str, str]) -> str:
+    """The subsystem of the frame that grew most, and the configuration that tests it; for
+    a filesystem's own frame, the campaign's configurations of other types answer it."""
     for grown in frames:
         sub = subsystem_of(grown.chain)
         if sub is not None:
-            return sub.test.format(fs=fs_type)
-    return f"the same workload on another filesystem type than {fs_type}"
+            answered = _answered(grown, fs_type, fs_types) if sub.by_fs else None
+            return answered or sub.test.format(fs=fs_type)
+    answered = _answered(frames[0], fs_type, fs_types) if frames else None
+    return answered or f"the same workload on another filesystem type than {fs_type}"
+
+
+def _answered(grown: GrownFrame, fs_type: str, fs_types: Mapping[str, str]) -> str | None:
+    """What the campaign's configurations of other filesystem types already say about the
+    frame's growth; None when it has none."""
+    others = [c for c in grown.elsewhere if fs_types.get(c, fs_type) != fs_type]
+    if not others:
+        return None
+    grew = [c for c in others if grown.elsewhere[c][1] - grown.elsewhere[c][0] >= MIN_GROWTH]
+    names = grew or others
+    verb = "shows" if len(names) == 1 else "show"
+    if not grew:
+        return (
+            f"nothing: {', '.join(names)} in this campaign {verb} no such growth: {fs_type}'s own"
+        )
+    return (
+        f"nothing: {', '.join(names)} in this campaign {verb} the same growth: not {fs_type}'s "
+        "alone, look above the filesystem (the VFS, the page cache, the block layer)"
+    )
 
 
 def draft_rule(name: str, unknown: Unknown, fs_type: str) -> str:
