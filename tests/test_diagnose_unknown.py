@@ -138,3 +138,6 @@ def test_what_else_grew_leaves_out_the_first_rule_s_frames_and_fslab_itself(tmp_
     rule = next(r for r in load_rules() if r.id == "first-write-allocation")
     own = {f.key for f in rule.oncpu} | {"leaf:fslab"}
     assert ext4.unknown.frames and not {f.key for f in ext4.unknown.frames} & own
+    # the writer's wait grew on XFS too: the campaign answers the filesystem question
+    assert ext4.unknown.frames[0].frame == "read_events"
+    assert "in this campaign shows the same growth: not ext4's alone" in ext4.unknown.test

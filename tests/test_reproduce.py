@@ -666,3 +666,14 @@ def test_cli_no_workload_exit_2():
 def test_cli_missing_file_exit_2():
     result = fslab("reproduce", "/nonexistent/report.txt")
     assert result.returncode == 2 and "report file not found" in result.stderr
+
+
+def test_quick_keeps_the_reporter_s_first_middle_and_last_values():
+    """The reporter's own sweep of 7 job counts: --quick runs its ends and one step
+    between (a whole ladder of 7 points x 2 configurations x 5 runs took 17 minutes); a
+    sweep of 2 values, the truncate report's file sizes, is kept whole."""
+    ilock = spec_of("ext4-dio-ilock-threads.txt").spec
+    assert ilock.sweep["numjobs"] == [1, 2, 4, 8, 12, 16, 24]
+    assert ilock.quick["set"]["sweep.numjobs"] == [1, 8, 24]
+    truncate = spec_of("ext4-truncate-100g-jobfile.txt").spec
+    assert "sweep.filesize" not in truncate.quick["set"]

@@ -11,6 +11,7 @@ from __future__ import annotations
 import os
 import platform
 from dataclasses import dataclass
+from typing import TypeVar
 
 from fslab.base.format import format_size
 from fslab.base.hostfacts import nr_cpu_ids, online_cpu_count
@@ -48,6 +49,9 @@ class Scaled:
 
     value: int | str
     comment: str
+
+
+T = TypeVar("T")
 
 
 def target_size_bytes(reported: int | None, host: HostShape, *, dd: bool, said: str = "") -> Scaled:
@@ -117,6 +121,12 @@ def quick_numjobs(ladder: list[int]) -> list[int]:
     top = max(v for v in ladder if v <= QUICK_MAX_NUMJOBS)
     picked = sorted({v for v in (top, top // 4, top // 64) if v in ladder})
     return picked if len(picked) > 1 else sorted({ladder[0], top})
+
+
+def quick_points(values: list[T]) -> list[T]:
+    """The reporter's own sweep under --quick: its first, middle and last values, in the
+    reporter's order (where it starts, where it ends, one step between)."""
+    return values if len(values) <= 3 else [values[0], values[len(values) // 2], values[-1]]
 
 
 def runtime_s(reported_s: float | None) -> Scaled:

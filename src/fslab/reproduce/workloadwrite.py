@@ -31,6 +31,7 @@ from fslab.reproduce.scale import (
     numjobs_ladder,
     per_job_size,
     quick_numjobs,
+    quick_points,
     runtime_s,
 )
 from fslab.reproduce.tomlitems import add, toml_value, wrap
@@ -71,6 +72,8 @@ def _fio(draft: Draft, target_bytes: int) -> tuple[Table, Table, Table, dict]:
             tomlkit.comment(f"the reporter ran these one by one (line {chosen.source.number})")
         )
         sweep[axis] = [toml_value(v) for v in values]
+        if len(values) > 3:
+            quick[f"sweep.{axis}"] = quick_points([toml_value(v) for v in values])
         options.pop(axis, None)
     jobs_text = options.get("numjobs") or "1"
     counted = _job_counts(draft, chosen, [jobs_text])
