@@ -87,11 +87,10 @@ def run_held_out(corpus: Path = CORPUS) -> list[CaseResult]:
             if not case.get("frames") or case["truth"] in (NONE, UNKNOWN):
                 continue
             found = diagnose_file(corpus / case["file"], Path(tmp), held_out=case["truth"])
-            result = CaseResult(
-                case["file"], case["config"], UNKNOWN, found[case["config"]], tuple(case["frames"])
+            diagnosis, frames = found[case["config"]], tuple(case["frames"])
+            results.append(
+                CaseResult(case["file"], case["config"], UNKNOWN, diagnosis, frames, case["truth"])
             )
-            result.held_out = case["truth"]
-            results.append(result)
     return results
 
 

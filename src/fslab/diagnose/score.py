@@ -28,7 +28,7 @@ from typing import Any
 
 from fslab.analyze.campaign.dataset import CampaignData
 from fslab.analyze.campaign.metrics_catalog import format_value
-from fslab.analyze.curve.falloff import FALLOFF_MIN_DROP, Falloff
+from fslab.analyze.curve.falloff import FALLOFF_MIN_DROP, Falloff, falls
 from fslab.base.format import format_change_pct, format_share
 from fslab.diagnose.attribution import Shift
 from fslab.diagnose.ceiling import Ceiling
@@ -262,14 +262,15 @@ def make_context(
     for config, other in falloffs.items():
         if config == found.config:
             continue
-        point = next((p for p in other.points if p.key == found.worst.key), None)
+        at = {p.key: p for p in other.points}
+        point = at.get(found.worst.key)
         if point is None or point.median < HELD_UP * found.worst.median:
             continue
         evidence = load_evidence(store, data, config, point.key, point.median)
         comps.add(evidence, rules)
         others.append((config, evidence))
-        start = next((p for p in other.points if p.key == found.best.key), None)
-        if start is not None and point.median < (1.0 - FALLOFF_MIN_DROP) * start.median:
+        start = at.get(found.best.key)
+        if start is not None and falls(start.median, point.median):
             fell_too.add(config)
     return Context(
         found.config, found, good, bad, shifts, others, comps, found.metric, frozenset(fell_too)

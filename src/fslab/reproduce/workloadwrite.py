@@ -71,9 +71,10 @@ def _fio(draft: Draft, target_bytes: int) -> tuple[Table, Table, Table, dict]:
         sweep.add(
             tomlkit.comment(f"the reporter ran these one by one (line {chosen.source.number})")
         )
-        sweep[axis] = [toml_value(v) for v in values]
-        if len(values) > 3:
-            quick[f"sweep.{axis}"] = quick_points([toml_value(v) for v in values])
+        points = [toml_value(v) for v in values]
+        sweep[axis] = points
+        if (picked := quick_points(points)) != points:
+            quick[f"sweep.{axis}"] = picked
         options.pop(axis, None)
     jobs_text = options.get("numjobs") or "1"
     counted = _job_counts(draft, chosen, [jobs_text])

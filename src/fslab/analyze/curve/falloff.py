@@ -280,6 +280,12 @@ def beyond(curve: Curve, best: SweepPoint) -> list[SweepPoint]:
     return [p for p in curve.points if p.n is not None and p.n >= (best.n or 0.0)]
 
 
+def falls(high: float, low: float) -> bool:
+    """Whether going from `high` to `low` is a fall worth explaining: FALLOFF_MIN_DROP or
+    more of `high`."""
+    return low <= (1.0 - FALLOFF_MIN_DROP) * high
+
+
 def steepest_fall(curve: Curve) -> tuple[SweepPoint, SweepPoint] | None:
     """The adjacent points past the curve's best between which it falls most per doubling
     of N, when that step falls by FALLOFF_MIN_DROP or more (None: no such step)."""
@@ -287,7 +293,7 @@ def steepest_fall(curve: Curve) -> tuple[SweepPoint, SweepPoint] | None:
     steps = [
         (_fall_per_doubling(a.n, b.n, a.median, b.median), a, b)
         for a, b in itertools.pairwise(points)
-        if a.n and b.n and b.median <= (1.0 - FALLOFF_MIN_DROP) * a.median
+        if a.n and b.n and falls(a.median, b.median)
     ]
     if not steps:
         return None
