@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 from pydantic import ValidationError
 
+from fslab.base.errors import FslabError
 from fslab.base.proc import CommandLog
 from fslab.base.units import parse_size_bytes
 from fslab.measure.setup import inside, restore_sysctls, setup_steps
@@ -23,7 +24,7 @@ from fslab.reproduce.scale import GIB, HostShape
 from fslab.reproduce.setupwrite import replay_all
 from fslab.reproduce.specwrite import build_spec
 from fslab.spec.model import Spec
-from fslab.spec.setup import SysctlStep
+from fslab.spec.setup import QueueStep, SysctlStep
 
 REPORTS = Path(__file__).parent / "data" / "reports"
 HOST = HostShape(kernel_release="6.18.0-test", online_cpus=2, nr_cpu_ids=2, memory_bytes=24 * GIB)
@@ -45,6 +46,8 @@ def _spec(*steps: dict) -> Spec:
         ({"kind": "sysctl", "name": "vm.dirty_bytes", "value": -1}, "value"),
         ({"kind": "file", "path": "f", "size": "2PiB"}, "size"),
         ({"kind": "shell", "argv": ["rm", "-rf", "/"]}, "setup.0"),
+        ({"kind": "queue", "name": "../../../dev/sda", "value": "0"}, "name"),
+        ({"kind": "queue", "name": "wbt_lat_usec", "value": "0 > /etc/passwd"}, "value"),
     ],
 )
 def test_a_step_fslab_would_not_do_is_refused_with_its_field(step, field):
@@ -151,6 +154,54 @@ def test_a_setting_that_cannot_be_restored_is_logged_not_raised(tmp_path):
     log = CommandLog()
     restore_sysctls({"vm.vfs_cache_pressure": "100"}, log, tmp_path / "no-such-proc")
     assert log.records[0].returncode == 1 and "cannot set" in log.records[0].stderr
+
+
+def test_a_queue_setting_goes_to_the_scratch_devices_and_comes_back(tmp_path):
+    """Against a stand-in /sys/class/block: the setting is made on each of the point's
+    devices, the scheduler's bracketed choice is what is put back, and a partition
+    (no queue of its own) is refused before anything is written."""
+    sys_block = tmp_path / "block"
+    for dev in ("loop7", "loop8"):
+        (sys_block / dev / "queue").mkdir(parents=True)
+        (sys_block / dev / "queue" / "scheduler").write_text("[none] mq-deadline kyber\n")
+        (sys_block / dev / "queue" / "wbt_lat_usec").write_text("2000\n")
+    (sys_block / "sda1").mkdir()
+    steps = [
+        QueueStep(kind="queue", name="wbt_lat_usec", value="0"),
+        QueueStep(kind="queue", name="scheduler", value="mq-deadline"),
+    ]
+    log = CommandLog()
+    devices = ("/dev/loop7", "/dev/loop8")
+    with setup_steps(steps, str(tmp_path), log, devices=devices, sys_block=sys_block):
+        for dev in ("loop7", "loop8"):
+            assert (sys_block / dev / "queue" / "wbt_lat_usec").read_text().strip() == "0"
+            assert (sys_block / dev / "queue" / "scheduler").read_text().strip() == "mq-deadline"
+    for dev in ("loop7", "loop8"):
+        assert (sys_block / dev / "queue" / "wbt_lat_usec").read_text().strip() == "2000"
+        assert (sys_block / dev / "queue" / "scheduler").read_text().strip() == "none"
+    assert log.records[0].argv == ["sh", "-c", f"echo 0 > {sys_block}/loop7/queue/wbt_lat_usec"]
+    with (
+        pytest.raises(FslabError, match="whole scratch devices only"),
+        setup_steps(steps, str(tmp_path), CommandLog(), devices=["/dev/sda1"], sys_block=sys_block),
+    ):
+        pass
+
+
+def test_a_report_s_queue_setting_is_replayed_on_the_scratch_device_only():
+    """`echo 0 > /sys/block/nvme0n1/queue/wbt_lat_usec` keeps the setting, not the
+    reporter's device; other sysfs writes stay listed with why."""
+    report = (
+        "mkfs.xfs -f /dev/nvme0n1\nmount /dev/nvme0n1 /mnt\n"
+        "echo 0 > /sys/block/nvme0n1/queue/wbt_lat_usec\n"
+        "echo 1 | sudo tee /sys/fs/ext4/nvme0n1/mb_group_prealloc\n"
+        "fio --name=w --directory=/mnt --rw=randwrite --bs=4k --size=1g --fsync=1\n"
+    )
+    facts = extract_facts(report)
+    steps, skipped = replay_all(facts.setup)
+    assert [(s["kind"], s["name"], s["value"]) for s in steps] == [("queue", "wbt_lat_usec", "0")]
+    assert "nvme0n1" not in str({k: v for k, v in steps[0].items() if k != "note"})
+    assert [s.kind for s, _ in skipped] == ["sysfs"]
+    assert "block-queue ones a spec may change" in skipped[0][1]
 
 
 # --- several devices under one btrfs -------------------------------------------------------

@@ -3,6 +3,7 @@ workload sees them, and the setting is back afterwards; the recipe repeats them.
 
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -42,6 +43,10 @@ name = "vm.vfs_cache_pressure"
 value = {pressure}
 [[setup]]
 kind = "drop_caches"
+[[setup]]
+kind = "queue"
+name = "wbt_lat_usec"
+value = "0"
 [run]
 repeat = 1
 warmup = 0
@@ -81,6 +86,13 @@ def test_setup_steps_run_and_settings_come_back(tmp_path, no_leaks):
     assert made[-1] == f"sysctl -w vm.vfs_cache_pressure={before}"  # after the workload
     fio = next(i for i, line in enumerate(lines) if line.startswith("fio"))
     assert lines.index(made[1]) < fio < lines.index(made[-1])
+    # the queue setting went to the point's own loop device, and was put back after fio
+    queue = [i for i, line in enumerate(lines) if line.endswith("/queue/wbt_lat_usec")]
+    assert len(queue) == 2 and queue[0] < fio < queue[1]
+    assert re.fullmatch(
+        r"sh -c echo 0 > /sys/class/block/loop\d+/queue/wbt_lat_usec", lines[queue[0]]
+    )
+    assert not lines[queue[1]].startswith("sh -c echo 0 ")
 
 
 DEVICES_SPEC = """

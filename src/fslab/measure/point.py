@@ -397,7 +397,7 @@ def _measure(
                 state.facts = _with_watermark(state.facts, host, state.facts.filesystem, free_bytes)
             # limits cap the workload (file layout included), not mkfs, fill and setup
             with (
-                setup_steps([*spec.setup, *fs.setup], mount.mountpoint, log),
+                setup_steps([*spec.setup, *fs.setup], mount.mountpoint, log, devices=devices),
                 device_limits(limits, device) as limit_facts,
             ):
                 if limit_facts:

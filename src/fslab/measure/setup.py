@@ -2,8 +2,9 @@
 
 Each step (spec.setup) is carried out in Python, never through a shell: files
 and directories are made inside the scratch filesystem only (the path is
-re-checked against the mount point after symlinks are resolved), and every
-vm.* setting changed is put back after the point, on success, failure and
+re-checked against the mount point after symlinks are resolved), a queue
+setting goes to the point's own scratch devices only, and every vm.* and
+queue setting changed is put back after the point, on success, failure and
 Ctrl-C. Each step is logged as the command that would do the same by hand,
 so the report's recipe can repeat it.
 """
@@ -19,10 +20,19 @@ from pathlib import Path
 from fslab.base.errors import FslabError
 from fslab.base.format import format_bytes
 from fslab.base.proc import CommandLog, CommandRecord
-from fslab.spec.setup import TWINS, DropCachesStep, FileStep, MkdirStep, SetupStep, SysctlStep
+from fslab.spec.setup import (
+    TWINS,
+    DropCachesStep,
+    FileStep,
+    MkdirStep,
+    QueueStep,
+    SetupStep,
+    SysctlStep,
+)
 from fslab.target.loop import deferred_interrupts
 
 PROC_SYS = Path("/proc/sys")
+SYS_BLOCK = Path("/sys/class/block")
 WRITE_CHUNK = 1 << 20
 
 
@@ -30,25 +40,83 @@ def sysctl_path(name: str, root: Path = PROC_SYS) -> Path:
     return root / name.replace(".", "/")
 
 
+def queue_path(device: str, name: str, sys_block: Path = SYS_BLOCK) -> Path:
+    """The device's own request-queue setting; a partition has none (its disk's is shared)."""
+    queue = sys_block / os.path.basename(os.path.realpath(device)) / "queue"
+    if not queue.is_dir():
+        raise FslabError(
+            f"setup: queue.{name}: {device} has no request queue of its own (a partition's "
+            "is its whole disk's); queue settings apply to whole scratch devices only"
+        )
+    return queue / name
+
+
 @contextlib.contextmanager
 def setup_steps(
-    steps: Sequence[SetupStep], mountpoint: str, log: CommandLog, *, proc_sys: Path = PROC_SYS
+    steps: Sequence[SetupStep],
+    mountpoint: str,
+    log: CommandLog,
+    *,
+    devices: Sequence[str] = (),
+    proc_sys: Path = PROC_SYS,
+    sys_block: Path = SYS_BLOCK,
 ) -> Iterator[None]:
     """Do the steps in order; put back every setting changed when the block ends."""
     saved: dict[str, str] = {}
+    queues: dict[Path, str] = {}
     try:
         for step in steps:
             started = time.monotonic()
-            argv = _do(step, mountpoint, saved, proc_sys)
-            log.add(CommandRecord(argv, 0, "", "", time.monotonic() - started))
+            if isinstance(step, QueueStep):
+                argvs = [set_queue(step, d, queues, sys_block) for d in devices]
+            else:
+                argvs = [_do(step, mountpoint, saved, proc_sys)]
+            for argv in argvs:
+                log.add(CommandRecord(argv, 0, "", "", time.monotonic() - started))
         yield
     finally:
-        if saved:
+        if saved or queues:
             with deferred_interrupts():
                 restore_sysctls(saved, log, proc_sys)
+                restore_queues(queues, log)
 
 
-def _do(step: SetupStep, mountpoint: str, saved: dict[str, str], proc_sys: Path) -> list[str]:
+def set_queue(step: QueueStep, device: str, saved: dict[Path, str], sys_block: Path) -> list[str]:
+    path = queue_path(device, step.name, sys_block)
+    if path not in saved:
+        saved[path] = current_queue_value(path)
+    _write(path, step.value, f"queue.{step.name} of {device}")
+    return ["sh", "-c", f"echo {step.value} > {path}"]
+
+
+def current_queue_value(path: Path) -> str:
+    """The setting as it can be written back: the scheduler's is the one in brackets."""
+    try:
+        text = path.read_text().strip()
+    except OSError as exc:
+        raise FslabError(f"setup: cannot read {path}: {exc.strerror}") from None
+    chosen = [w[1:-1] for w in text.split() if w.startswith("[") and w.endswith("]")]
+    return chosen[0] if chosen else text
+
+
+def restore_queues(saved: dict[Path, str], log: CommandLog) -> None:
+    """Put each queue setting back; a failure is said in the point's log, never raised."""
+    for path, value in saved.items():
+        argv = ["sh", "-c", f"echo {value} > {path}"]
+        try:
+            _write(path, value, str(path))
+        except FslabError as exc:
+            log.add(CommandRecord(argv, 1, "", str(exc), 0.0))
+        else:
+            log.add(CommandRecord(argv, 0, "", "", 0.0))
+
+
+def _do(
+    step: SysctlStep | DropCachesStep | FileStep | MkdirStep,
+    mountpoint: str,
+    saved: dict[str, str],
+    proc_sys: Path,
+) -> list[str]:
     if isinstance(step, SysctlStep):
         for name in (step.name, TWINS.get(step.name)):
             if name is not None and name not in saved:

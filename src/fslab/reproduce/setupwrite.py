@@ -2,15 +2,18 @@
 
 Each step the report ran between mkfs and its workload (reproduce.setup) is
 read, never run: a `truncate`, `fallocate` or prefill `dd` of a file, a
-`mkdir`, an allowlisted `sysctl vm.*` or dropping caches becomes a typed step
+`mkdir`, an allowlisted `sysctl vm.*`, an allowlisted block-queue setting
+(`echo 0 > /sys/block/DEV/queue/wbt_lat_usec`, made on fslab's own scratch
+device, never on the reporter's DEV) or dropping caches becomes a typed step
 (spec.setup) that fslab does in the scratch filesystem, a path of the
 reporter's machine becoming its last name there (as fio's filename does).
-Anything else (tune2fs, writes under /sys, other shells) stays a listed step
-with the reason it is not replayed.
+Anything else (tune2fs, other writes under /sys, other shells) stays a listed
+step with the reason it is not replayed.
 """
 
 from __future__ import annotations
 
+import re
 import shlex
 from typing import Any
 
@@ -21,13 +24,13 @@ from fslab.base.units import parse_size_bytes
 from fslab.reproduce.draft import Draft
 from fslab.reproduce.facts import QuestionFact, SetupFact
 from fslab.reproduce.scale import MIB, file_budget_bytes
-from fslab.spec.setup import TWINS, SetupStep
+from fslab.spec.setup import QUEUE_SETTINGS, TWINS, SetupStep
 
 _STEP = TypeAdapter(SetupStep)
+_QUEUE_RE = re.compile(r"^/sys/(?:block|class/block)/[^/]+/queue/(\w+)$")
 NOT_REPLAYED = {
     "tune2fs": "tune2fs changes the filesystem's features: give them as mkfs_options instead",
     "procfs": "a /proc/sys setting outside the vm.* settings a spec may change",
-    "sysfs": "a block-queue or filesystem sysfs setting: not a setup step fslab has",
     "file": "writes a file of the reporter's choosing: fslab does not write report text",
     "sync": "every setup step is followed by the workload's own start: nothing to sync",
     "fio layout": "fio lays out its own files at the start of each point",
@@ -135,7 +138,22 @@ def _steps(kind: str, words: list[str]) -> list[dict[str, Any]]:
         return [
             {"kind": "file", "path": scratch_name(ops["of"]), "size": str(total), "how": "write"}
         ]
+    if kind == "sysfs":
+        return [_queue_step(words)]
     raise ValueError(f"a {kind} step is not one fslab repeats")
+
+
+def _queue_step(words: list[str]) -> dict[str, Any]:
+    """`echo V > /sys/block/DEV/queue/NAME` (or `| tee`): the setting, for the scratch
+    device; the reporter's DEV is not read."""
+    target = words[-1].lstrip(">")
+    match = _QUEUE_RE.match(target)
+    if match is None or match.group(1) not in QUEUE_SETTINGS:
+        raise ValueError(
+            "a sysfs setting other than the block-queue ones a spec may change "
+            f"({', '.join(sorted(QUEUE_SETTINGS))})"
+        )
+    return {"kind": "queue", "name": match.group(1), "value": words[1]}
 
 
 def _option(words: list[str], short: str, long: str) -> tuple[str, str]:

@@ -35,7 +35,7 @@ from fslab.base.errors import FslabError, SpecError, ToolError, UsageError
 from fslab.base.format import format_bytes
 from fslab.base.proc import CommandLog, run
 from fslab.measure import plan
-from fslab.measure.setup import sysctl_path
+from fslab.measure.setup import SYS_BLOCK, queue_path, sysctl_path
 from fslab.spec.model import (
     NON_WORKLOAD_AXES,
     FilesystemSpec,
@@ -43,7 +43,7 @@ from fslab.spec.model import (
     Spec,
     sweep_combinations,
 )
-from fslab.spec.setup import SysctlStep
+from fslab.spec.setup import QueueStep, SysctlStep
 from fslab.target import fill as fill_mod
 from fslab.target.fs import Mount, mkfs_argv
 from fslab.target.guard import block_major_minor, sysfs_dir
@@ -126,7 +126,22 @@ def check_setup(spec: Spec) -> list[Problem]:
             if not os.access(path, os.W_OK):
                 why = "not writable (run as root)" if path.exists() else "not in this kernel"
                 problems.append(Problem(f"{where}.name", f"{step.name}: {path} is {why}"))
+        elif isinstance(step, QueueStep):
+            problems += _check_queue(spec, f"{where}.name", step.name)
     return problems
+
+
+def _check_queue(spec: Spec, where: str, name: str) -> list[Problem]:
+    """The setting must exist on the device it will be made on (a loop device: any one)."""
+    if spec.target.kind == "device" and spec.target.path:
+        try:
+            path = queue_path(spec.target.path, name)
+        except FslabError as exc:
+            return [Problem(where, str(exc).removeprefix("setup: "))]
+        return [] if path.exists() else [Problem(where, f"{name}: {path} is not in this kernel")]
+    if any(SYS_BLOCK.glob(f"loop*/queue/{name}")):
+        return []
+    return [Problem(where, f"{name}: no loop device here has queue/{name} (not in this kernel)")]
 
 
 def format_problems(problems: Sequence[Problem]) -> str:

@@ -5,7 +5,8 @@ A reporter's setup (a `truncate -s 100G` of the job's file, a prefill `dd`, a
 models, never from text: fslab does each step itself (measure.setup), inside
 the scratch filesystem, and restores every setting it changed after the point.
 A path is relative to the scratch filesystem and cannot leave it; a setting is
-one of SYSCTLS.
+one of SYSCTLS; a block-queue setting is one of QUEUE_SETTINGS, and applies to the
+point's own scratch device, never to a device a spec or report names.
 """
 
 from __future__ import annotations
@@ -30,6 +31,21 @@ SYSCTLS = frozenset(
         "vm.dirty_expire_centisecs",
         "vm.dirty_writeback_centisecs",
         "vm.vfs_cache_pressure",
+    }
+)
+# The block-queue settings a spec may change on its scratch device(s) for a point:
+# the request queue's policies (wbt's latency target, the scheduler, merging, depth).
+QUEUE_SETTINGS = frozenset(
+    {
+        "wbt_lat_usec",
+        "scheduler",
+        "nr_requests",
+        "nomerges",
+        "max_sectors_kb",
+        "read_ahead_kb",
+        "rq_affinity",
+        "add_random",
+        "iostats",
     }
 )
 # the kernel keeps one of each pair: writing a *_bytes value zeroes its *_ratio twin
@@ -67,6 +83,15 @@ def _sysctl(value: str) -> str:
     return value
 
 
+def _queue_setting(value: str) -> str:
+    if value not in QUEUE_SETTINGS:
+        raise ValueError(
+            f"{value!r} is not a queue setting a spec may change "
+            f"({', '.join(sorted(QUEUE_SETTINGS))})"
+        )
+    return value
+
+
 ScratchPath = Annotated[str, AfterValidator(scratch_path)]
 Note = Annotated[str, Field(max_length=300)]  # where the step came from (a report's line)
 
@@ -83,6 +108,15 @@ class SysctlStep(_Step):
     kind: Literal["sysctl"]
     name: Annotated[str, AfterValidator(_sysctl)]
     value: Annotated[int, Field(ge=0, le=2**62)]
+
+
+class QueueStep(_Step):
+    """Set /sys/block/<scratch device>/queue/<name> for the point (on every scratch
+    device of the filesystem); the previous value is restored after it."""
+
+    kind: Literal["queue"]
+    name: Annotated[str, AfterValidator(_queue_setting)]
+    value: Annotated[str, Field(pattern=r"^[A-Za-z0-9_-]{1,32}$")]
 
 
 class DropCachesStep(_Step):
@@ -113,6 +147,6 @@ class MkdirStep(_Step):
 
 
 SetupStep = Annotated[
-    SysctlStep | DropCachesStep | FileStep | MkdirStep, Field(discriminator="kind")
+    SysctlStep | QueueStep | DropCachesStep | FileStep | MkdirStep, Field(discriminator="kind")
 ]
 SetupSteps = Annotated[list[SetupStep], Field(max_length=MAX_STEPS)]
