@@ -168,14 +168,35 @@ def test_a_config_with_the_same_signal_weakens_the_mechanism(tmp_path):
     assert credits.score == pytest.approx(plain.score / 2, rel=0.01)
 
 
-def test_a_config_that_falls_off_too_with_the_signal_is_another_case_not_against(tmp_path):
-    """The same signal in a configuration that itself fell off between the two points,
-    only less far (XFS beside ext4, both writing into holes): neutral, not weakening."""
+def _as_another_filesystem(data) -> None:
+    for point in data["points"]:
+        if point["config"] == "ext4-journal1g":
+            point["fs_type"] = "xfs"
+
+
+def test_another_filesystem_that_falls_off_too_with_the_signal_is_not_against(tmp_path):
+    """The same signal in a configuration of another filesystem that itself fell off
+    between the two points, only less far (XFS beside ext4, both writing into holes): it
+    is faster or slower for reasons of its own, so neutral, not weakening. The same
+    filesystem configured otherwise, faster at the bad point with as much of the signal,
+    weakens it though it fell off too (XFS with wbt off beside XFS with it on)."""
+
+    def fell_on(fs_type: str):
+        def change(data) -> None:
+            _big_journal_waits_too(data, holds_up=False)
+            if fs_type != "ext4":
+                _as_another_filesystem(data)
+
+        (tmp_path / fs_type).mkdir()
+        return _diagnose(tmp_path / fs_type, JOURNAL, change)["ext4-default"]
+
     plain = _diagnose(tmp_path, JOURNAL)["ext4-default"].candidate("jbd2-reserved-credits")
-    fell = _diagnose(tmp_path, JOURNAL, lambda d: _big_journal_waits_too(d, holds_up=False))
-    credits = fell["ext4-default"].candidate("jbd2-reserved-credits")
-    assert [c.verdict for c in credits.counterfactuals] == ["neutral"]
-    assert credits.score == pytest.approx(plain.score, rel=0.01)
+    other = fell_on("xfs").candidate("jbd2-reserved-credits")
+    assert [c.verdict for c in other.counterfactuals] == ["neutral"]
+    assert other.score == pytest.approx(plain.score, rel=0.01)
+    same = fell_on("ext4").candidate("jbd2-reserved-credits")
+    assert [c.verdict for c in same.counterfactuals] == ["weakens"]
+    assert same.score == pytest.approx(plain.score / 2, rel=0.01)
 
 
 def test_dioread_lock_argues_against_credit_exhaustion(tmp_path):
@@ -247,6 +268,20 @@ def test_classes_are_disjoint_and_innermost_frame_wins():
     assert shift.change == pytest.approx(0.6)
     assert shift.explained([Frame("credits")]) == pytest.approx(1.0)
     assert shift.explained([Frame("commit")]) == 0.0
+
+
+def test_a_generic_wait_under_a_throttle_is_not_the_device_s():
+    """io_schedule under rq_qos_wait is wbt holding a writer back: device-bound's
+    io_schedule does not count it; the same wait elsewhere it does."""
+    # folded stacks written for the test: the classing rule, not a tool's output
+    profile = Profile.from_folded(
+        "fio;[D];fsync;wbt_wait;rq_qos_wait;io_schedule 7\nfio;[D];read;io_schedule 3\n"
+    )
+    (device,) = [r for r in load_rules() if r.id == "device-bound"]
+    io_schedule = next(f for f in device.offcpu if f.frame == "io_schedule")
+    assert io_schedule.not_under == "rq_qos_wait"
+    classes = classify(profile, [io_schedule])
+    assert classes == {io_schedule.key: 0.3, "leaf:io_schedule": 0.7}
 
 
 def test_bad_rule_entry_is_reported():

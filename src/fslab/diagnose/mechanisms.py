@@ -5,7 +5,8 @@ of the change from a good to a bad point it accounts for (docs/diagnosis.md):
 
 - `offcpu` / `oncpu`: the frames where its threads wait / its CPUs spin;
   a frame may be given as {frame, under} to count it only below a caller,
-  or as {frame, leaf = true} to count only threads sleeping in it;
+  {frame, not_under} only where that caller is not above it, or as
+  {frame, leaf = true} to count only threads sleeping in it;
 - `metrics`: collector metrics it predicts to grow (or shrink) from the good
   point to the bad one, by `factor`;
 - `requires`: what must hold at the bad point for the mechanism to be
@@ -47,19 +48,29 @@ class Frame:
     frame: str
     under: str = ""
     leaf: bool = False
+    # a generic wait (io_schedule) that means something else below this caller
+    # (rq_qos_wait: a block-layer throttle's wait, not the device's)
+    not_under: str = ""
 
     @property
     def key(self) -> str:
         key = f"{self.frame}<{self.under}" if self.under else self.frame
+        key = f"{key}!{self.not_under}" if self.not_under else key
         return f"{key}$" if self.leaf else key
 
     def matches_at(self, stack: tuple[str, ...], index: int) -> bool:
         if self.leaf and index != len(stack) - 1:
             return False
-        return stack[index] == self.frame and (not self.under or self.under in stack[:index])
+        callers = stack[:index]
+        return (
+            stack[index] == self.frame
+            and (not self.under or self.under in callers)
+            and not (self.not_under and self.not_under in callers)
+        )
 
     def describe(self) -> str:
         text = f"{self.frame} under {self.under}" if self.under else self.frame
+        text = f"{text} (not under {self.not_under})" if self.not_under else text
         return f"{text} (sleeping in it)" if self.leaf else text
 
 
@@ -146,14 +157,21 @@ def _frames(items: list[Any], where: str) -> tuple[Frame, ...]:
             out.append(Frame(item))
         elif (
             isinstance(item, Mapping)
-            and set(item) <= {"frame", "under", "leaf"}
+            and set(item) <= {"frame", "under", "leaf", "not_under"}
             and "frame" in item
         ):
             out.append(
-                Frame(str(item["frame"]), str(item.get("under", "")), bool(item.get("leaf")))
+                Frame(
+                    str(item["frame"]),
+                    str(item.get("under", "")),
+                    bool(item.get("leaf")),
+                    str(item.get("not_under", "")),
+                )
             )
         else:
-            raise ValueError(f"{where}: a frame is a name or {{frame, under, leaf}}, not {item!r}")
+            raise ValueError(
+                f"{where}: a frame is a name or {{frame, under, not_under, leaf}}, not {item!r}"
+            )
     return tuple(out)
 
 

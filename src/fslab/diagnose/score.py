@@ -269,8 +269,12 @@ def make_context(
         evidence = load_evidence(store, data, config, point.key, point.median)
         comps.add(evidence, rules)
         others.append((config, evidence))
+        # another filesystem that fell off too is faster or slower for reasons of its
+        # own: its speed says nothing of this mechanism. The same filesystem configured
+        # otherwise, better at the bad point with as much of the signal, does.
         start = at.get(found.best.key)
-        if start is not None and falls(start.median, point.median):
+        other_fs = data.fs_type(config) != data.fs_type(found.config)
+        if start is not None and falls(start.median, point.median) and other_fs:
             fell_too.add(config)
     return Context(
         found.config, found, good, bad, shifts, others, comps, found.metric, frozenset(fell_too)
