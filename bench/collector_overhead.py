@@ -8,10 +8,10 @@ out of reserved credits in some runs and not others: clean runs of 8 s after
 a 2 s ramp gave 7424, 4677 and 8738 IOPS, and 2684 and 8585 with 15 s after
 5 s), so pairs there would measure that, not the collectors; with the 1 GiB
 journal the same runs vary by ~4% (16966, 17543, 18534). --config overrides
-the choice. A cell is a set
-of collectors: each one alone, `all` (the evidence run fslab makes by
-default), and `clean` (a clean repetition as a campaign runs it against a run
-with collectors off: the same code path, so its ratio is 1.00 by construction
+the choice. A cell is a set of collectors: each one alone, `all` (the
+evidence run fslab makes by default), all but one (`all-workqueue`), and
+`clean` (a clean repetition as a campaign runs it against a run with
+collectors off: the same code path, so its ratio is 1.00 by construction
 and its interval is the bench's own noise floor). Each pair is one run with
 the cell's collectors (an evidence run) and one without (a clean run), on
 fresh filesystems, order alternated between pairs. The ratio of a pair is
@@ -71,7 +71,8 @@ from fslab.target.loop import LoopImage
 from fslab.workload.fio import plan as fio_plan
 
 COLLECTORS = tuple(CollectSpec().enabled())  # perf, offcpu, workqueue, tpcounters, jbd2, sysstat
-CELLS = ("clean", "all", *COLLECTORS)
+# a cell: none (clean), all, one collector alone, or all but one ("all-workqueue")
+CELLS = ("clean", "all", *COLLECTORS, *(f"all-{name}" for name in COLLECTORS))
 GOALS = {16: 0.90, 64: 0.95, 1024: 0.90}  # lowest acceptable ratio on/off
 DEFAULT_RESULTS = Path("collector_overhead.jsonl")
 MIN_PAIRS = 10  # fewer and the table gives no verdict
@@ -112,7 +113,10 @@ class Pair:
 def cell_spec(cell: str, numjobs: int, runtime_s: float, ramp_s: float, config: str = ""):
     """The preset with only the cell's collectors enabled, and a btrfs configuration
     (BTRFS: the preset's xfs one, retyped) for the filesystems the preset leaves out."""
-    wanted = set(COLLECTORS) if cell == "all" else {cell} & set(COLLECTORS)
+    if cell.startswith("all"):
+        wanted = set(COLLECTORS) - {cell.removeprefix("all-")}
+    else:
+        wanted = {cell} & set(COLLECTORS)
     overrides = [
         f"sweep.numjobs=[{numjobs}]",
         "run.adaptive=false",  # every configuration at the point (the preset scans one)
@@ -488,7 +492,7 @@ def _print_method_table(method: str, pairs: list[Pair]) -> None:
     print(f"\ncollector cost: write IOPS with the collectors / without, ext4-fsync-storm, {timing}")
     print("median of the pair ratios, 95% bootstrap CI; goal: the lowest acceptable ratio")
     header = (
-        f"{'cell':<11s}{'config':<15s}{'numjobs':>8s}{'pairs':>6s}{'median':>8s}{'95% CI':>16s}"
+        f"{'cell':<15s}{'config':<15s}{'numjobs':>8s}{'pairs':>6s}{'median':>8s}{'95% CI':>16s}"
         f"{'goal':>6s}  {'verdict':<13s}{'on IOPS':>9s}{'off IOPS':>9s}  collector CPU s"
     )
     print(header)
@@ -512,7 +516,7 @@ def _print_method_table(method: str, pairs: list[Pair]) -> None:
             cpu_text = "(none: 1.00 by construction)"
         judged = interval_verdict(low, high, goal) if len(group) >= MIN_PAIRS else "too few pairs"
         print(
-            f"{cell:<11s}{config:<15s}{numjobs:>8d}{len(group):>6d}{statistics.median(ratios):>8.3f}"
+            f"{cell:<15s}{config:<15s}{numjobs:>8d}{len(group):>6d}{statistics.median(ratios):>8.3f}"
             f"{f'[{low:.3f}, {high:.3f}]':>16s}{goal:>6.2f}  {judged:<13s}"
             f"{statistics.median(p.on_iops for p in group):>9.0f}"
             f"{statistics.median(p.off_iops for p in group):>9.0f}  {cpu_text}"
