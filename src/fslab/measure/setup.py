@@ -86,7 +86,12 @@ def set_queue(step: QueueStep, device: str, saved: dict[Path, str], sys_block: P
     if path not in saved:
         saved[path] = current_queue_value(path)
     _write(path, step.value, f"queue.{step.name} of {device}")
-    return ["sh", "-c", f"echo {step.value} > {path}"]
+    return _echo_argv(step.value, path)
+
+
+def _echo_argv(value: str, path: Path) -> list[str]:
+    """How the recipe repeats a write to a sysfs file by hand."""
+    return ["sh", "-c", f"echo {value} > {path}"]
 
 
 def current_queue_value(path: Path) -> str:
@@ -102,13 +107,7 @@ def current_queue_value(path: Path) -> str:
 def restore_queues(saved: dict[Path, str], log: CommandLog) -> None:
     """Put each queue setting back; a failure is said in the point's log, never raised."""
     for path, value in saved.items():
-        argv = ["sh", "-c", f"echo {value} > {path}"]
-        try:
-            _write(path, value, str(path))
-        except FslabError as exc:
-            log.add(CommandRecord(argv, 1, "", str(exc), 0.0))
-        else:
-            log.add(CommandRecord(argv, 0, "", "", 0.0))
+        _put_back(path, value, str(path), _echo_argv(value, path), log)
 
 
 def _do(
@@ -179,12 +178,18 @@ def restore_sysctls(saved: dict[str, str], log: CommandLog, proc_sys: Path = PRO
         if twin in saved and value == "0" and saved[twin] != "0":
             continue  # the twin in force is restored, and zeroes this one
         argv = ["sysctl", "-w", f"{name}={value}"]
-        try:
-            _write(sysctl_path(name, proc_sys), value, name)
-        except FslabError as exc:  # said in the point's log, never raised over the point's own
-            log.add(CommandRecord(argv, 1, "", str(exc), 0.0))
-        else:
-            log.add(CommandRecord(argv, 0, "", "", 0.0))
+        _put_back(sysctl_path(name, proc_sys), value, name, argv, log)
+
+
+def _put_back(path: Path, value: str, name: str, argv: list[str], log: CommandLog) -> None:
+    """Write a saved setting back; a failure is said in the point's log, never raised over
+    the point's own."""
+    try:
+        _write(path, value, name)
+    except FslabError as exc:
+        log.add(CommandRecord(argv, 1, "", str(exc), 0.0))
+    else:
+        log.add(CommandRecord(argv, 0, "", "", 0.0))
 
 
 def _write(path: Path, value: str, name: str) -> None:

@@ -12,6 +12,7 @@ point's own scratch device, never to a device a spec or report names.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from typing import Annotated, Literal
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field
@@ -75,21 +76,17 @@ def _size(value: str) -> str:
     return value
 
 
-def _sysctl(value: str) -> str:
-    if value not in SYSCTLS:
-        raise ValueError(
-            f"{value!r} is not a setting a spec may change ({', '.join(sorted(SYSCTLS))})"
-        )
-    return value
+def _one_of(allowed: frozenset[str], what: str) -> Callable[[str], str]:
+    """A validator that accepts only the names of an allowlist, and lists them when not."""
 
+    def check(value: str) -> str:
+        if value not in allowed:
+            raise ValueError(
+                f"{value!r} is not {what} a spec may change ({', '.join(sorted(allowed))})"
+            )
+        return value
 
-def _queue_setting(value: str) -> str:
-    if value not in QUEUE_SETTINGS:
-        raise ValueError(
-            f"{value!r} is not a queue setting a spec may change "
-            f"({', '.join(sorted(QUEUE_SETTINGS))})"
-        )
-    return value
+    return check
 
 
 ScratchPath = Annotated[str, AfterValidator(scratch_path)]
@@ -106,7 +103,7 @@ class SysctlStep(_Step):
     """Set a vm.* setting for the point; the previous value is restored after it."""
 
     kind: Literal["sysctl"]
-    name: Annotated[str, AfterValidator(_sysctl)]
+    name: Annotated[str, AfterValidator(_one_of(SYSCTLS, "a setting"))]
     value: Annotated[int, Field(ge=0, le=2**62)]
 
 
@@ -115,7 +112,7 @@ class QueueStep(_Step):
     device of the filesystem); the previous value is restored after it."""
 
     kind: Literal["queue"]
-    name: Annotated[str, AfterValidator(_queue_setting)]
+    name: Annotated[str, AfterValidator(_one_of(QUEUE_SETTINGS, "a queue setting"))]
     value: Annotated[str, Field(pattern=r"^[A-Za-z0-9_-]{1,32}$")]
 
 
