@@ -31,7 +31,7 @@ from fslab.diagnose.score import (
     rank_candidates,
     rounded,
 )
-from fslab.diagnose.unknown import UNEXPLAINED, Unknown, find_unknown
+from fslab.diagnose.unknown import UNEXPLAINED, Unknown, find_unknown, made_with
 from fslab.store.db import Store
 
 SHOWN = 3  # candidates and ruled-out hypotheses listed
@@ -208,8 +208,12 @@ def _unknown(
             ctx.comps.add(evidence, rules)
     first = next((r for r in rules if d.candidates and r.id == d.candidates[0].mechanism), None)
     types = {c: data.fs_type(c) for c in pairs}
+    made = {
+        ("" if fs.label == d.config else fs.label): made_with(fs)
+        for fs in data.campaign.spec.filesystems
+    }
     return find_unknown(
-        explained, d.fs_type, ctx.good, ctx.bad, ctx.comps, pairs, rules, first, types
+        explained, d.fs_type, ctx.good, ctx.bad, ctx.comps, pairs, rules, first, types, made
     )
 
 

@@ -24,6 +24,7 @@ from fslab.base.format import format_share
 from fslab.diagnose.attribution import STATE_FRAMES, class_label, class_of
 from fslab.diagnose.evidence import RUNNING, Compositions, PointEvidence, all_frames
 from fslab.diagnose.mechanisms import PROFILE_KINDS, Frame, ProfileKind, Rule
+from fslab.spec.model import FilesystemSpec
 from fslab.stacks.fold import UNKNOWN_FRAME
 from fslab.stacks.profile import Profile
 
@@ -137,9 +138,11 @@ def find_unknown(
     rules: list[Rule],
     explained_by: Rule | None = None,
     fs_types: Mapping[str, str] | None = None,
+    made: Mapping[str, tuple[str, ...]] | None = None,
 ) -> Unknown | None:
     """The frames that grew most (off-CPU first), placed; None when nothing grew. The
-    frames of the rule ranked first (explained_by) are its share, not what else grew."""
+    frames of the rule ranked first (explained_by) are its share, not what else grew.
+    `made`: each configuration's settings in words, this one's under "" (made_with)."""
     counted = {
         f.key for kind in PROFILE_KINDS for f in (explained_by.frames(kind) if explained_by else [])
     }
@@ -168,7 +171,7 @@ def find_unknown(
                     found.elsewhere[config] = (og.get(key, 0.0), ob.get(key, 0.0))
             frames.append(found)
         if frames:
-            return Unknown(explained, frames, _test(frames, fs_type, fs_types or {}))
+            return Unknown(explained, frames, _test(frames, fs_type, fs_types or {}, made))
     return None
 
 
@@ -188,25 +191,65 @@ def chain_of(profile: Profile, key: str, named: list[Frame]) -> tuple[str, ...]:
     return tuple(chain[-CHAIN_FRAMES:])
 
 
-def _test(frames: list[GrownFrame], fs_type: str, fs_types: Mapping[str, str]) -> str:
+def _test(
+    frames: list[GrownFrame],
+    fs_type: str,
+    fs_types: Mapping[str, str],
+    made: Mapping[str, tuple[str, ...]] | None = None,
+) -> str:
     """The subsystem of the frame that grew most, and the configuration that tests it; for
-    a filesystem's own frame, the campaign's configurations of other types answer it."""
+    a filesystem's own frame, the campaign's other configurations may already answer it.
+    A subsystem with no test of its own (the buffer cache) is its caller's."""
     for grown in frames:
-        sub = subsystem_of(grown.chain)
+        sub = deciding_subsystem(grown.chain)
         if sub is not None:
-            answered = _answered(grown, fs_type, fs_types) if sub.by_fs else None
+            answered = _answered(grown, fs_type, fs_types, made or {}) if sub.by_fs else None
             return answered or sub.test.format(fs=fs_type)
-    answered = _answered(frames[0], fs_type, fs_types) if frames else None
+    answered = _answered(frames[0], fs_type, fs_types, made or {}) if frames else None
     return answered or f"the same workload on another filesystem type than {fs_type}"
 
 
-def _answered(grown: GrownFrame, fs_type: str, fs_types: Mapping[str, str]) -> str | None:
-    """What the campaign's configurations of other filesystem types already say about the
-    frame's growth; None when it has none."""
+def deciding_subsystem(chain: Sequence[str]) -> Subsystem | None:
+    """The subsystem whose test applies to a chain: its last frame's, or, where that
+    one has no test of its own, the nearest caller's that has."""
+    for end in range(len(chain), 0, -1):
+        sub = subsystem_of(chain[:end])
+        if sub is None:
+            return None
+        if sub.test:
+            return sub
+    return None
+
+
+def _grew(grown: GrownFrame, config: str) -> bool:
+    """Whether another configuration's share of the frame grew as this one's did: by
+    MIN_GROWTH and by a quarter of this configuration's growth at least."""
+    good, bad = grown.elsewhere[config]
+    return bad - good >= max(MIN_GROWTH, (grown.bad - grown.good) / 4)
+
+
+def _answered(
+    grown: GrownFrame,
+    fs_type: str,
+    fs_types: Mapping[str, str],
+    made: Mapping[str, tuple[str, ...]],
+) -> str | None:
+    """What the campaign's other configurations already say about the frame's growth:
+    the same filesystem made otherwise first (it isolates a setting), then other
+    filesystem types; None when it has neither."""
+    same = [c for c in grown.elsewhere if fs_types.get(c, fs_type) == fs_type]
+    calm = [c for c in same if not _grew(grown, c)]
+    if calm:
+        here, there = made.get(""), made.get(calm[0])
+        diff = f" ({_differs(there, here)})" if here and there and here != there else ""
+        return (
+            f"nothing: {calm[0]} in this campaign, the same filesystem made otherwise{diff}, "
+            "shows no such growth: look at what differs between the two"
+        )
     others = [c for c in grown.elsewhere if fs_types.get(c, fs_type) != fs_type]
     if not others:
         return None
-    grew = [c for c in others if grown.elsewhere[c][1] - grown.elsewhere[c][0] >= MIN_GROWTH]
+    grew = [c for c in others if _grew(grown, c)]
     names = grew or others
     verb = "shows" if len(names) == 1 else "show"
     if not grew:
@@ -217,6 +260,24 @@ def _answered(grown: GrownFrame, fs_type: str, fs_types: Mapping[str, str]) -> s
         f"nothing: {', '.join(names)} in this campaign {verb} the same growth: not {fs_type}'s "
         "alone, look above the filesystem (the VFS, the page cache, the block layer)"
     )
+
+
+def made_with(fs: FilesystemSpec) -> tuple[str, ...]:
+    """A configuration's settings in words: mkfs and mount options, each setup step."""
+    mkfs = " ".join(fs.mkfs_options) or "mkfs's defaults"
+    mount = ",".join(fs.mount_options) or "defaults"
+    steps = [
+        "setup " + " ".join(f"{v}" for k, v in step.model_dump().items() if k != "note")
+        for step in fs.setup
+    ]
+    return (f"mkfs {mkfs}", f"mounted {mount}", *steps)
+
+
+def _differs(there: Sequence[str], here: Sequence[str]) -> str:
+    """What one configuration has that the other has not, both ways, in words."""
+    theirs = "; ".join(p for p in there if p not in here) or "nothing more"
+    mine = "; ".join(p for p in here if p not in there) or "nothing more"
+    return f"{theirs}; here: {mine}"
 
 
 def draft_rule(name: str, unknown: Unknown, fs_type: str) -> str:
