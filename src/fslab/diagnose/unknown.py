@@ -223,9 +223,9 @@ def deciding_subsystem(chain: Sequence[str]) -> Subsystem | None:
 
 def _grew(grown: GrownFrame, config: str) -> bool:
     """Whether another configuration's share of the frame grew as this one's did: by
-    MIN_GROWTH and by a quarter of this configuration's growth at least."""
+    MIN_GROWTH and by half of this configuration's growth at least."""
     good, bad = grown.elsewhere[config]
-    return bad - good >= max(MIN_GROWTH, (grown.bad - grown.good) / 4)
+    return bad - good >= max(MIN_GROWTH, (grown.bad - grown.good) / 2)
 
 
 def _answered(
