@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import subprocess
 import time
 from pathlib import Path
 
@@ -543,6 +544,40 @@ def test_sampler_on_own_process():
     assert sampler.profile.samples == 3
     assert sampler.profile.population_total >= 3
     assert 1 <= sampler.subset_size() <= 4096
+
+
+def test_sampler_without_a_name_takes_every_process_working_in_the_directory(tmp_path):
+    """A command workload's programs have any name (the shell, what it starts): with no
+    comm the sampler takes the processes whose cwd is in the scratch directory, whatever
+    their names, and no other process of the same names."""
+    inside = [
+        subprocess.Popen(["sleep", "30"], cwd=tmp_path),
+        subprocess.Popen(["sh", "-c", "sleep 30; :"], cwd=tmp_path),
+    ]
+    outside = subprocess.Popen(["sleep", "30"], cwd="/")
+    try:
+        sampler = OffcpuSampler("", mountpoint=str(tmp_path), interval_s=0.1, seed=1)
+        sampler.sample()
+        pids = {pid for pid, _ in sampler._threads}
+        sh_child = {
+            int(p.name)
+            for p in Path("/proc").iterdir()
+            if p.name.isdigit() and _ppid(p) == inside[1].pid
+        }
+        assert pids == {inside[0].pid, inside[1].pid, *sh_child}
+        assert outside.pid not in pids and os.getpid() not in pids
+        assert sampler.profile.samples == 1 and not sampler.ignored_pids
+    finally:
+        for proc in [*inside, outside]:
+            proc.kill()
+            proc.wait()
+
+
+def _ppid(proc_dir: Path) -> int:
+    try:
+        return int((proc_dir / "stat").read_text().rsplit(")", 1)[1].split()[1])
+    except (OSError, IndexError, ValueError):
+        return -1
 
 
 def test_uses_mountpoint_by_cwd():

@@ -51,7 +51,7 @@ class PointContext:
     device_name: str  # sysfs block name, e.g. loop3
     mountpoint: str
     fs_type: str  # ext4 | xfs | btrfs
-    workload_comm: str  # process name of the workload threads: "fio" or "dd"
+    workload_comm: str  # process name of the workload threads ("fio"); "": any, by mountpoint
     ramp_s: float  # seconds after workload start before steady state
     runtime_s: float  # expected workload duration in seconds (after ramp)
     artifact_dir: Path  # scratch directory for the collector's files

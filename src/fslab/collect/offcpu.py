@@ -1,7 +1,8 @@
 """Where the workload's threads wait: sampled kernel stacks of blocked threads.
 
 No kprobes, no BPF: every ~100 ms a sampler thread picks threads of the
-workload processes (comm == ctx.workload_comm), reads each one's state from
+workload processes (comm == ctx.workload_comm, or any process working in
+the scratch filesystem when the workload runs programs of any name), reads each one's state from
 `/proc/<pid>/task/<tid>/stat` and, for threads sleeping in D or S state, its
 kernel stack (`stack`, root only) and `wchan`. Reading a blocked thread's
 stack costs ~50 us, so with 1024 threads a full sweep would eat most of a
@@ -170,11 +171,15 @@ def _read(path: str) -> str:
 
 
 def find_processes(comm: str, proc: Path = PROC) -> list[int]:
-    """PIDs whose comm is `comm` (the kernel truncates comm to 15 bytes)."""
+    """PIDs whose comm is `comm` (the kernel truncates comm to 15 bytes); every PID
+    when comm is ""."""
     want = comm[:15]
     pids: list[int] = []
     for entry in os.listdir(proc):
         if entry.isdigit():
+            if not want:
+                pids.append(int(entry))
+                continue
             with contextlib.suppress(OSError):
                 if _read(f"{proc}/{entry}/comm").rstrip("\n") == want:
                     pids.append(int(entry))
@@ -217,12 +222,17 @@ class OffcpuSampler:
         rescan_s: float = 1.0,
         seed: int | None = None,
     ) -> None:
+        if not comm and not mountpoint:
+            raise ValueError("a sampler needs a process name or a mountpoint")
         self.comm = comm
         self.mountpoint = mountpoint
         self.proc = proc
         self.interval_s = interval_s
         self._known: set[int] = set()  # pids seen using the mountpoint
         self.ignored_pids: set[int] = set()  # same comm, elsewhere
+        # comm "": any process working in the mountpoint; one found elsewhere is not
+        # looked at again (the workload's start there, with their cwd in it)
+        self._elsewhere: set[int] = set()
         self.cpu_budget = cpu_budget
         self.max_threads = max_threads_per_sample
         self.rescan_s = rescan_s
@@ -243,9 +253,11 @@ class OffcpuSampler:
         self._last_scan = now
         threads: list[tuple[int, int]] = []
         for pid in find_processes(self.comm, self.proc):
+            if pid in self._elsewhere:
+                continue
             if self.mountpoint and pid not in self._known:
                 if not uses_mountpoint(pid, self.mountpoint, self.proc):
-                    self.ignored_pids.add(pid)
+                    (self.ignored_pids if self.comm else self._elsewhere).add(pid)
                     continue
                 self._known.add(pid)
                 self.ignored_pids.discard(pid)
@@ -345,9 +357,10 @@ class OffcpuCollector(Collector):
     def begin(self, ctx: PointContext) -> None:
         if not self.proc.is_dir():
             raise Unavailable(f"{self.proc} does not exist")
+        by_mount = self.only_mountpoint or not ctx.workload_comm  # "": known by it alone
         self._sampler = OffcpuSampler(
             ctx.workload_comm,
-            mountpoint=ctx.mountpoint if self.only_mountpoint else "",
+            mountpoint=ctx.mountpoint if by_mount else "",
             proc=self.proc,
             interval_s=self.interval_s,
             cpu_budget=self.cpu_budget,
@@ -370,9 +383,9 @@ class OffcpuCollector(Collector):
             return CollectorResult(status="failed", reason=f"sampler: {self._ticker.error!r}")
         if prof.samples == 0:
             where = f" using {sampler.mountpoint}" if sampler.mountpoint else ""
+            named = f" named {sampler.comm!r}" if sampler.comm else ""
             return CollectorResult(
-                status="failed",
-                reason=f"no thread of a process named {sampler.comm!r}{where} was seen",
+                status="failed", reason=f"no thread of a process{named}{where} was seen"
             )
         metrics = prof.metrics()
         metrics["offcpu.collector_cpu_s"] = sampler.cpu_s

@@ -453,7 +453,7 @@ def _run_workload(
         device_name=Path(os.path.realpath(device)).name,
         mountpoint=mountpoint,
         fs_type=point.filesystem.type,
-        workload_comm=bench.process_name,
+        workload_comm=bench.worker_comm,
         ramp_s=ramp_s,
         runtime_s=runtime_s,
         artifact_dir=Path(artifact_dir),

@@ -184,6 +184,9 @@ class Benchmark:
     package: ClassVar[str]  # the Debian package that ships the binary
     binary: ClassVar[str]  # looked for on PATH by `fslab doctor`
     comm: ClassVar[str] = ""  # its process name (collectors, doctor --cleanup); default binary
+    # its work is done by programs of any name (a shell and what it starts), which the
+    # collectors then know only by working in the scratch filesystem
+    any_process: ClassVar[bool] = False
     axes: ClassVar[tuple[str, ...]] = ()  # the workload fields a spec may sweep
     open_axes: ClassVar[str] = ""  # said when any other name may be swept ("any fio option")
     metrics: ClassVar[tuple[Metric, ...]] = ()
@@ -195,6 +198,12 @@ class Benchmark:
     @property
     def process_name(self) -> str:
         return self.comm or self.binary
+
+    @property
+    def worker_comm(self) -> str:
+        """The name collectors find its threads by; "" for any process in the scratch
+        filesystem."""
+        return "" if self.any_process else self.process_name
 
     # ------------------------------------------------------------- the spec
 

@@ -100,6 +100,7 @@ class CommandBenchmark(Benchmark):
     summary = "command: the spec's own argv, run in the scratch dir, timed or a printed figure"
     package = "coreutils"
     binary = "env"  # env -C <scratch> runs the command (coreutils >= 8.28)
+    any_process = True  # env execs the argv, which may start anything
     open_axes = "any environment variable name: set, and {name} in argv replaced"
     metrics = (
         Metric(ELAPSED, "s", "lower", "the command's wall time, start to exit"),
