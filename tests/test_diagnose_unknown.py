@@ -116,8 +116,8 @@ def test_a_mechanism_outside_the_base_points_at_the_setting_that_differs(
 ):
     """Two recorded mechanisms no rule holds: the answer names the frames that grew,
     with their chains, and the campaign's same filesystem made with mkfs's defaults,
-    which shows no such growth, as the counterfactual already run, with the setting
-    that differs; never the page cache's direct = 1."""
+    which holds up with less of the growth, as the counterfactual already run, with
+    the setting that differs; never the page cache's direct = 1 nor another type."""
     from bench.diagnosis_accuracy import CORPUS
 
     store = Store(tmp_path / f"{case}.db")
@@ -128,9 +128,11 @@ def test_a_mechanism_outside_the_base_points_at_the_setting_that_differs(
     assert unknown is not None and unknown.explained < UNEXPLAINED
     assert frame in [f.frame for f in unknown.frames[:2]]
     grown = next(f for f in unknown.frames if f.chain[-2:] == chain_end)
-    assert grown.elsewhere["ext4"][1] - grown.elsewhere["ext4"][0] < 0.02  # no such growth
+    good, bad = grown.elsewhere["ext4"]  # the indexed or journalled ext4: less of it
+    assert bad - good <= (grown.bad - grown.good) / 2
     test = unknown.test
     assert test.startswith("nothing: ext4 in this campaign, the same filesystem made otherwise")
+    assert "holds up at the bad point with less of this growth" in test
     assert setting in test and "direct = 1" not in test
 
 
@@ -214,4 +216,5 @@ def test_what_else_grew_leaves_out_the_first_rule_s_frames_and_fslab_itself(tmp_
     # ext4-overwrite, the same file written in full first, shows no such growth: it
     # answers the test before another filesystem type does (first writes grow it)
     assert ext4.unknown.test.startswith("nothing: ext4-overwrite in this campaign")
+    assert "holds up at the bad point" in ext4.unknown.test
     assert "(setup file file1 4GiB write; here: nothing more)" in ext4.unknown.test

@@ -212,8 +212,9 @@ def _unknown(
         ("" if fs.label == d.config else fs.label): made_with(fs)
         for fs in data.campaign.spec.filesystems
     }
+    held = frozenset(c for c, _ in ctx.others)
     return find_unknown(
-        explained, d.fs_type, ctx.good, ctx.bad, ctx.comps, pairs, rules, first, types, made
+        explained, d.fs_type, ctx.good, ctx.bad, ctx.comps, pairs, rules, first, types, made, held
     )
 
 

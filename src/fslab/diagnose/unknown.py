@@ -139,10 +139,12 @@ def find_unknown(
     explained_by: Rule | None = None,
     fs_types: Mapping[str, str] | None = None,
     made: Mapping[str, tuple[str, ...]] | None = None,
+    held: frozenset[str] = frozenset(),
 ) -> Unknown | None:
     """The frames that grew most (off-CPU first), placed; None when nothing grew. The
     frames of the rule ranked first (explained_by) are its share, not what else grew.
-    `made`: each configuration's settings in words, this one's under "" (made_with)."""
+    `made`: each configuration's settings in words, this one's under "" (made_with);
+    `held`: the configurations that held up at the bad point."""
     counted = {
         f.key for kind in PROFILE_KINDS for f in (explained_by.frames(kind) if explained_by else [])
     }
@@ -171,7 +173,7 @@ def find_unknown(
                     found.elsewhere[config] = (og.get(key, 0.0), ob.get(key, 0.0))
             frames.append(found)
         if frames:
-            return Unknown(explained, frames, _test(frames, fs_type, fs_types or {}, made))
+            return Unknown(explained, frames, _test(frames, fs_type, fs_types or {}, made, held))
     return None
 
 
@@ -196,17 +198,51 @@ def _test(
     fs_type: str,
     fs_types: Mapping[str, str],
     made: Mapping[str, tuple[str, ...]] | None = None,
+    held: frozenset[str] = frozenset(),
 ) -> str:
     """The subsystem of the frame that grew most, and the configuration that tests it; for
-    a filesystem's own frame, the campaign's other configurations may already answer it.
-    A subsystem with no test of its own (the buffer cache) is its caller's."""
+    a filesystem's own frame, the campaign's other configurations may already answer it:
+    first the same filesystem made otherwise, held up at the bad point with less of the
+    growth, then other filesystem types. A subsystem with no test of its own (the buffer
+    cache) is its caller's."""
+    same = _held_otherwise(frames, fs_type, fs_types, made or {}, held)
+    if same:
+        return same
     for grown in frames:
         sub = deciding_subsystem(grown.chain)
         if sub is not None:
-            answered = _answered(grown, fs_type, fs_types, made or {}) if sub.by_fs else None
+            answered = _answered(grown, fs_type, fs_types) if sub.by_fs else None
             return answered or sub.test.format(fs=fs_type)
-    answered = _answered(frames[0], fs_type, fs_types, made or {}) if frames else None
+    answered = _answered(frames[0], fs_type, fs_types) if frames else None
     return answered or f"the same workload on another filesystem type than {fs_type}"
+
+
+def _held_otherwise(
+    frames: list[GrownFrame],
+    fs_type: str,
+    fs_types: Mapping[str, str],
+    made: Mapping[str, tuple[str, ...]],
+    held: frozenset[str],
+) -> str | None:
+    """The same filesystem made otherwise, held up at the bad point with at most half of
+    the listed frames' growth: it isolates a setting, so it answers the test first."""
+    mine = sum(f.bad - f.good for f in frames)
+    for config in sorted(held):
+        if fs_types.get(config) != fs_type:
+            continue
+        theirs = sum(
+            f.elsewhere[config][1] - f.elsewhere[config][0] for f in frames if config in f.elsewhere
+        )
+        if theirs > mine / 2:
+            continue
+        here, there = made.get(""), made.get(config)
+        diff = f" ({_differs(there, here)})" if here and there and here != there else ""
+        return (
+            f"nothing: {config} in this campaign, the same filesystem made otherwise{diff}, "
+            "holds up at the bad point with less of this growth: look at what differs "
+            "between the two"
+        )
+    return None
 
 
 def deciding_subsystem(chain: Sequence[str]) -> Subsystem | None:
@@ -228,24 +264,9 @@ def _grew(grown: GrownFrame, config: str) -> bool:
     return bad - good >= max(MIN_GROWTH, (grown.bad - grown.good) / 2)
 
 
-def _answered(
-    grown: GrownFrame,
-    fs_type: str,
-    fs_types: Mapping[str, str],
-    made: Mapping[str, tuple[str, ...]],
-) -> str | None:
-    """What the campaign's other configurations already say about the frame's growth:
-    the same filesystem made otherwise first (it isolates a setting), then other
-    filesystem types; None when it has neither."""
-    same = [c for c in grown.elsewhere if fs_types.get(c, fs_type) == fs_type]
-    calm = [c for c in same if not _grew(grown, c)]
-    if calm:
-        here, there = made.get(""), made.get(calm[0])
-        diff = f" ({_differs(there, here)})" if here and there and here != there else ""
-        return (
-            f"nothing: {calm[0]} in this campaign, the same filesystem made otherwise{diff}, "
-            "shows no such growth: look at what differs between the two"
-        )
+def _answered(grown: GrownFrame, fs_type: str, fs_types: Mapping[str, str]) -> str | None:
+    """What the campaign's configurations of other filesystem types already say about the
+    frame's growth; None when it has none."""
     others = [c for c in grown.elsewhere if fs_types.get(c, fs_type) != fs_type]
     if not others:
         return None
