@@ -21,7 +21,7 @@ FSLAB="${FSLAB:-$ROOT/.venv/bin/fslab}"
 PYTHON="${PYTHON:-$ROOT/.venv/bin/python}"
 DB="$(mktemp -d /tmp/fslab-corpus.XXXXXX)/corpus.db"
 CASES=("$@")
-[ ${#CASES[@]} -gt 0 ] || CASES=(journal device dirty lock flat throttled founding-limited btrfs lock-xfs-btrfs btrfs-reserve firstwrite logforce wbt recentdel lineardir)
+[ ${#CASES[@]} -gt 0 ] || CASES=(journal device dirty lock flat throttled founding-limited btrfs lock-xfs-btrfs btrfs-reserve firstwrite logforce wbt recentdel lineardir btrfs-create)
 
 restore_dirty() {
 	if [ -n "${SAVED_DIRTY_BYTES:-}" ]; then
