@@ -31,6 +31,8 @@ from fslab.stacks.profile import Profile
 UNEXPLAINED = 0.40  # below this share of the change explained, the unknown is shown
 GROWN = 4  # frames listed
 MIN_GROWTH = 0.01  # a frame that grew less (in share) is sampling noise, not listed
+# another configuration shows "the same growth" with at least this part of this one's
+SAME_GROWTH = 0.5
 CHAIN_FRAMES = 6  # frames of a chain shown, the sleeping or spinning one last
 # fslab's own process is the instruments' CPU (reading stacks, counters), not the workload's
 NOT_FRAMES = frozenset({RUNNING, "leaf:(no kernel stack)", f"leaf:{UNKNOWN_FRAME}", "leaf:fslab"})
@@ -224,8 +226,8 @@ def _held_otherwise(
     made: Mapping[str, tuple[str, ...]],
     held: frozenset[str],
 ) -> str | None:
-    """The same filesystem made otherwise, held up at the bad point with at most half of
-    the listed frames' growth: it isolates a setting, so it answers the test first."""
+    """The same filesystem made otherwise, held up at the bad point without the same
+    growth over the listed frames: it isolates a setting, so it answers the test first."""
     mine = sum(f.bad - f.good for f in frames)
     for config in sorted(held):
         if fs_types.get(config) != fs_type:
@@ -233,7 +235,7 @@ def _held_otherwise(
         theirs = sum(
             f.elsewhere[config][1] - f.elsewhere[config][0] for f in frames if config in f.elsewhere
         )
-        if theirs > mine / 2:
+        if theirs > SAME_GROWTH * mine:
             continue
         here, there = made.get(""), made.get(config)
         diff = f" ({_differs(there, here)})" if here and there and here != there else ""
@@ -259,9 +261,9 @@ def deciding_subsystem(chain: Sequence[str]) -> Subsystem | None:
 
 def _grew(grown: GrownFrame, config: str) -> bool:
     """Whether another configuration's share of the frame grew as this one's did: by
-    MIN_GROWTH and by half of this configuration's growth at least."""
+    MIN_GROWTH and by SAME_GROWTH of this configuration's growth at least."""
     good, bad = grown.elsewhere[config]
-    return bad - good >= max(MIN_GROWTH, (grown.bad - grown.good) / 2)
+    return bad - good >= max(MIN_GROWTH, SAME_GROWTH * (grown.bad - grown.good))
 
 
 def _answered(grown: GrownFrame, fs_type: str, fs_types: Mapping[str, str]) -> str | None:
