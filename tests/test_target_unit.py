@@ -380,3 +380,31 @@ def test_loop_image_removes_image_when_losetup_fails(
     ):
         pass
     assert list(tmp_path.iterdir()) == []
+
+
+# --- orphan workloads -----------------------------------------------------------
+
+
+def test_a_killed_fslab_s_command_workload_is_stopped_by_its_mark(tmp_path: Path) -> None:
+    """A spec command's processes have any name: the cleanup after a killed fslab stops
+    the ones carrying the workload mark for this mount, and leaves an unmarked process
+    working there (a user's shell) alone, as it leaves any process of another name."""
+    from fslab.target.leftovers import stop_orphan_workloads
+
+    mark = {**os.environ, proc.WORKLOAD_MARK: str(tmp_path)}
+    other = {**os.environ, proc.WORKLOAD_MARK: "/run/fslab/elsewhere"}
+    marked = subprocess.Popen(["sh", "-c", "sleep 60; :"], cwd=tmp_path, env=mark)
+    elsewhere = subprocess.Popen(["sleep", "60"], cwd=tmp_path, env=other)
+    user = subprocess.Popen(["sleep", "60"], cwd=tmp_path)
+    try:
+        deadline = time.monotonic() + 5
+        while time.monotonic() < deadline and not proc.marked_workload(marked.pid, str(tmp_path)):
+            time.sleep(0.01)  # until sh has exec'd with its environment
+        left = stop_orphan_workloads(str(tmp_path), wait_s=5, names=())
+        assert left == []
+        assert marked.wait(timeout=5) == -signal.SIGKILL
+        assert elsewhere.poll() is None and user.poll() is None
+    finally:
+        for p in (marked, elsewhere, user):
+            p.kill()
+            p.wait()

@@ -144,8 +144,9 @@ def test_command_runs_in_the_scratch_dir_with_the_sweep_in_env_and_argv():
     run = argvs(COMMAND, {"N": 3, "size": "big"})["run"]
     assert run[:4] == ["env", "-C", MNT, "--"]
     assert run[4:6] == ["size=big", "N=3"]  # the spec's env, the sweep overriding it
-    assert run[6:8] == ["sh", "-c"]
-    assert run[8] == 'for i in $(seq "$N"); do : > "f$i.big"; done'  # {size}; $N stays
+    assert run[6] == f"FSLAB_WORKLOAD={MNT}"  # the mark a cleanup finds its processes by
+    assert run[7:9] == ["sh", "-c"]
+    assert run[9] == 'for i in $(seq "$N"); do : > "f$i.big"; done'  # {size}; $N stays
     kept = argvs({**COMMAND, "argv": ["echo", "${N}", "{N}", "{other}"]}, {"N": 2.5})["run"]
     assert kept[-3:] == ["${N}", "2.5", "{other}"]
 

@@ -161,6 +161,8 @@ def test_command_needs_the_opt_in_and_runs_in_the_scratch_dir(tmp_path, no_leaks
     for commands, metrics in measured(db):
         (run,) = [c for c in commands if c[0] == "env"]
         n = int(run[4].removeprefix("N="))
+        # the mark a cleanup after a killed fslab finds its processes by
+        assert run[5] == f"FSLAB_WORKLOAD={run[2]}" and run[2].startswith("/run/fslab/")
         assert metrics["command.figure_higher"] >= n  # its files, and nothing else's
         assert 0 < metrics["command.seconds"] < 60
     assert not list(tmp_path.glob("f[0-9]*"))  # they went into the scratch filesystem

@@ -163,6 +163,27 @@ def stop_process_group(
             continue
 
 
+WORKLOAD_MARK = "FSLAB_WORKLOAD"
+"""An environment variable fslab sets, to the scratch mountpoint, for a workload whose
+programs may have any name (a spec's command): it and all it starts inherit it, so a
+cleanup after a killed fslab knows them without knowing their names."""
+
+
+def marked_workload(pid: int, mountpoint: str) -> bool:
+    """True if the process carries WORKLOAD_MARK set to this mountpoint or below it."""
+    try:
+        environ = Path(f"/proc/{pid}/environ").read_bytes()
+    except OSError:
+        return False
+    mark = f"{WORKLOAD_MARK}=".encode()
+    prefix = mountpoint.rstrip("/") + "/"
+    for entry in environ.split(b"\0"):
+        if entry.startswith(mark):
+            value = entry[len(mark) :].decode(errors="replace")
+            return value == mountpoint or value.startswith(prefix)
+    return False
+
+
 def pid_alive(pid: int) -> bool:
     """True while a process with this pid exists and is not a zombie."""
     try:

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from fslab.base.errors import ToolError
-from fslab.base.proc import CommandLog, pid_alive, run
+from fslab.base.proc import CommandLog, marked_workload, pid_alive, run
 from fslab.target.fs import process_users
 from fslab.target.guard import read_mountinfo
 from fslab.target.loop import (
@@ -125,10 +125,15 @@ def stop_orphan_workloads(
 
     fslab starts fio and dd in their own session, so they outlive a SIGKILLed
     fslab and keep the mount busy until their runtime ends. Only those
-    commands are stopped; anything else using the mount is left to the user
-    (the lazy unmount still detaches the mount point).
+    commands, and a spec command's processes (marked with WORKLOAD_MARK, as
+    their names can be anything), are stopped; anything else using the mount
+    is left to the user (the lazy unmount still detaches the mount point).
     """
-    pids = [pid for pid, comm in process_users(mountpoint) if comm in names]
+    pids = [
+        pid
+        for pid, comm in process_users(mountpoint)
+        if comm in names or marked_workload(pid, mountpoint)
+    ]
     for pid in pids:
         with contextlib.suppress(ProcessLookupError):
             os.kill(pid, signal.SIGKILL)

@@ -4,8 +4,10 @@ It runs whatever the spec names, so a spec must opt in with
 `[workload] allow_commands = true` (docs/security.md): without it `check` and
 `plan` refuse it before anything is created. The argv is run as given, never
 through a shell (a spec that wants one says so: ["sh", "-c", "..."]), as
-`env -C <scratch mount> -- NAME=value ... argv`, so its working directory is
-the filesystem under test and the recorded command replays by hand as it ran.
+`env -C <scratch mount> -- NAME=value ... FSLAB_WORKLOAD=<mount> argv`, so its
+working directory is the filesystem under test, the recorded command replays by
+hand as it ran, and everything it starts carries the mark a cleanup after a
+killed fslab stops it by (its programs' names can be anything).
 
 A sweep axis is any environment variable name: at each point its value is
 set in the command's environment and replaces `{name}` in the argv (not
@@ -23,6 +25,7 @@ from collections.abc import Mapping, Sequence
 from typing import ClassVar
 
 from fslab.base.errors import FslabError, UsageError
+from fslab.base.proc import WORKLOAD_MARK
 from fslab.base.vocab import ScalarValue
 from fslab.workload.base import (
     Benchmark,
@@ -74,6 +77,7 @@ def substituted(argv: Sequence[str], values: Mapping[str, str]) -> list[str]:
 
 
 def command_argv(w: CommandWorkload, sweep: Sweep, directory: str) -> list[str]:
+    """env -C <scratch> -- the point's variables, the workload mark, the argv."""
     env = point_env(w, sweep)
     return [
         "env",
@@ -81,6 +85,7 @@ def command_argv(w: CommandWorkload, sweep: Sweep, directory: str) -> list[str]:
         directory,
         "--",
         *(f"{k}={v}" for k, v in env.items()),
+        f"{WORKLOAD_MARK}={directory}",  # found by a cleanup after a killed fslab
         *substituted(w.argv, env),
     ]
 
