@@ -13,6 +13,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from fslab.base.faults import descendants
 from fslab.collect import registry, ringbuffer, tracefs
 from fslab.collect.base import PointContext
 from fslab.collect.common import RampSnapshot, dev_filter
@@ -559,11 +560,7 @@ def test_sampler_without_a_name_takes_every_process_working_in_the_directory(tmp
         sampler = OffcpuSampler("", mountpoint=str(tmp_path), interval_s=0.1, seed=1)
         sampler.sample()
         pids = {pid for pid, _ in sampler._threads}
-        sh_child = {
-            int(p.name)
-            for p in Path("/proc").iterdir()
-            if p.name.isdigit() and _ppid(p) == inside[1].pid
-        }
+        sh_child = {pid for pid, _ in descendants(inside[1].pid)}
         assert pids == {inside[0].pid, inside[1].pid, *sh_child}
         assert outside.pid not in pids and os.getpid() not in pids
         assert sampler.profile.samples == 1 and not sampler.ignored_pids
@@ -571,13 +568,6 @@ def test_sampler_without_a_name_takes_every_process_working_in_the_directory(tmp
         for proc in [*inside, outside]:
             proc.kill()
             proc.wait()
-
-
-def _ppid(proc_dir: Path) -> int:
-    try:
-        return int((proc_dir / "stat").read_text().rsplit(")", 1)[1].split()[1])
-    except (OSError, IndexError, ValueError):
-        return -1
 
 
 def test_uses_mountpoint_by_cwd():

@@ -68,14 +68,15 @@ def subsystems() -> tuple[Subsystem, ...]:
     )
 
 
+def _placed(frame: str) -> Subsystem | None:
+    """The subsystem a symbol's prefix places it in (the first entry that matches)."""
+    name = frame.removesuffix("_[k]")
+    return next((sub for sub in subsystems() if name.startswith(sub.prefixes)), None)
+
+
 def subsystem_of(chain: Sequence[str]) -> Subsystem | None:
     """The subsystem of a chain's last frame: by its prefix, else its nearest caller's."""
-    for frame in reversed(chain):
-        name = frame.removesuffix("_[k]")
-        for sub in subsystems():
-            if name.startswith(sub.prefixes):
-                return sub
-    return None
+    return next(filter(None, map(_placed, reversed(chain))), None)
 
 
 @dataclass
@@ -250,13 +251,7 @@ def _held_otherwise(
 def deciding_subsystem(chain: Sequence[str]) -> Subsystem | None:
     """The subsystem whose test applies to a chain: its last frame's, or, where that
     one has no test of its own, the nearest caller's that has."""
-    for end in range(len(chain), 0, -1):
-        sub = subsystem_of(chain[:end])
-        if sub is None:
-            return None
-        if sub.test:
-            return sub
-    return None
+    return next((sub for sub in map(_placed, reversed(chain)) if sub and sub.test), None)
 
 
 def _grew(grown: GrownFrame, config: str) -> bool:
