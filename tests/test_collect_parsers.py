@@ -557,10 +557,13 @@ def test_sampler_without_a_name_takes_every_process_working_in_the_directory(tmp
     ]
     outside = subprocess.Popen(["sleep", "30"], cwd="/")
     try:
+        deadline = time.monotonic() + 5
+        while not descendants(inside[1].pid) and time.monotonic() < deadline:
+            time.sleep(0.01)  # sh has started its sleep
+        sh_child = {pid for pid, _ in descendants(inside[1].pid)}
         sampler = OffcpuSampler("", mountpoint=str(tmp_path), interval_s=0.1, seed=1)
         sampler.sample()
         pids = {pid for pid, _ in sampler._threads}
-        sh_child = {pid for pid, _ in descendants(inside[1].pid)}
         assert pids == {inside[0].pid, inside[1].pid, *sh_child}
         assert outside.pid not in pids and os.getpid() not in pids
         assert sampler.profile.samples == 1 and not sampler.ignored_pids
