@@ -4,8 +4,8 @@
 
 VENV ?= .venv
 # the benchmarks' packages (fio, coreutils: tests/test_workloads.py checks them against
-# fslab.workload.registry), the filesystems' tools, perf and losetup
-DEB_PACKAGES = fio coreutils fsmark sysbench dbench xfsprogs e2fsprogs btrfs-progs linux-perf util-linux
+# fslab.workload.registry), the filesystems' tools, perf, losetup and mdadm (target.array)
+DEB_PACKAGES = fio coreutils fsmark sysbench dbench xfsprogs e2fsprogs btrfs-progs linux-perf util-linux mdadm
 # guests under virtme-ng (fslab run --kernel, ...): qemu-system-x86, busybox-static and kmod
 # (depmod); file for virtme-ng's kernel-version detection. `make guest-deps` installs them.
 GUEST_DEB_PACKAGES = qemu-system-x86 busybox-static kmod file

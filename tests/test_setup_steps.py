@@ -10,6 +10,7 @@ scratch filesystem.
 from __future__ import annotations
 
 import tomllib
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -25,6 +26,7 @@ from fslab.reproduce.setupwrite import replay_all
 from fslab.reproduce.specwrite import build_spec
 from fslab.spec.model import Spec
 from fslab.spec.setup import QueueStep, SysctlStep
+from fslab.target.md import mdadm_create_argv
 
 REPORTS = Path(__file__).parent / "data" / "reports"
 HOST = HostShape(kernel_release="6.18.0-test", online_cpus=2, nr_cpu_ids=2, memory_bytes=24 * GIB)
@@ -241,12 +243,43 @@ def test_a_btrfs_raid0_report_gets_its_devices_and_profile():
     assert "-m raid is not a btrfs profile" in asked["mkfs options"].question
 
 
-def test_md_and_lvm_layouts_stay_one_device():
-    for name in ("xfs-lvm-raid0-fio-6.1.txt",):
-        reproduction = build_spec(
-            extract_facts((REPORTS / name).read_text()), source_name=name, host=HOST
-        )
-        assert reproduction.spec.target.devices == 1
+def test_an_md_array_is_ext4_s_and_xfs_s_way_onto_several_devices():
+    ok = Spec.model_validate({**BASE, "target": {"devices": 2, "array": "md-raid1"}})
+    assert (ok.target.devices, ok.target.array) == (2, "md-raid1")
+    with pytest.raises(ValidationError, match="'md-raid0' needs target"):
+        Spec.model_validate({**BASE, "target": {"array": "md-raid0"}})
+    with pytest.raises(ValidationError, match="array"):
+        Spec.model_validate({**BASE, "target": {"devices": 2, "array": "md-raid5"}})
+    assert mdadm_create_argv("md-raid1", "/dev/md100", ["/dev/loop3", "/dev/loop4"]) == [
+        "mdadm", "--create", "/dev/md100", "--run", "--level=1", "--raid-devices=2",
+        "--metadata=1.2", "--homehost=fslab", "--assume-clean", "--bitmap=none",
+        "/dev/loop3", "/dev/loop4",
+    ]  # fmt: skip
+
+
+def test_an_lvm_stripe_in_a_guest_becomes_an_md_raid0_over_as_many_images():
+    """The report runs 6.1 in a guest, whose kernel has md: four loop images under an md
+    RAID 0, said to stand in for LVM's stripe."""
+    name = "xfs-lvm-raid0-fio-6.1.txt"
+    reproduction = build_spec(
+        extract_facts((REPORTS / name).read_text()), source_name=name, host=HOST
+    )
+    assert reproduction.spec.vm is not None
+    assert (reproduction.spec.target.devices, reproduction.spec.target.array) == (4, "md-raid0")
+    assert "standing in for LVM's stripe" in reproduction.toml
+    asked = {q.item: q for q in reproduction.questions}
+    assert "md RAID0 over 4 RAM-backed loop images" in asked["devices"].assumed
+
+
+def test_an_md_layout_on_a_host_without_md_stays_one_device_and_says_where_it_builds():
+    name = "xfs-lvm-raid0-fio-6.1.txt"
+    facts = extract_facts((REPORTS / name).read_text())
+    reproduction = build_spec(facts, source_name=name, host=HOST, guests=False)
+    assert (reproduction.spec.target.devices, reproduction.spec.target.array) == (1, None)
+    asked = {q.item: q for q in reproduction.questions}
+    assert "in a guest" in asked["devices"].assumed
+    with_md = build_spec(facts, source_name=name, host=replace(HOST, md=True), guests=False)
+    assert with_md.spec.target.array == "md-raid0"
 
 
 def test_a_configuration_s_steps_are_checked_and_refused_with_their_field():

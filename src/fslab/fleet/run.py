@@ -35,8 +35,8 @@ from fslab.store.exchange import check_export, import_campaign, read_export
 from fslab.workload.registry import packages
 
 # what `make deps` installs (the Makefile's DEB_PACKAGES; a test keeps them equal)
-# what every host needs besides the benchmarks: mkfs for each filesystem, perf, losetup
-SYSTEM_PACKAGES = ("xfsprogs", "e2fsprogs", "btrfs-progs", "linux-perf", "util-linux")
+# what every host needs besides the benchmarks: mkfs for each filesystem, perf, losetup, mdadm
+SYSTEM_PACKAGES = ("xfsprogs", "e2fsprogs", "btrfs-progs", "linux-perf", "util-linux", "mdadm")
 DEBIAN_PACKAGES = (*packages(), *SYSTEM_PACKAGES)  # the Makefile's DEB_PACKAGES, in order
 
 

@@ -57,6 +57,7 @@ from fslab.target.fs import Mount, describe_filesystem, make_filesystem
 from fslab.target.guard import check_device
 from fslab.target.limits import blkio_root, device_limits
 from fslab.target.loop import LoopImage
+from fslab.target.md import MdArray
 
 
 @dataclass(frozen=True)
@@ -80,7 +81,8 @@ def formatted_device(
     """A fresh filesystem for one point: on the allowed real device, or on new loop
     images (target.devices of them), made with mkfs on the sparse files before they are
     attached (on a file mkfs takes a fiftieth of the time it takes through the loop
-    device). Yields the devices, the one to mount first."""
+    device), or on an md array over them (target.array). Yields the devices, the one to
+    mount first."""
     target = spec.target
     fs = point.filesystem
 
@@ -104,7 +106,20 @@ def formatted_device(
         yield (target.path,)
         return
     directory = "/dev/shm" if target.kind == "ram" else str(target.path)
-    count = target.devices if fs.type == "btrfs" else 1  # ext4, XFS: one (no md, dm yet)
+    if target.array is not None:
+        with contextlib.ExitStack() as held:
+            members = [
+                held.enter_context(
+                    LoopImage(target.size_bytes, directory=directory, log=state.log)
+                ).device
+                for _ in range(target.devices)
+            ]
+            array = held.enter_context(MdArray(target.array, members, log=state.log))
+            make(array.device)
+            state.facts = state.facts.updated(array=array.describe())
+            yield (array.device,)
+        return
+    count = target.devices if fs.type == "btrfs" else 1
     if count == 1:
         with LoopImage(
             target.size_bytes, directory=directory, log=state.log, prepare=make

@@ -18,6 +18,7 @@ from fslab.reproduce.scale import HostShape
 from fslab.reproduce.setup import device_count
 from fslab.spec.model import MAX_DEVICES
 from fslab.spec.reported import ReportedFact
+from fslab.target.md import ArrayKind
 
 
 @dataclass
@@ -33,10 +34,38 @@ class Draft:
     reported_point: dict[str, int | str] = field(default_factory=dict)
     limits: pending.TargetLimits = field(init=False)
     devices: int = field(init=False)  # scratch devices under the reporter's btrfs
+    array: MdLayout | None = field(init=False)  # or the md array fslab builds for theirs
 
     def __post_init__(self) -> None:
         self.limits = pending.target_limits(self.facts)
         self.devices = multi_devices(self.facts)
+        layout = md_layout(self.facts)
+        guest = self.guests and pending.vm_section(self.facts, self.host.nr_cpu_ids) is not None
+        self.array = layout if layout is not None and (guest or self.host.md) else None
+
+
+@dataclass(frozen=True)
+class MdLayout:
+    """The reporter's md RAID or LVM stripe, as the md array fslab builds (target.array)."""
+
+    kind: ArrayKind
+    devices: int
+    said: str  # the report's words: "LVM raid0 over 4 NVMe"
+    line: int
+
+
+def md_layout(facts: ReportFacts) -> MdLayout | None:
+    """An md RAID 0 or 1 or an LVM stripe over 2..8 devices under the reporter's filesystem
+    (an LVM stripe is built as md RAID 0: fslab builds md arrays, not device-mapper)."""
+    for layout in sorted(facts.layouts, key=lambda x: -x.devices):
+        text = layout.layout.lower()
+        if not re.search(r"\b(md|mdadm|lvm)\b", text) or not 1 < layout.devices <= MAX_DEVICES:
+            continue
+        if re.search(r"raid-?0\b|strip", text):
+            return MdLayout("md-raid0", layout.devices, layout.layout, layout.source.number)
+        if re.search(r"raid-?1\b|mirror", text):
+            return MdLayout("md-raid1", layout.devices, layout.layout, layout.source.number)
+    return None
 
 
 def multi_devices(facts: ReportFacts) -> int:

@@ -36,11 +36,13 @@ class HostShape:
     online_cpus: int
     nr_cpu_ids: int
     memory_bytes: int
+    md: bool = False  # the kernel has md loaded (/proc/mdstat): target.array builds here
 
     @classmethod
     def current(cls) -> HostShape:
         memory = os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
-        return cls(platform.release(), online_cpu_count(), nr_cpu_ids(), memory)
+        md = os.path.exists("/proc/mdstat")
+        return cls(platform.release(), online_cpu_count(), nr_cpu_ids(), memory, md)
 
 
 @dataclass(frozen=True)

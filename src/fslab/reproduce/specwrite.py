@@ -23,7 +23,7 @@ from fslab.base.errors import SpecError, UsageError
 from fslab.base.format import format_size
 from fslab.reproduce import pending
 from fslab.reproduce.configwrite import Config, config_table, configurations
-from fslab.reproduce.draft import Draft
+from fslab.reproduce.draft import Draft, md_layout
 from fslab.reproduce.facts import QuestionFact, ReportFacts
 from fslab.reproduce.reportedwrite import reported_table, unreproducible, vm_table
 from fslab.reproduce.scale import QUICK_REPEAT, HostShape, target_size_bytes
@@ -130,7 +130,17 @@ def _document(draft: Draft, source_name: str) -> tomlkit.TOMLDocument:
     target["kind"] = "ram"
     add(target, "size", format_size(int(size.value)), size.comment)
     _target_limits(draft, target)
-    if draft.devices > 1:
+    if draft.array is not None:
+        array = draft.array
+        add(target, "devices", array.devices, f"the report's {array.said} (line {array.line})")
+        add(
+            target,
+            "array",
+            array.kind,
+            "an md array over as many RAM loop images"
+            + (", standing in for LVM's stripe (dm)" if "lvm" in array.said.lower() else ""),
+        )
+    elif draft.devices > 1:
         add(
             target,
             "devices",
@@ -169,17 +179,33 @@ def _setup_tables(steps: list[dict[str, Any]]) -> tomlkit.items.AoT:
 
 def _devices_question(draft: Draft) -> None:
     """The devices question says what this spec builds: the reporter's btrfs over as many
-    loop images, or (ext4 and XFS over md or LVM) one device."""
-    if draft.devices == 1:
+    loop images, an md array for their md or LVM, or one device."""
+    if draft.devices == 1 and draft.array is None:
+        for index, question in enumerate(draft.questions):
+            if question.item == "devices" and md_layout(draft.facts) is not None:
+                draft.questions[index] = replace(
+                    question,
+                    assumed=question.assumed + "; an md array (target.array) needs a kernel "
+                    'with md: in a guest ([vm] kernel = "6.1"), over as many loop images',
+                )
         return
     for index, question in enumerate(draft.questions):
-        if question.item == "devices":
-            draft.questions[index] = replace(
-                question,
-                question=question.question.split("; a spec builds")[0],
-                assumed=f"{draft.devices} RAM-backed loop images under the btrfs "
-                "(target.devices); another filesystem's configuration is made on the first",
+        if question.item != "devices":
+            continue
+        if draft.array is not None:
+            assumed = (
+                f"an md {draft.array.kind.removeprefix('md-').upper()} over "
+                f"{draft.array.devices} RAM-backed loop images (target.array), made fresh at "
+                "every point; md's default chunk, not the reporter's"
             )
+        else:
+            assumed = (
+                f"{draft.devices} RAM-backed loop images under the btrfs (target.devices); "
+                "another filesystem's configuration is made on the first"
+            )
+        draft.questions[index] = replace(
+            question, question=question.question.split("; a spec builds")[0], assumed=assumed
+        )
 
 
 def _header(draft: Draft, source_name: str) -> list[str]:

@@ -17,7 +17,9 @@ TOOLS = (
     ("mkfs.btrfs", "mkfs.btrfs (only for btrfs configurations)", "apt-get install btrfs-progs"),
     ("losetup", "losetup", "apt-get install util-linux"),
     ("perf", "perf (on-CPU call graphs)", "apt-get install linux-perf"),
+    ("mdadm", "mdadm (only for target.array)", "apt-get install mdadm"),
 )
+OPTIONAL_TOOLS = ("mkfs.btrfs", "perf", "mdadm")
 
 
 @dataclass(frozen=True)
@@ -59,7 +61,7 @@ def _tools() -> list[Check]:
     checks = []
     for binary, label, fix in TOOLS:
         path = shutil.which(binary)
-        required = binary not in ("mkfs.btrfs", "perf")
+        required = binary not in OPTIONAL_TOOLS
         checks.append(
             Check(label, path is not None, path or "not found", "" if path else fix, required)
         )

@@ -49,6 +49,7 @@ from fslab.target.fs import Mount, mkfs_argv
 from fslab.target.guard import block_major_minor, sysfs_dir
 from fslab.target.limits import unavailable_reason as limits_unavailable
 from fslab.target.loop import InterruptGuard, LoopImage, check_image_space
+from fslab.target.md import md_problem
 from fslab.workload.base import one_paragraph as _one_paragraph
 
 TOOL_TIMEOUT_S = 120.0
@@ -92,7 +93,7 @@ def run_preflight(spec: Spec, *, mount: bool = True) -> PreflightResult:
     start = time.monotonic()
     result = PreflightResult()
     with InterruptGuard():
-        problems = check_workload(spec) + check_limits(spec) + check_setup(spec)
+        problems = check_workload(spec) + check_limits(spec) + check_array(spec) + check_setup(spec)
         fs_problems, result.space = check_filesystems(spec, mount=mount)
         problems += fs_problems
         if mount and not any(p.field.startswith(("workload", "sweep")) for p in problems):
@@ -110,6 +111,15 @@ def check_limits(spec: Spec) -> list[Problem]:
         return []
     reason = limits_unavailable(spec.target.limits.device_limits())
     return [Problem("target.limits", reason)] if reason else []
+
+
+def check_array(spec: Spec) -> list[Problem]:
+    """target.array needs the kernel's md driver: refuse before any point runs.
+    A guest's kernel is checked in the guest, at its first point."""
+    if spec.target.array is None or spec.vm is not None:
+        return []
+    reason = md_problem(spec.target.array)
+    return [Problem("target.array", reason)] if reason else []
 
 
 def check_setup(spec: Spec) -> list[Problem]:

@@ -33,6 +33,7 @@ from fslab.spec.reported import ReportedSpec
 from fslab.spec.setup import SetupSteps
 from fslab.spec.vm import GUEST_AXES, GuestConfig
 from fslab.target.limits import DeviceLimits
+from fslab.target.md import ArrayKind
 from fslab.workload.base import RunShape, WorkloadSpec
 from fslab.workload.registry import BENCHMARKS, benchmark_for
 
@@ -89,9 +90,11 @@ class TargetSpec(_Strict):
     size: str = "16GiB"
     path: str | None = None  # image path for kind=file, block device for kind=device
     limits: LimitsSpec | None = None  # blkio throttle on the point's scratch device
-    # scratch devices under each btrfs configuration (-d raid0 over N), each a loop image
-    # of `size`; ext4 and XFS configurations are made on the first
+    # scratch devices, each a loop image of `size`: without `array` a btrfs configuration
+    # spans them all (-d raid0 over N) and ext4 and XFS are made on the first; with
+    # `array` every configuration is made on one md array over them
     devices: Annotated[int, Field(ge=1, le=MAX_DEVICES)] = 1
+    array: ArrayKind | None = None
 
     @field_validator("size")
     @classmethod
@@ -107,6 +110,8 @@ class TargetSpec(_Strict):
     def _devices_are_images(self) -> TargetSpec:
         if self.devices > 1 and self.kind == "device":
             raise ValueError("target.devices: several devices are loop images (kind ram or file)")
+        if self.array is not None and self.devices < 2:
+            raise ValueError(f"target.array = '{self.array}' needs target.devices = 2 or more")
         return self
 
     @model_validator(mode="after")
@@ -291,11 +296,12 @@ class Spec(_Strict):
 
     @model_validator(mode="after")
     def _devices_need_btrfs(self) -> Spec:
-        if self.target.devices > 1 and not any(fs.type == "btrfs" for fs in self.filesystems):
+        several = self.target.devices > 1 and self.target.array is None
+        if several and not any(fs.type == "btrfs" for fs in self.filesystems):
             raise ValueError(
                 f"target.devices: {self.target.devices} devices under one filesystem is "
-                "btrfs's own (mkfs.btrfs -d raid0 ...); ext4 and XFS would need md or "
-                "device-mapper, which fslab does not build yet"
+                "btrfs's own (mkfs.btrfs -d raid0 ...); for ext4 and XFS set target.array "
+                "('md-raid0' or 'md-raid1')"
             )
         return self
 

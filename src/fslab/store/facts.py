@@ -116,6 +116,15 @@ class FillFacts(FactsModel):
     seconds: float | None = None
 
 
+class ArrayFacts(FactsModel):
+    """target.array as the kernel made it (/sys/block/mdN/md)."""
+
+    device: str = ""
+    level: str = ""  # raid0, raid1
+    members: list[str] = []
+    chunk_bytes: int | None = None  # raid0's stripe unit
+
+
 class DeviceLimitFacts(FactsModel):
     """target.limits as applied to the device (blkio throttle)."""
 
@@ -209,6 +218,7 @@ class PointFacts(FactsModel):
     below_ext4_watermark: bool | None = None
     fill: FillFacts | None = None
     device_limits: DeviceLimitFacts | None = None
+    array: ArrayFacts | None = None  # target.array: the md array the filesystem was made on
     timing: dict[str, float] | None = None  # fslab.base.timing.PointTiming, as stored
     collector_seconds: dict[str, dict[str, float]] | None = None  # name -> phase -> s
     umount: str | None = None  # set when the mount had to be detached lazily

@@ -27,6 +27,7 @@ from fslab.target.loop import (
     image_owner_pid,
     loop_backing_files,
 )
+from fslab.target.md import arrays_holding, stop_array
 
 MOUNT_DIR_RE = re.compile(r"^mnt-(?P<pid>\d+)-[0-9a-f]{8}$")
 
@@ -167,6 +168,8 @@ def cleanup_leftovers(
         _remove_orphan_mount_dirs(os.path.realpath(mount_base))
         for device in found.loop_devices:
             try:
+                for array in arrays_holding(device):  # an md array over fslab's images
+                    stop_array(array, log=log)
                 detach_loop(device, log=log)
                 released.loop_devices.append(device)
             except ToolError as err:
