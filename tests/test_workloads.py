@@ -89,7 +89,7 @@ def test_workloads_command_lists_the_registry():
     assert result.exit_code == 0, result.output
     rows = {row["kind"]: row for row in json.loads(result.stdout)["workloads"]}
     assert list(rows) == list(registry.BENCHMARKS)
-    assert rows["dd"]["axes"] == ["bs", "count", "conv", "oflag"]
+    assert rows["dd"]["axes"] == ["bs", "count", "conv", "oflag", "iflag"]
     assert rows["fio"]["package"] == "fio"
     assert {"name", "unit", "direction"} <= set(rows["dd"]["metrics"][0])
     table = CliRunner().invoke(cli.app, ["workloads"])

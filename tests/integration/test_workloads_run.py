@@ -166,3 +166,31 @@ def test_command_needs_the_opt_in_and_runs_in_the_scratch_dir(tmp_path, no_leaks
         assert metrics["command.figure_higher"] >= n  # its files, and nothing else's
         assert 0 < metrics["command.seconds"] < 60
     assert not list(tmp_path.glob("f[0-9]*"))  # they went into the scratch filesystem
+
+
+def test_dd_reads_a_file_it_wrote_from_a_cold_cache(tmp_path, no_leaks):
+    """read = true: the file (size) is laid out and synced first, read whole at each bs,
+    its pages dropped before every read (a page-cache copy cannot stand in for the
+    filesystem's read path); the recorded commands are the layout, the drop and the
+    read, never a shell line."""
+    body = """
+[workload]
+kind = "dd"
+read = true
+size = "32MiB"
+mode = "sustained"
+[sweep]
+bs = ["8k", "64k"]
+"""
+    result, db = run_spec(tmp_path, "ddread", body, runtime="1s")
+    assert {r["headline"] for r in result["results"]} == {"dd.bw_bytes_s"}
+    for commands, metrics in measured(db):
+        dds = [argv for argv in commands if argv[0] == "dd"]
+        layout, drop, read = dds[:3]
+        assert layout[:2] == ["dd", "if=/dev/zero"] and "conv=fsync" in layout
+        assert "iflag=nocache" in drop and drop[1] == f"if={layout[2][3:]}"
+        assert read[1] == drop[1] and read[2] == "of=/dev/null"
+        assert layout[3:5] == ["bs=1M", "count=32"]
+        assert read[4] == ("count=4096" if read[3] == "bs=8k" else "count=512")
+        assert metrics["dd.bytes"] % (32 * 1024**2) == 0 and metrics["dd.bytes"] > 0
+        assert metrics["dd.bw_bytes_s"] > 0

@@ -6,6 +6,9 @@ from __future__ import annotations
 import math
 import re
 
+MIB = 1024**2
+GIB = 1024**3
+
 _SIZE_RE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([kmgtp]?)(i?)(b?)\s*$", re.IGNORECASE)
 _POWERS = {"": 0, "k": 1, "m": 2, "g": 3, "t": 4, "p": 5}
 

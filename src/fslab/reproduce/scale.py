@@ -15,9 +15,8 @@ from typing import TypeVar
 
 from fslab.base.format import format_size
 from fslab.base.hostfacts import nr_cpu_ids, online_cpu_count
+from fslab.base.units import GIB, MIB
 
-GIB = 1024**3
-MIB = 1024**2
 MAX_RUNTIME_S = 30  # per point; a sweep of 7 points x 3 configurations stays near 15 min
 DEFAULT_RAMP_S = 5
 QUICK_RUNTIME_S = 10  # long enough for the journal to fill at 1024 jobs (ext4-fsync-storm)

@@ -19,13 +19,14 @@ def build_dd_argv(
     conv: Sequence[str] = (),
     oflag: Sequence[str] = (),
     input_path: str = "/dev/zero",
+    iflag: Sequence[str] = (),
 ) -> list[str]:
     """dd's argv, operands in a fixed order so the recorded command reads the same every run."""
     if not _BS_RE.match(str(bs)):
         raise UsageError(f"dd bs: not a block size: {bs!r} (examples: 4096, 64k, 1M)")
     if isinstance(count, bool) or not isinstance(count, int) or count <= 0:
         raise UsageError(f"dd count: must be a positive whole number, not {count!r}")
-    for operand, values in (("conv", conv), ("oflag", oflag)):
+    for operand, values in (("conv", conv), ("oflag", oflag), ("iflag", iflag)):
         for value in values:
             if not _OPERAND_RE.match(value):
                 raise UsageError(
@@ -36,4 +37,12 @@ def build_dd_argv(
         argv.append("conv=" + ",".join(conv))
     if oflag:
         argv.append("oflag=" + ",".join(oflag))
+    if iflag:
+        argv.append("iflag=" + ",".join(iflag))
     return argv
+
+
+def drop_cache_argv(path: str) -> list[str]:
+    """dd's own way to drop a file's cached pages: posix_fadvise(DONTNEED) over all of it
+    (iflag=nocache with count=0)."""
+    return ["dd", f"if={path}", "iflag=nocache", "count=0", "status=none"]

@@ -13,11 +13,12 @@ import itertools
 import json
 import os
 from collections.abc import Mapping
+from pathlib import Path
 from typing import ClassVar
 
 from fslab.base.errors import ToolError, UsageError
 from fslab.base.proc import run as run_command
-from fslab.base.units import parse_size_bytes
+from fslab.base.units import MIB, parse_size_bytes
 from fslab.workload.base import (
     Axes,
     Benchmark,
@@ -32,12 +33,14 @@ from fslab.workload.base import (
     WorkloadSpec,
     one_paragraph,
 )
-from fslab.workload.dd.argv import build_dd_argv
+from fslab.workload.dd.argv import build_dd_argv, drop_cache_argv
 from fslab.workload.dd.parse import parse_dd_output
 from fslab.workload.dd.spec import DdWorkload
 
 OUTPUT_NAME = "fslab-dd.out"
-SHOWN_OPERANDS = ("bs", "count", "conv", "oflag")  # dd's operands, in the order dd is shown
+INPUT_NAME = "fslab-dd.in"  # the file a read reads
+# dd's operands, in the order dd is shown
+SHOWN_OPERANDS = ("bs", "count", "conv", "oflag", "iflag", "size")
 MAX_COMBINATIONS = 64  # preflight tries at most this many sweep combinations
 TOOL_TIMEOUT_S = 120.0
 
@@ -47,23 +50,43 @@ def _dd(workload: WorkloadSpec) -> DdWorkload:
     return workload
 
 
-def dd_argv(workload: DdWorkload, output_path: str) -> list[str]:
+def _flags(text: str) -> list[str]:
+    return [flag for flag in text.split(",") if flag]
+
+
+def dd_argv(workload: DdWorkload, path: str) -> list[str]:
+    """The measured dd: a write into `path`, or (read) a read of it."""
+    if workload.read:
+        return build_dd_argv(
+            input_path=path,
+            output_path="/dev/null",
+            bs=workload.bs,
+            count=workload.blocks,
+            iflag=_flags(workload.iflag),
+        )
     return build_dd_argv(
-        output_path=output_path,
+        output_path=path,
         bs=workload.bs,
         count=workload.count,
-        conv=[c for c in workload.conv.split(",") if c],
-        oflag=[o for o in workload.oflag.split(",") if o],
+        conv=_flags(workload.conv),
+        oflag=_flags(workload.oflag),
     )
+
+
+def layout_argv(workload: DdWorkload, path: str) -> list[str]:
+    """The file a read reads: bs x count zeroes, in MiB blocks where they divide it, synced."""
+    total = parse_size_bytes(workload.bs) * workload.blocks
+    bs, count = ("1M", total // MIB) if total % MIB == 0 else (workload.bs, workload.blocks)
+    return build_dd_argv(output_path=path, bs=bs, count=count, conv=["fsync"])
 
 
 class DdBenchmark(Benchmark):
     kind = "dd"
     Spec = DdWorkload
-    summary = "dd: a sequential copy from /dev/zero into a file, once or sustained"
+    summary = "dd: a sequential copy from /dev/zero into a file, or of a file to /dev/null"
     package = "coreutils"
     binary = "dd"
-    axes = ("bs", "count", "conv", "oflag")
+    axes = ("bs", "count", "conv", "oflag", "iflag")
     metrics = (
         Metric("dd.bw_bytes_s", "B/s", "higher", "bytes copied per second"),
         Metric("dd.seconds", "s", "lower", "time to copy a fixed amount"),
@@ -77,15 +100,27 @@ class DdBenchmark(Benchmark):
 
     def plan(self, workload: WorkloadSpec, sweep: Sweep, run: RunShape, directory: str) -> Plan:
         dd = _dd(self.swept(workload, sweep))
-        output_path = os.path.join(directory, OUTPUT_NAME)
+        path = os.path.join(directory, INPUT_NAME if dd.read else OUTPUT_NAME)
+        env = {**os.environ, "LC_ALL": "C"}  # dd's summary words and decimal point
+        measured = Command("run", tuple(dd_argv(dd, path)))
+        if dd.read:
+            drop = tuple(drop_cache_argv(path))
+            commands = (
+                Command("prepare", tuple(layout_argv(dd, path)), "writing the file dd reads"),
+                Command("prepare", drop, "dropping the file's cached pages"),
+                measured,
+                # every read starts cold; not recorded: the recipe says it in words
+                Command("cleanup", drop, "dropping the file's cached pages", False),
+            )
+            return Plan(commands, repeat=dd.mode == "sustained", env=env)
         return Plan(
             (
-                Command("run", tuple(dd_argv(dd, output_path))),
+                measured,
                 # not recorded, as the repeated runs are not: the recipe says it in words
-                Command("cleanup", ("rm", "-f", "--", output_path), "removing dd's file", False),
+                Command("cleanup", ("rm", "-f", "--", path), "removing dd's file", False),
             ),
             repeat=dd.mode == "sustained",
-            env={**os.environ, "LC_ALL": "C"},  # dd's summary words and decimal point
+            env=env,
         )
 
     def check(self, workload: WorkloadSpec, sweep: Sweep, run: RunShape) -> None:
@@ -95,7 +130,7 @@ class DdBenchmark(Benchmark):
         self, workload: WorkloadSpec, sweep: Sweep, run: RunShape
     ) -> tuple[int | None, str]:
         dd = _dd(self.swept(workload, sweep))
-        return parse_size_bytes(dd.bs) * dd.count, f"dd bs={dd.bs} x count={dd.count}"
+        return parse_size_bytes(dd.bs) * dd.blocks, f"dd bs={dd.bs} x count={dd.blocks}"
 
     # ------------------------------------------------------------- its output
 
@@ -146,11 +181,13 @@ class DdBenchmark(Benchmark):
             path = os.path.join(mountpoint, f"fslab-preflight-dd-{number}")
             try:
                 params = _dd(self.swept(workload, sweep))
+                if params.read:
+                    Path(path).touch()  # an empty file to read: dd judges bs and iflag
                 argv = [("count=0" if a.startswith("count=") else a) for a in dd_argv(params, path)]
             except (UsageError, ValueError) as exc:
                 problems.append(Complaint("workload", str(exc)))
                 continue
-            what = " ".join(a for a in argv[3:] if not a.startswith(("count=", "of=")))
+            what = " ".join(a for a in argv[3:] if not a.startswith(("count=", "of=", "if=")))
             try:
                 record = run_command(argv, check=False, timeout_s=TOOL_TIMEOUT_S)
             except ToolError as exc:
@@ -172,6 +209,12 @@ class DdBenchmark(Benchmark):
         dd = _dd(workload)
         given = dd.model_fields_set  # the operands the spec gave; dd's defaults are not shown
         words = [f"{k}={getattr(dd, k)}" for k in SHOWN_OPERANDS if k in given and getattr(dd, k)]
+        if dd.read:
+            extra = " (repeated for the runtime)" if dd.mode == "sustained" else ""
+            return [
+                f"dd if=MNT/{INPUT_NAME} of=/dev/null {' '.join(words)}{extra}, the file "
+                "written first and its cached pages dropped before every read"
+            ]
         extra = " (repeated, write + delete, for the runtime)" if dd.mode == "sustained" else ""
         return [f"dd if=/dev/zero of=MNT/{OUTPUT_NAME} {' '.join(words)}{extra}"]
 
