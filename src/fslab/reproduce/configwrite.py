@@ -62,7 +62,7 @@ def configurations(draft: Draft) -> list[Config]:
     varied = _option_sweep(draft, configs[0])
     if varied:
         configs[:1] = varied
-    elif len(types) == 1 and (configs[0].mkfs_options or configs[0].mount_options):
+    elif len(types) == 1 and (_user_mkfs(configs[0]) or configs[0].mount_options):
         configs.append(
             _config(f"{reporter}-default", reporter, "counterpart: mkfs and mount defaults", [], [])
         )
@@ -97,7 +97,7 @@ def _option_sweep(draft: Draft, reporter: Config) -> list[Config]:
         None,
     )
     if fact is None:
-        return []
+        return _remade(draft, reporter)
     base = _user_mkfs(reporter)
     configs: list[Config] = []
     for value in fact.values:
@@ -108,6 +108,44 @@ def _option_sweep(draft: Draft, reporter: Config) -> list[Config]:
             f"the reporter's setup, {shown}" if first else f"the report's change: {shown}"
         ) + f" (line {fact.source.number})"
         configs.append(_config(label, reporter.type, description, mkfs, mount))
+    if len({c.label for c in configs}) < len(configs):
+        return []
+    return configs
+
+
+def _remade(draft: Draft, reporter: Config) -> list[Config]:
+    """The reporter's filesystem once per mkfs command that made it otherwise, each with
+    the options one scratch device set can take ([] when it was made one way)."""
+    fact = next((f for f in draft.facts.sweeps if f.axis == "mkfs_options"), None)
+    if fact is None:
+        return []
+    made = {
+        " ".join(fs.mkfs_options): fs
+        for fs in reversed(draft.facts.filesystems)
+        if fs.how == "mkfs" and fs.type == reporter.type
+    }
+    configs: list[Config] = []
+    for value in fact.values:
+        fs = made[value]
+        mkfs = _buildable(draft, fs, fs.mkfs_options)
+        name = "-".join(w.lstrip("-") for w in mkfs) or "default"
+        label = re.sub(r"[^A-Za-z0-9_.+-]+", "", f"{reporter.type}-{name}")[:64]
+        shown = f"mkfs {' '.join(mkfs)}" if mkfs else "mkfs defaults"
+        description = (
+            f"the reporter's setup, {shown}" if not configs else f"the report's change: {shown}"
+        ) + f" (line {fs.source.number})"
+        configs.append(_config(label, reporter.type, description, mkfs, reporter.mount_options))
+        spans = 1 + len(fs.extra_devices)
+        if draft.devices > 1 and spans != draft.devices:
+            draft.questions.append(
+                QuestionFact(
+                    "devices",
+                    f"this mkfs spans {spans} devices, the report's largest {draft.devices}",
+                    f"{label} on {draft.devices} devices like the others (target.devices is "
+                    "one count for every configuration)",
+                    fs.source,
+                )
+            )
     if len({c.label for c in configs}) < len(configs):
         return []
     return configs
@@ -143,7 +181,8 @@ def _options_of(draft: Draft, fs_type: str) -> tuple[list[str], list[str], list[
         if fs.type != fs_type or not (fs.mkfs_options or fs.mount_options):
             continue
         mkfs += [o for o in _buildable(draft, fs, fs.mkfs_options) if o not in mkfs]
-        mount += [o for o in _no_paths(draft, fs.mount_options, fs.source) if o not in mount]
+        taken = _still_taken(draft, fs_type, fs.mount_options, fs.source)
+        mount += [o for o in _no_paths(draft, taken, fs.source) if o not in mount]
         lines.append(fs.source.number)
     return mkfs, mount, lines
 
@@ -182,6 +221,38 @@ def _buildable(draft: Draft, fs: FilesystemFact, options: tuple[str, ...]) -> li
         result.append(word)
         index += 1
     return result
+
+
+# mount options current kernels refuse (the filesystem dropped them): a report from an
+# older kernel, or a /proc/mounts line of one, carries them
+_REMOVED_MOUNT_OPTIONS = {
+    "xfs": ("barrier", "nobarrier", "delaylog", "nodelaylog", "ihashsize", "osyncisdsync",
+            "osyncisosync", "irixsgid"),
+    "ext4": ("bh", "nobh"),
+    "btrfs": ("alloc_start", "subvolrootid", "inode_cache", "noinode_cache"),
+}  # fmt: skip
+
+
+def _still_taken(
+    draft: Draft, fs_type: str, options: tuple[str, ...], source: Line
+) -> tuple[str, ...]:
+    """The mount options a current kernel still takes; the others are asked about."""
+    removed = _REMOVED_MOUNT_OPTIONS.get(fs_type, ())
+    kept = []
+    for option in options:
+        if option.partition("=")[0] in removed:
+            draft.questions.append(
+                QuestionFact(
+                    "mount options",
+                    f"the report's mount option {option}: {fs_type} no longer takes it "
+                    "(removed from the kernel since the report)",
+                    "left out: this kernel's default",
+                    source,
+                )
+            )
+            continue
+        kept.append(option)
+    return tuple(kept)
 
 
 def _no_paths(draft: Draft, options: tuple[str, ...], source: Line) -> list[str]:

@@ -48,7 +48,8 @@ def experiment_of(facts: ReportFacts) -> Experiment:
     mount: list[str] = []
     for fs in facts.filesystems:
         if fs.type == filesystem and fs.how in ("mkfs", "mount"):
-            mkfs += [o for o in fs.mkfs_options if o not in mkfs or not o.startswith("-")]
+            if not mkfs:  # the first mkfs is the reporter's setup; others are the sweep's
+                mkfs = list(fs.mkfs_options)
             mount += [o for o in fs.mount_options if o not in mount]
     layout = max(facts.layouts, key=lambda x: x.devices).layout if facts.layouts else ""
     return Experiment(
@@ -61,7 +62,19 @@ def experiment_of(facts: ReportFacts) -> Experiment:
         layout=layout,
         workload=workload,
         sweep=facts.sweeps[0] if facts.sweeps else None,
-        setup=tuple(step.text for step in facts.setup),
+        setup=tuple(step.text for step in facts.setup) + _read_layout(facts),
+    )
+
+
+def _read_layout(facts: ReportFacts) -> tuple[str, ...]:
+    """A dd read's file as the report wrote it (the dd workload lays it out itself)."""
+    if facts.fio or facts.tools or not facts.dd or not facts.dd[0].read:
+        return ()
+    name = facts.dd[0].operand("if")
+    return tuple(
+        "dd " + " ".join("=".join(o) for o in r.operands)
+        for r in facts.dd
+        if not r.read and r.operand("of") == name
     )
 
 

@@ -83,7 +83,7 @@ def extract_facts(text: str) -> ReportFacts:
     facts.hypotheses = hypothesis_mod.find_hypotheses(report)
     facts.levers = hypothesis_mod.find_levers(report)
     facts.patches = hypothesis_mod.find_patches(report)
-    facts.dd = [_dd_on_filesystem(run, facts.filesystems) for run in dd]
+    facts.dd = _measured_first([_dd_on_filesystem(run, facts.filesystems) for run in dd])
     facts.questions = [*questions, *fs_questions, *device_questions]
     _experiment(report, facts)
     dd_output_lines = {run.output_line.number for run in facts.dd if run.output_line}
@@ -120,7 +120,7 @@ def _experiment(report: ReportText, facts: ReportFacts) -> None:
         facts.setup = setup_mod.find_setup(report, facts.filesystems, first.source.number, text)
     facts.layouts = setup_mod.find_layouts(report, facts.filesystems)
     facts.sweeps = sweeps_mod.find_sweeps(
-        report, facts.fio, facts.tools, facts.filesystems, facts.kernels
+        report, facts.fio, facts.tools, facts.filesystems, facts.kernels, facts.dd
     )
     count = setup_mod.device_count(facts.layouts)
     if count > 1:
@@ -135,6 +135,17 @@ def _experiment(report: ReportText, facts: ReportFacts) -> None:
                 layout.source,
             )
         )
+
+
+def _measured_first(runs: list[DdFact]) -> list[DdFact]:
+    """The dd runs, what the report measures first: reads of a file it wrote with dd (the
+    write lays the file out), then other cold reads, then the writes; a read it says hit
+    the page cache is left out."""
+    written = {r.operand("of") for r in runs if not r.read}
+    reads = [r for r in runs if r.read and not r.cached]
+    of_written = [r for r in reads if r.operand("if") in written]
+    rest = [r for r in reads if r not in of_written]
+    return [*of_written, *rest, *(r for r in runs if not r.read)]
 
 
 def _dd_on_filesystem(run: DdFact, filesystems: list[FilesystemFact]) -> DdFact:

@@ -48,6 +48,8 @@ class DdFact:
     rate_text: str = ""  # dd's own rounded rate, "602 kB/s"
     output_line: Line | None = None
     filesystem: str = ""  # the filesystem type the report had made where dd wrote
+    read: bool = False  # dd if=FILE of=/dev/null: a read of a file on the filesystem
+    cached: bool = False  # the report says this run read from the page cache
 
     def operand(self, name: str, default: str = "") -> str:
         return dict(self.operands).get(name, default)

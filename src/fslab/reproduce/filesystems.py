@@ -13,10 +13,26 @@ from fslab.spec.model import FS_TYPES
 
 _MKFS_RE = re.compile(r"^(?:sudo\s+)?(mkfs\.(?:ext4|xfs|btrfs)|mkfs|mke2fs)\s+(.*)$")
 _MOUNT_RE = re.compile(r"^(?:sudo\s+)?mount\s+(.*)$")
-_QUOTED_OPTIONS_RE = re.compile(r"""["'“]\s*-o\s+([A-Za-z0-9_=,.:-]+)\s*["'”]""")
+_QUOTED_OPTIONS_RE = re.compile(
+    r"""["'“]\s*-o\s+([A-Za-z0-9_=,.:-]+)\s*["'”]|\bmounted\s+with\s+["“]([A-Za-z0-9_=,.:-]+)["”]"""
+    # unquoted, an option with a value: "mounted with compress=zstd:3"
+    r"""|\bmounted\s+with\s+(?:-o\s+)?([a-z_]+=[\w:]+(?:\.[\w:]+)*(?:,[a-z_]+(?:=[\w:]+)?)*)"""
+)
+# a /proc/mounts (or /etc/fstab) line: device, mount point, type, options, dump, pass
+_MOUNTS_LINE_RE = re.compile(r"^\s*/dev/\S+\s+/\S*\s+(ext4|xfs|btrfs)\s+(\S+)\s+\d+\s+\d+\s*$")
+# what /proc/mounts shows for every mount of the type, given or not: not the reporter's
+_MOUNTS_DEFAULTS = re.compile(
+    r"^(?:rw|defaults|relatime|seclabel|attr2|inode64|noquota|logbufs=8|logbsize=32k|"
+    r"sunit=\d+|swidth=\d+|data=ordered|space_cache(?:=v\d)?|subvolid=\d+|subvol=/|ssd)$"
+)
 _PROSE_FS_RE = re.compile(r"(?<![\w/.-])(ext4|xfs|btrfs)(?![\w/-]|\.\w)", re.IGNORECASE)
 _PARAMETER_FS_RE = re.compile(r"^\s*fs:\s*(ext4|xfs|btrfs)\s*$")
 # "  btrfs: -m raid1 -d raid0" in a test-case list: the mkfs options without the command
+# "Both filesystems are mounted with ...": a mount fact for each filesystem the report names
+_EVERY_FS_RE = re.compile(
+    r"\b(?:both|all|each\s+of\s+the)\s+(?:file\s*systems|filesystems|fs)\b", re.I
+)
+EVERY_FS = "*"
 _LISTED_MKFS_RE = re.compile(r"^\s+(ext4|xfs|btrfs):\s+(-[A-Za-z].*)$")
 # mkfs flags fslab passes itself (force, quiet), so a pasted one is not kept twice.
 _FORCE_FLAGS = {"-f", "-F", "-q"}
@@ -57,14 +73,30 @@ def find_filesystems(report: ReportText) -> tuple[list[FilesystemFact], list[Que
             if _bounded(fact, questions):
                 facts.append(fact)
             continue
-        quoted = _QUOTED_OPTIONS_RE.search(line)
-        if quoted and re.search(r"mount", line, re.IGNORECASE):
+        table = _MOUNTS_LINE_RE.match(line)
+        if table:
+            options = [o for o in table.group(2).split(",") if not _MOUNTS_DEFAULTS.match(o)]
+            fact = FilesystemFact(
+                type=table.group(1),
+                source=report.line(number),
+                how="mount",
+                mount_options=tuple(options),
+            )
+            if _bounded(fact, questions):
+                facts.append(fact)
+            continue
+        # a mail wraps "mounted with" and its quoted options onto two lines
+        following = report.lines[number] if number < len(report.lines) else ""
+        wrapped = f"{line} {following.strip()}"
+        quoted = _QUOTED_OPTIONS_RE.search(wrapped)
+        if quoted and quoted.start() < len(line) and re.search(r"mount", line, re.IGNORECASE):
+            every = _EVERY_FS_RE.search(line) and not _fs_named(line)
             facts.append(
                 FilesystemFact(
-                    type=_fs_named(line) or "",
+                    type=EVERY_FS if every else _fs_named(line) or "",
                     source=report.line(number),
                     how="mount",
-                    mount_options=tuple(quoted.group(1).split(",")),
+                    mount_options=tuple(next(g for g in quoted.groups() if g).split(",")),
                 )
             )
     facts.extend(_prose_mentions(report))
@@ -174,6 +206,14 @@ def _typed(facts: list[FilesystemFact], questions: list[QuestionFact]) -> list[F
     """Give a mount without -t the type of the filesystem last made on its device."""
     typed: list[FilesystemFact] = []
     made: dict[str, str] = {}
+    named = list(dict.fromkeys(f.type for f in facts if f.how == "prose" and f.type))
+    expanded: list[FilesystemFact] = []
+    for fact in facts:
+        if fact.type == EVERY_FS:
+            expanded += [FilesystemFact(**{**fact.__dict__, "type": t}) for t in named]
+        else:
+            expanded.append(fact)
+    facts = expanded
     for fact in sorted(facts, key=lambda f: f.source.number):
         if fact.how == "mkfs":
             made[fact.device] = fact.type

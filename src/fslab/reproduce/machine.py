@@ -25,6 +25,13 @@ _KERNEL_RES = (
 _BARE_VERSION_RE = re.compile(
     r"(?<![\w.])(\d\.\d{1,2})(?![\w%/]|\.\d|\s?(?:[kKMGT]i?B|s\b|ms\b|x\b))"
 )
+# "btrfs-progs v5.18", "Debian 9.7", "qemu 7.2", "fio-3.35": another program's or a
+# distribution's version, not the kernel's
+_NOT_KERNEL_RE = re.compile(
+    r"\b(?:\w*progs|fio|qemu|gcc|clang|python|debian|ubuntu|fedora|centos|rhel|sles|"
+    r"opensuse|mysql|postgres\w*|virtme-ng)[\s-]*v?$",
+    re.I,
+)
 _KERNEL_WORDS_RE = re.compile(r"\b(kernels?|linux|regression|bisect\w*)\b", re.I)
 _CPU_RE = re.compile(
     r"(?<![\w.])(\d{1,5})\s?(?:x\s?)?(?:-?\s?(?:virtual|logical|online|hardware)\s+)?"
@@ -67,6 +74,9 @@ _IOPS_LIMIT_RES = (
         re.I,
     ),
 )
+SMALLEST_DEVICE_BYTES = 64 * 1024**2
+"""The smallest target a spec takes: a smaller size beside a device word is something else
+("System: RAID1C4 8.00MiB" over "SSD detected: no" in mkfs.btrfs's output)."""
 _DISK_PARAMETER_RE = re.compile(r"^\s*disk:\s*(\S+)\s*$")
 # A limit above this whose digits alone are already thousands has a slipped multiplier
 # ("64000K"): cloud volumes are provisioned with a few hundred thousand IOPS at most.
@@ -80,9 +90,10 @@ def find_kernels(report: ReportText) -> list[KernelFact]:
     for number, line in report.numbered():
         if _looks_like_code_or_output(line):
             continue
-        found = [m.group(1) for regex in _KERNEL_RES for m in regex.finditer(line)]
+        matches = [m for regex in _KERNEL_RES for m in regex.finditer(line)]
         if _KERNEL_WORDS_RE.search(line):
-            found += [m.group(1) for m in _BARE_VERSION_RE.finditer(line)]
+            matches += list(_BARE_VERSION_RE.finditer(line))
+        found = [m.group(1) for m in matches if not _NOT_KERNEL_RE.search(line[: m.start(1)])]
         for version in sorted(set(found), key=line.find):
             if _plausible_kernel(version):
                 seen.setdefault(version, KernelFact(version, report.line(number)))
@@ -148,7 +159,8 @@ def find_devices(report: ReportText) -> tuple[list[DeviceFact], list[QuestionFac
                 continue
             if re.search(r"\b(RAM|memory|mem)\b", text[: match.end()][-40:], re.I):
                 continue  # "Mem: 2GB SSD ..." is the memory, not the SSD
-            if size := _size(match.group(1), match.group(2)):
+            size = _size(match.group(1), match.group(2))
+            if size and size >= SMALLEST_DEVICE_BYTES:
                 said = f"{match.group(1)}{match.group(2)}"
                 facts.append(DeviceFact(said, report.line(number), size_bytes=size))
                 break

@@ -40,9 +40,11 @@ _SEQ_RE = re.compile(r"^(?:\$\(|`)\s*seq\s+(-?\d+)(?:\s+(-?\d+))?(?:\s+(-?\d+))?
 _BRACE_RANGE_RE = re.compile(r"^\{(-?\d+)\.\.(-?\d+)(?:\.\.(-?\d+))?\}$")
 _BRACE_LIST_RE = re.compile(r"^\{([^{},]+(?:,[^{},]+)+)\}$")
 _LOOP_WORD_RE = re.compile(r"\$\([^)]*\)|`[^`]*`|\S+")
+# a double-quoted value may name other variables ("--numjobs=${nj} --size=5g"), which
+# stay as written for the command that uses it; never a command substitution
 _ASSIGN_RE = re.compile(
     r"^\s*(?:export\s+)?([A-Za-z_][A-Za-z0-9_]*)="
-    r"(?:([^\s;$`'\"()]+)|\"([^\"$`\\]*)\"|'([^']*)')\s*$"
+    r"(?:([^\s;$`'\"()]+)|\"((?:[^\"$`\\]|\$\{?[A-Za-z_]\w*\}?(?![\w(]))*)\"|'([^']*)')\s*$"
 )
 
 
@@ -170,6 +172,17 @@ def assignments(report: ReportText, before: int) -> dict[str, str]:
         if match:
             found[match.group(1)] = next(g for g in match.groups()[1:] if g is not None)
     return found
+
+
+def spliced(words: list[str], assigned: dict[str, str]) -> list[str]:
+    """A command's words with each word that is only a variable the report assigns a list
+    of options to (`fio --bs=4k ${param}`) replaced by those options' words."""
+    out: list[str] = []
+    for word in words:
+        match = _VAR_RE.fullmatch(word)
+        value = assigned.get(match.group(1) or match.group(2), "") if match else ""
+        out.extend(value.split() if value.startswith("-") else [word])
+    return out
 
 
 def substituted(value: str | None, assigned: dict[str, str]) -> str | None:

@@ -12,11 +12,14 @@ kernels or commits compared. Each becomes a SweepFact with the line it came from
 
 from __future__ import annotations
 
+import contextlib
 import re
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from itertools import pairwise
 
+from fslab.base.units import parse_size_bytes
 from fslab.reproduce.facts import (
+    DdFact,
     FilesystemFact,
     FioFact,
     KernelFact,
@@ -43,6 +46,13 @@ _WITH_WITHOUT_RE = re.compile(
     r"\bwith\s+and\s+without\s+(?:the\s+)?([a-z_]+)\s+mount\s+option\b",
     re.I,
 )
+# the report's direct-I/O job run again buffered: "buffer IO + XFS", "with buffered I/O",
+# "without O_DIRECT"
+_BUFFERED_RE = re.compile(
+    r"\bbuffer(?:ed)?\s+I/?O\b|\bwithout\s+(?:direct\s+I/?O|O_DIRECT|direct=1)\b|"
+    r"\bpage\s+cache\s+I/?O\b",
+    re.I,
+)
 _LKP_IDS_RE = re.compile(r"^\s*([0-9a-f]{10,40})\s+([0-9a-f]{10,40})\s*$")
 _LKP_TITLE_RE = re.compile(r"\]\s+([0-9a-f]{10}):\s")
 _COMMIT_RE = re.compile(
@@ -59,14 +69,18 @@ def find_sweeps(
     tools: list[ToolWorkload],
     filesystems: list[FilesystemFact],
     kernels: list[KernelFact],
+    dd: Sequence[DdFact] = (),
 ) -> list[SweepFact]:
     """The variables the report changed, the workload's own first, kernels last."""
     found = [
         *_fio_sweeps(fio),
         *_sed_edits(report, fio),
+        *_direct_then_buffered(report, fio),
         *_variable_values(report, fio),
         *_tool_sweeps(report, tools),
+        *_dd_read_sizes(dd),
         *_mkfs_repeats(report, filesystems),
+        *_mkfs_remade(filesystems),
         *_mount_with_without(report),
     ]
     kernel = _kernel_sweep(report, kernels)
@@ -90,6 +104,21 @@ def _fio_sweeps(fio: list[FioFact]) -> Iterator[SweepFact]:
             axis = differing.pop()
             values = tuple(dict.fromkeys(str(j.options.get(axis)) for j in fio))
             yield SweepFact(axis, values, "the report's fio jobs differ only in it", first.source)
+
+
+def _direct_then_buffered(report: ReportText, fio: list[FioFact]) -> Iterator[SweepFact]:
+    """A direct-I/O job the report also ran buffered (its words say so; the command is
+    often not repeated): a sweep of direct, 1 then 0."""
+    if not fio or str(fio[0].options.get("direct")) not in ("1", "True", "true"):
+        return
+    if any(axis == "direct" for axis, _ in fio[0].sweeps) or len(fio) > 1:
+        return
+    for number, line in report.numbered():
+        match = _BUFFERED_RE.search(line)
+        if match and number != fio[0].source.number:
+            why = f'the report runs it buffered too: "{match.group(0)}"'
+            yield SweepFact("direct", ("1", "0"), why, report.line(number))
+            return
 
 
 def _sed_edits(report: ReportText, fio: list[FioFact]) -> Iterator[SweepFact]:
@@ -221,6 +250,35 @@ def _mkfs_repeats(report: ReportText, filesystems: list[FilesystemFact]) -> Iter
                         report.line(number),
                     )
                     return
+
+
+def _mkfs_remade(filesystems: list[FilesystemFact]) -> Iterator[SweepFact]:
+    """The reporter's filesystem made again with other options (`mkfs.btrfs -d raid5 ...`,
+    then `mkfs.btrfs -d raid6 ...`): a sweep of the whole option lists."""
+    made = [fs for fs in filesystems if fs.how == "mkfs"]
+    if not made:
+        return
+    same = [fs for fs in made if fs.type == made[0].type]
+    values = tuple(dict.fromkeys(" ".join(fs.mkfs_options) for fs in same))
+    if len(values) > 1:
+        second = next(fs for fs in same if " ".join(fs.mkfs_options) == values[1])
+        yield SweepFact(
+            "mkfs_options", values, "the report made its filesystem again otherwise", second.source
+        )
+
+
+def _dd_read_sizes(dd: Sequence[DdFact]) -> Iterator[SweepFact]:
+    """The measured file read again with other block sizes: a sweep of bs, smallest first."""
+    reads = [r for r in dd if r.read]
+    if not reads:
+        return
+    same = [r for r in reads if r.operand("if") == reads[0].operand("if")]
+    sizes = list(dict.fromkeys(r.operand("bs", "512") for r in same))
+    if len(sizes) > 1:
+        with contextlib.suppress(ValueError):  # a size dd reads differently stays in order
+            sizes.sort(key=parse_size_bytes)
+        why = f"the report reads {reads[0].operand('if')} with each"
+        yield SweepFact("bs", tuple(sizes), why, same[1].source)
 
 
 def _mount_with_without(report: ReportText) -> Iterator[SweepFact]:

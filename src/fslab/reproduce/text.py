@@ -9,7 +9,13 @@ from dataclasses import dataclass
 from fslab.reproduce.facts import Line
 
 # A shell prompt before a command: "# ", "$ ", "root@host:~# ", "[root@h ~]# ".
-_PROMPT_RE = re.compile(r"^\s*(?:\[?[\w.-]+@[\w.-]+[: ][^#$\]]*\]?\s*)?[#$]\s+")
+# "# fio ...", "[root@host ~]# fio ...", and "#fio ..." (no space, before a command fslab
+# reads; "#" before anything else stays a comment)
+_PROMPT_RE = re.compile(
+    r"^\s*(?:\[?[\w.-]+@[\w.-]+[: ][^#$\]]*\]?\s*)?[#$]"
+    r"(?:\s+|(?=(?:fio|mkfs[.\w]*|mount|dd|fs_mark|sysbench|dbench|sysctl|truncate|fallocate"
+    r"|time)\s))"
+)
 _QUOTE_RE = re.compile(r"^(?:\s*>)+ ?")
 
 # Terminal escapes pasted with colored output (CSI, OSC, two-character), then any other

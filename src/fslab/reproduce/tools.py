@@ -14,6 +14,7 @@ import re
 import shlex
 from collections.abc import Iterator
 
+from fslab.base.units import parse_size_bytes
 from fslab.reproduce.facts import Line, ToolName, ToolWorkload
 from fslab.reproduce.text import ReportText, without_prompt
 
@@ -53,7 +54,9 @@ _SEGMENT_SPLIT_RE = re.compile(r"\s*(?:;|&&)\s*")
 
 def find_tools(report: ReportText) -> list[ToolWorkload]:
     """Every benchmark command, robot parameter block and mmtests config, in report order."""
-    found = [*_commands(report), *_lkp_block(report), *_mmtests(report)]
+    commands = list(_commands(report))
+    fsmark = [] if any(t.tool == "fs_mark" for t in commands) else _lkp_fsmark(report)
+    found = [*commands, *_lkp_block(report), *fsmark, *_mmtests(report)]
     found.sort(key=lambda t: t.source.number)
     return found
 
@@ -230,6 +233,63 @@ def _lkp_block(report: ReportText) -> Iterator[ToolWorkload]:
         runnable=False,
         why=NOT_RUNNABLE["aim7"],
     )
+
+
+# lkp-tests' fsmark sync_method names, as fs_mark's -S numbers
+_LKP_SYNC_METHODS = {
+    "NoSync": "0",
+    "fsyncBeforeClose": "1",
+    "syncFsync": "2",
+    "PostReverseFsync": "3",
+    "syncPostReverseFsync": "4",
+    "PostFsync": "5",
+    "syncPostFsync": "6",
+}
+_LKP_FSMARK_KEYS = (
+    "nr_threads",
+    "filesize",
+    "test_size",
+    "sync_method",
+    "iterations",
+    "nr_directories",
+    "nr_files_per_directory",
+)
+
+
+def _lkp_fsmark(report: ReportText) -> list[ToolWorkload]:
+    """A robot's `testcase: fsmark` parameter block without its fs_mark command line (recent
+    robot mails link the reproduce files): the fs_mark options lkp-tests derives from it,
+    one -d per thread and test_size / filesize files spread over the threads."""
+    if not any(
+        (m := _LKP_TESTCASE_RE.match(line)) and m.group(1) == "fsmark"
+        for _, line in report.numbered()
+    ):
+        return []
+    params: dict[str, tuple[str, int]] = {}
+    for number, line in report.numbered():
+        match = _LKP_PARAM_RE.match(line)
+        if match and match.group(1) in _LKP_FSMARK_KEYS and match.group(1) not in params:
+            params[match.group(1)] = (match.group(2), number)
+    value = {key: text for key, (text, _) in params.items()}
+    try:
+        size = parse_size_bytes(value["filesize"])
+        total = parse_size_bytes(value["test_size"])
+    except (KeyError, ValueError):
+        return []
+    threads = int(re.sub(r"t$", "", value.get("nr_threads", "1")) or 1)
+    options: list[tuple[str, str | None]] = [("-d", f"({max(threads, 1)} directories)")]
+    options += [("-n", str(max(1, total // size // max(threads, 1)))), ("-s", str(size))]
+    if (loops := re.sub(r"x$", "", value.get("iterations", ""))).isdigit():
+        options.append(("-L", loops))
+    if value.get("sync_method") in _LKP_SYNC_METHODS:
+        options.append(("-S", _LKP_SYNC_METHODS[value["sync_method"]]))
+    if (dirs := re.sub(r"d$", "", value.get("nr_directories", ""))).isdigit():
+        options.append(("-D", dirs))
+    if (per_dir := re.sub(r"fpd$", "", value.get("nr_files_per_directory", ""))).isdigit():
+        options.append(("-N", per_dir))
+    first = min(number for _, number in params.values())
+    text = "\n".join(f"{key}: {text}" for key, text in value.items())
+    return [ToolWorkload("fs_mark", tuple(options), text, report.line(first))]
 
 
 def _mmtests(report: ReportText) -> Iterator[ToolWorkload]:

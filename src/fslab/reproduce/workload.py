@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 import shlex
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from fslab.base.errors import FslabError, UsageError
 from fslab.base.units import parse_size_bytes
@@ -31,12 +31,13 @@ from fslab.workload.fio import options as fio_mod
 from fslab.workload.fio import trust as fio_trust
 
 _FIO_START_RE = re.compile(
-    r"(?:^|(?<=[\s`'\"(:>{]))(?:sudo\s+)?(?:[\w./-]*/)?fio\s+(?=--|-[A-Za-z]|\S+\.fio\b)"
+    r"(?:^|(?<=[\s`'\"(:>{#]))(?:sudo\s+)?(?:[\w./-]*/)?fio\s+(?=--|-[A-Za-z]|\S+\.fio\b)"
 )
 _BRACES_RE = re.compile(r"\{\s*(--[^{}]*)\}")  # no lazy run before \s*: linear
 _SECTION_RE = re.compile(r"^\s*\[([A-Za-z0-9_.+-]+)\]\s*$")
 _JOB_LINE_RE = re.compile(r"^\s*([A-Za-z][A-Za-z0-9_.-]*)\s*(?:=\s*(.*))?$")
 _SWEEP_COMMENT_RE = re.compile(r"^\s*(?:[0-9A-Za-z_.]+\s*){1,8}$")
+_CACHED_RE = re.compile(r"#.*\b(?:cached|cache hit|warm)\b", re.I)  # "# 2nd run, data is cached"
 _DD_RE = re.compile(r"(?:^|(?<=[\s`'\"(]))dd\s+((?:[a-z]+=\S+\s*)+)")
 _OTHER_TOOLS = {
     "iozone": "iozone is not a workload fslab runs (it runs fio and dd)",
@@ -71,6 +72,7 @@ class _Options:
     assigned: dict[str, str]
     notes: list[str] = field(default_factory=list)
     sweeps: dict[str, list[str]] = field(default_factory=dict)
+    swept_by: dict[str, int] = field(default_factory=dict)  # option -> its loop's first line
     host_cpus: list[str] = field(default_factory=list)
 
     def ask(self, item: str, question: str, assumed: str) -> None:
@@ -170,10 +172,12 @@ def _command_text(report: ReportText, number: int, start: int) -> str:
 def _cut_at_shell_end(text: str) -> str:
     """The command alone: up to a closing backtick or parenthesis, a redirect, a pipe."""
     cut = len(text)
-    for marker in ("`", " > ", " >> ", " | ", " && ", " ; "):
+    for marker in ("`", " | ", " && ", " ; "):
         at = text.find(marker)
         if at >= 0:
             cut = min(cut, at)
+    if redirect := re.search(r"\s(?:\d?>>?|&>)", text):  # > f, >> f, 2>&1, &> f
+        cut = min(cut, redirect.start())
     if text.count(")") > text.count("("):
         cut = min(cut, text.rfind(")"))
     return text[:cut].strip()
@@ -242,7 +246,7 @@ def _import_fio(
             cleaned = "\n".join(_rewrite_job_line(x, context) for x in text.split("\n"))
             imported = fio_mod.parse_fio_job_file(cleaned)
         else:
-            command = _command_words(text)
+            command = shell.spliced(_command_words(text), context.assigned)
             written = _written_pairs(command, context.assigned)
             words = _rewrite_words(command, context, other)
             if words is None:
@@ -261,7 +265,13 @@ def _import_fio(
         text=text,
         source=context.source,
         notes=tuple(context.notes + imported.notes),
-        sweeps=tuple((k, tuple(v)) for k, v in context.sweeps.items()),
+        # the outer loop first: the report's main variable, the inner one within it
+        sweeps=tuple(
+            (k, tuple(v))
+            for k, v in sorted(
+                context.sweeps.items(), key=lambda kv: context.swept_by.get(kv[0], 0)
+            )
+        ),
         host_cpus=tuple(context.host_cpus),
         written=tuple(written),
     )
@@ -338,6 +348,9 @@ def _rewrite_job_line(text: str, context: _Options) -> str:
 
 def _rewrite_option(name: str, value: str | None, context: _Options) -> str | None:
     """One option as fslab runs it (None: dropped), saying why when it changes."""
+    if (whole := fio_trust.completed_name(name)) is not None:
+        context.notes.append(f"--{name} read as --{whole}: fio takes an option's unique prefix")
+        name = whole
     key = fio_mod.canonical_name(name)
     if key in _DROPPED:
         context.notes.append(f"dropped {_show(name, value)}: {_DROPPED[key]}")
@@ -407,6 +420,7 @@ def _shell_value(name: str, value: str, context: _Options) -> str | None:
             values = [resolved.replace(part.text, v) for v in loop.values]
             if fio_mod.canonical_name(name) not in ("name", "description"):
                 context.sweeps[name] = values
+                context.swept_by[name] = loop.first
                 context.notes.append(
                     f"--{name}={value}: the report's loop over ${part.name} "
                     f"(line {loop.first}) is swept: {', '.join(loop.values)}"
@@ -563,6 +577,11 @@ def _dd_runs(report: ReportText, other: list[OtherToolFact]) -> Iterator[DdFact]
         )
         values = dict(operands)
         target = values.get("of", "")
+        source = values.get("if", "")
+        if source and not source.startswith("/dev/") and target in ("", "/dev/null"):
+            cached = bool(_CACHED_RE.search(line))
+            yield replace(_with_output(report, number, operands), read=True, cached=cached)
+            continue
         if not target or target.startswith("/dev/"):
             other.append(
                 OtherToolFact(

@@ -9,6 +9,7 @@ gives that fslab cannot run becomes a question with what was assumed.
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Sequence
 from typing import Any
 
@@ -16,7 +17,7 @@ import tomlkit
 from tomlkit.items import Table
 
 from fslab.base.format import format_size
-from fslab.base.units import parse_size_bytes
+from fslab.base.units import MIB, parse_size_bytes
 from fslab.reproduce.configwrite import Config
 from fslab.reproduce.draft import Draft
 from fslab.reproduce.facts import DdFact, FioFact, QuestionFact
@@ -49,7 +50,7 @@ def workload_tables(
 ) -> tuple[Table, Table, Table, dict]:
     if draft.facts.fio:
         return _fio(draft, target_bytes)
-    return _dd(draft, configs)
+    return _dd(draft, configs, target_bytes)
 
 
 def _fio(draft: Draft, target_bytes: int) -> tuple[Table, Table, Table, dict]:
@@ -58,7 +59,8 @@ def _fio(draft: Draft, target_bytes: int) -> tuple[Table, Table, Table, dict]:
     _host_cpus(draft, chosen, options)
     sweep = tomlkit.table()
     quick: dict[str, Any] = {}
-    for axis, values in [*chosen.sweeps, *swept.items(), *_experiment_sweeps(draft, chosen)]:
+    listed = [(a, v, chosen.source.number) for a, v in [*chosen.sweeps, *swept.items()]]
+    for axis, values, said_at in [*listed, *_experiment_sweeps(draft, chosen)]:
         if axis in sweep:
             continue
         if axis in ("size", "filesize"):
@@ -68,9 +70,7 @@ def _fio(draft: Draft, target_bytes: int) -> tuple[Table, Table, Table, dict]:
             if not values:
                 options.pop(axis, None)
                 continue
-        sweep.add(
-            tomlkit.comment(f"the reporter ran these one by one (line {chosen.source.number})")
-        )
+        sweep.add(tomlkit.comment(f"the reporter ran these one by one (line {said_at})"))
         points = [toml_value(v) for v in values]
         sweep[axis] = points
         if (picked := quick_points(points)) != points:
@@ -129,7 +129,7 @@ def _fio(draft: Draft, target_bytes: int) -> tuple[Table, Table, Table, dict]:
     return workload, sweep, run, quick
 
 
-def _experiment_sweeps(draft: Draft, job: FioFact) -> list[tuple[str, tuple[str, ...]]]:
+def _experiment_sweeps(draft: Draft, job: FioFact) -> list[tuple[str, tuple[str, ...], int]]:
     """What the reporter varied beyond a loop (an edit between runs, values the figures are
     listed under), where it is a fio option that passes the allowlist."""
     found = []
@@ -139,7 +139,7 @@ def _experiment_sweeps(draft: Draft, job: FioFact) -> list[tuple[str, tuple[str,
         if fact.axis not in dict(job.written) or fio_mod.is_owned(fact.axis):
             continue
         if all(fio_trust.judge(fact.axis, v) is None and "$" not in v for v in fact.values):
-            found.append((fact.axis, fact.values))
+            found.append((fact.axis, fact.values, fact.source.number))
     return found
 
 
@@ -287,9 +287,11 @@ def _dd_amount(draft: Draft, run: DdFact) -> tuple[str, int]:
     return bs, int(count)
 
 
-def _dd(draft: Draft, configs: list[Config]) -> tuple[Table, Table, Table, dict]:
+def _dd(draft: Draft, configs: list[Config], target_bytes: int) -> tuple[Table, Table, Table, dict]:
     runs = draft.facts.dd
     first = runs[0]
+    if first.read:
+        return _dd_read(draft, first, target_bytes)
     workload = tomlkit.table()
     workload["kind"] = "dd"
     workload.add(
@@ -344,6 +346,57 @@ def _dd(draft: Draft, configs: list[Config]) -> tuple[Table, Table, Table, dict]
     run = tomlkit.table()
     add(run, "runtime", "10s", "sustained dd for 10 s per point")
     return workload, sweep, run, {"run.runtime": "3s", "run.repeat": QUICK_REPEAT}
+
+
+def _dd_read(draft: Draft, first: DdFact, target_bytes: int) -> tuple[Table, Table, Table, dict]:
+    """A dd read of a file: fslab writes the file (as large as the report's, scaled to fit)
+    and reads it whole from a cold cache at each block size the report read it with."""
+    name = first.operand("if")
+    writes = [r for r in draft.facts.dd if not r.read and r.operand("of") == name]
+    reported, said = first.bytes_copied, f"the bytes line {first.source.number}'s dd read"
+    if writes:
+        with contextlib.suppress(ValueError):
+            made = writes[0]
+            reported = parse_size_bytes(made.operand("bs", "512")) * int(made.operand("count"))
+            amount = f"{made.operand('bs')} x {made.operand('count')}"
+            said = f"the file line {made.source.number} wrote ({amount})"
+    budget = file_budget_bytes(target_bytes, draft.host)
+    size = min(reported or budget, budget) // MIB * MIB or MIB
+    workload = tomlkit.table()
+    workload["kind"] = "dd"
+    workload.add(
+        tomlkit.comment(
+            f"the report's dd (line {first.source.number}): "
+            f"{' '.join('='.join(o) for o in first.operands)}; fslab writes {name} itself"
+        )
+    )
+    workload["read"] = True
+    bs, _ = _dd_amount(draft, first)
+    swept = next((f for f in draft.facts.sweeps if f.axis == "bs"), None)
+    if swept is None:
+        workload["bs"] = bs
+    why = (
+        f"{said}; scaled to {format_size(size)} (half the device and of memory): fslab drops "
+        "its cached pages before every read instead of outgrowing memory"
+        if reported and reported > size
+        else said
+    )
+    add(workload, "size", format_size(size), why if reported else "half the device")
+    if first.operand("iflag"):
+        workload["iflag"] = first.operand("iflag")
+    add(workload, "mode", "sustained", "read again (cold) for the runtime, for a stable figure")
+    sweep = tomlkit.table()
+    quick: dict[str, Any] = {"run.runtime": "3s", "run.repeat": QUICK_REPEAT}
+    if swept is not None:
+        sweep.add(
+            tomlkit.comment(f"the reporter ran these one by one (line {swept.source.number})")
+        )
+        sweep["bs"] = list(swept.values)
+        if (picked := quick_points(list(swept.values))) != list(swept.values):
+            quick["sweep.bs"] = picked
+    run = tomlkit.table()
+    add(run, "runtime", "10s", "sustained dd for 10 s per point")
+    return workload, sweep, run, quick
 
 
 def _block_bytes(options: dict[str, Any]) -> int:

@@ -222,6 +222,18 @@ def rule_name(option: str) -> str:
     return ALIASES.get(key, key)
 
 
+def completed_name(option: str) -> str | None:
+    """The option a command line's abbreviation names: fio's getopt takes an unambiguous
+    prefix of a long option (`--time_base` is `--time_based`); None when it names none or
+    several, or is a whole name already."""
+    key = rule_name(option)
+    names = {*SAFE, *RUNS, *PATHS, *HOST, *OUTPUT, *ALIASES}
+    if key in names:
+        return None
+    found = {rule_name(name) for name in names if name.startswith(key)}
+    return found.pop() if len(found) == 1 else None
+
+
 def judge(option: str, value: str | None) -> Finding | None:
     """None if the option acts only inside the job's files; else why not."""
     key = rule_name(option)

@@ -82,6 +82,8 @@ def from_report(options: ReportOptions) -> FromReport:
         elif name == "-d" and value is not None and value.strip() in ELIDED:
             dropped.append(Dropped(written(name, value), ELIDED_WHY, assumed=ELIDED_ASSUMED))
             dirs = max(dirs, 1)
+        elif name == "-d" and value is not None and _COUNTED_RE.fullmatch(value.strip()):
+            dirs = dir_count(value)  # a count without paths (a robot's nr_threads)
         elif name in PATHS:
             dropped.append(Dropped(written(name, value), PATHS[name], assumed=ASSUMED[name]))
             if name == "-d":

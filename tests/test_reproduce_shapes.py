@@ -1,0 +1,72 @@
+"""Report shapes the corpus's later reports brought, each through the spec `fslab reproduce`
+writes: a #-prompt fio with an abbreviated option, a mounts-table line with options the
+kernel dropped, fio options in a shell variable inside two loops, a filesystem made again
+with other profiles, a robot's fs_mark parameters without a command, and a dd read."""
+
+from __future__ import annotations
+
+import tomllib
+from pathlib import Path
+
+from fslab.reproduce.extract import extract_facts
+from fslab.reproduce.scale import GIB, HostShape
+from fslab.reproduce.specwrite import build_spec
+
+REPORTS = Path(__file__).parent / "data" / "reports"
+HOST = HostShape(kernel_release="6.18.0-test", online_cpus=2, nr_cpu_ids=2, memory_bytes=24 * GIB)
+
+
+def _spec(name: str) -> tuple[dict, list]:
+    reproduction = build_spec(
+        extract_facts((REPORTS / name).read_text()), source_name=name, host=HOST, guests=False
+    )
+    return tomllib.loads(reproduction.toml), reproduction.questions
+
+
+def test_a_prompt_fio_with_a_prefix_option_and_a_proc_mounts_line():
+    spec, questions = _spec("xfs-buffered-randrw-32jobs.txt")
+    reported = spec["filesystems"][0]
+    assert reported["mkfs_options"] == ["-d", "su=256k,sw=5"]
+    assert reported["mount_options"] == ["noatime", "logbsize=256k"]
+    dropped = {q.question.split(":")[0] for q in questions if q.item == "mount options"}
+    assert dropped == {"the report's mount option delaylog", "the report's mount option nobarrier"}
+    options = spec["workload"]["options"]
+    assert options["time_based"] is True and options["rwmixread"] == 60
+    assert spec["sweep"]["direct"] == [1, 0]
+
+
+def test_fio_options_in_a_variable_inside_two_loops_sweep_the_outer_loop_first():
+    spec, _ = _spec("ext4-iodrive-randwrite-numjobs.txt")
+    assert list(spec["sweep"]) == ["numjobs", "bs"]
+    assert spec["sweep"]["numjobs"] == [1, 2, 4, 8, 16, 32]
+    assert spec["sweep"]["bs"][:2] == ["1k", "2k"] and len(spec["sweep"]["bs"]) == 14
+    assert spec["workload"]["options"]["direct"] == 1
+    assert [fs["mount_options"] for fs in spec["filesystems"]] == [["noatime"], ["noatime"]]
+
+
+def test_a_btrfs_made_again_with_other_profiles_is_one_configuration_each():
+    spec, questions = _spec("btrfs-raid5-4disk-dd-write.txt")
+    assert spec["target"]["devices"] == 4
+    assert [fs["mkfs_options"] for fs in spec["filesystems"]] == [
+        ["-d", "raid5", "-m", "raid1c4"],
+        ["-d", "raid6", "-m", "raid1c4"],
+        ["-d", "raid5", "-m", "raid1c3"],
+    ]
+    assert any("spans 3 devices" in q.question for q in questions)
+    assert "sweep" not in spec  # btrfs-progs v5.18 is not a kernel to compare
+
+
+def test_a_robot_fsmark_block_without_its_command_gives_fs_mark_options():
+    spec, _ = _spec("ext4-lkp-fsmark-large-folio-4m.txt")
+    workload = spec["workload"]
+    assert workload["kind"] == "fs_mark" and workload["size"] == 4 * 1024**2
+    assert workload["sync_method"] == 0 and workload["iterations"] == 1
+    assert [fs["label"] for fs in spec["filesystems"]] == ["ext4"]  # no twin of defaults
+
+
+def test_a_dd_read_of_a_file_the_report_wrote_reads_it_cold_at_each_block_size():
+    spec, _ = _spec("btrfs-compressed-read-8k-bs.txt")
+    workload = spec["workload"]
+    assert workload["read"] is True and workload["size"] == "2GiB"
+    assert spec["sweep"]["bs"] == ["8k", "32k", "512k"]
+    assert spec["filesystems"][0]["mount_options"] == ["compress=zstd:3"]
