@@ -5,10 +5,11 @@ report's shell command is written switched off: "yes: command, off"). With --run
 spec that loads and may run runs as `fslab run SPEC --quick` (root, minutes each; stopped
 with Ctrl-C's own clean-up past --timeout) and the last two columns say whether it ran,
 and whether it changed the way the report says (expected.toml's direction: performance as
-the swept value grows). That is judged on the first configuration's runs at the first and
-the last point of its sweep with the falloff test (`fall_test`, one-sided, the headline
-metric's better direction up): "down: yes" is the report's direction, shown; "flat" is
-neither way shown; a report whose only variable is the kernel says "not here (kernels)".
+the swept value grows). That is judged along the report's own variable with the falloff
+test (`fall_test`, one-sided, the headline metric's better direction up): a workload axis
+on the first configuration from its first to its last value, a mkfs or mount option from
+the first configuration to the last; "down: yes" is the report's direction, shown; "flat"
+is neither way shown; a report whose variable is the kernel says "not here (kernels)".
 
     .venv/bin/python bench/reproduce_corpus.py [--run] [--only NAME ...] [--save DIR]
 """
@@ -26,7 +27,7 @@ import tomllib
 from pathlib import Path
 from typing import Any
 
-from fslab.analyze.campaign.dataset import load_campaign
+from fslab.analyze.campaign.dataset import CampaignData, load_campaign
 from fslab.analyze.campaign.metrics_catalog import metric_def
 from fslab.analyze.curve.falloff import fall_test
 from fslab.base.errors import FslabError, UsageError
@@ -122,7 +123,12 @@ def _run(
 
 
 def _direction(db: Path, expected: dict[str, Any] | None) -> str:
-    """Which way the first configuration's headline went over its sweep, against the report."""
+    """Which way the headline went along the report's own variable, against the report.
+
+    A workload axis is judged from its first to its last value, the other axes at their
+    last (heaviest) value; a variable fslab makes configurations of (mkfs or mount
+    options) from the first configuration to the last, at the sweep's last point.
+    """
     if not expected or "direction" not in expected:
         return "-"
     kernels = ("kernel", "commit")
@@ -133,21 +139,48 @@ def _direction(db: Path, expected: dict[str, Any] | None) -> str:
         data = load_campaign(store, campaign.id)
     if data.headline is None or not data.configs():
         return "no headline"
-    values = data.values(data.headline, data.configs()[0])
-    axes = [a for a in data.campaign.spec.sweep if len({dict(k).get(a) for k in values}) > 1]
-    if len(axes) != 1 or len(values) < 2:
+    axis = expected["sweep"]["axis"]
+    sweep = data.campaign.spec.sweep
+    if axis in sweep:
+        first, last, label = _along_axis(data, data.configs()[0], axis, sweep)
+    elif len(data.configs()) > 1:
+        first, last, label = _across_configs(data)
+    else:
         return "no sweep"
-    declared = list(data.campaign.spec.sweep[axes[0]])
-    ordered = sorted(values, key=lambda k: declared.index(dict(k)[axes[0]]))
-    first, last = values[ordered[0]], values[ordered[-1]]
+    if not first or not last:
+        return "no sweep"
     if metric_def(data.headline).direction == "lower":
         first, last = [-v for v in first], [-v for v in last]
     went = (
         "down" if fall_test(first, last).shows else "up" if fall_test(last, first).shows else "flat"
     )
-    change = statistics.median(values[ordered[-1]]) / statistics.median(values[ordered[0]])
+    change = statistics.median(last) / statistics.median(first)
+    if metric_def(data.headline).direction == "lower":
+        change = 1 / change
     mark = "yes" if went == expected["direction"] else "no"
-    return f"{went}: {mark} (x{change:.2f} {axes[0]})"
+    return f"{went}: {mark} (x{change:.2f} {label})"
+
+
+def _along_axis(
+    data: CampaignData, config: str, axis: str, sweep: dict[str, list[Any]]
+) -> tuple[list[float], list[float], str]:
+    values = data.values(data.headline, config)
+    others = {a: v[-1] for a, v in sweep.items() if a != axis}
+    at = {k: v for k, v in values.items() if all(dict(k).get(a) == x for a, x in others.items())}
+    declared = [v for v in sweep[axis] if any(dict(k).get(axis) == v for k in at)]
+    if len(declared) < 2:
+        return [], [], axis
+    pick = {dict(k)[axis]: v for k, v in at.items()}
+    return pick[declared[0]], pick[declared[-1]], axis
+
+
+def _across_configs(data: CampaignData) -> tuple[list[float], list[float], str]:
+    first, last = data.configs()[0], data.configs()[-1]
+    a, b = data.values(data.headline, first), data.values(data.headline, last)
+    common = [k for k in a if k in b]
+    if not common:
+        return [], [], "configs"
+    return a[common[-1]], b[common[-1]], f"{first} -> {last}"
 
 
 if __name__ == "__main__":

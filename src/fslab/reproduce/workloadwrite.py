@@ -73,7 +73,9 @@ def _fio(draft: Draft, target_bytes: int) -> tuple[Table, Table, Table, dict]:
         sweep.add(tomlkit.comment(f"the reporter ran these one by one (line {said_at})"))
         points = [toml_value(v) for v in values]
         sweep[axis] = points
-        if (picked := quick_points(points)) != points:
+        # --quick shows the report's main variable: an inner loop's axis keeps one value
+        picked = quick_points(points) if len(sweep) == 1 else points[:1]
+        if picked != points:
             quick[f"sweep.{axis}"] = picked
         options.pop(axis, None)
     jobs_text = options.get("numjobs") or "1"
