@@ -22,7 +22,6 @@ from fslab.base.proc import CommandLog, run
 from fslab.target.loop import SYS_BLOCK, deferred_interrupts
 
 ArrayKind = Literal["md-raid0", "md-raid1"]
-ARRAY_KINDS: tuple[ArrayKind, ...] = ("md-raid0", "md-raid1")
 MDSTAT = Path("/proc/mdstat")
 FIRST_MINOR = 100  # fslab's arrays take /dev/md100 and up, clear of the usual md0, md127
 MDADM_TIMEOUT_S = 120.0
@@ -117,7 +116,7 @@ class MdArray:
             raise UsageError(problem)
         device = free_md_device()
         try:
-            self.device = device  # set first: a Ctrl-C inside mdadm still stops it
+            self.device = device
             argv = mdadm_create_argv(self.kind, device, self.members)
             run(argv, log=self.log, timeout_s=MDADM_TIMEOUT_S)
         except BaseException:
@@ -154,9 +153,8 @@ class MdArray:
             self.release()
 
     def release(self) -> None:
-        """Stop our array, and any other array mdadm put on our members."""
+        """Stop every array over our members (ours, made or half made by mdadm); an array
+        of the same name over other devices is someone else's and is left alone."""
         arrays = {a for member in self.members for a in arrays_holding(member)}
-        if self.device:
-            arrays.add(self.device)
         for array in sorted(arrays):
             stop_array(array, log=self.log)
