@@ -89,6 +89,10 @@ def configurations(draft: Draft) -> list[Config]:
     return configs
 
 
+MAX_OPTION_VALUES = 5
+"""Configurations one changed option's values become (first, last and evenly between)."""
+
+
 def _option_sweep(draft: Draft, reporter: Config) -> list[Config]:
     """The reporter's configuration once per value of the mkfs or mount option the report
     changed between its runs ([] when it changed none)."""
@@ -100,7 +104,20 @@ def _option_sweep(draft: Draft, reporter: Config) -> list[Config]:
         return _remade(draft, reporter)
     base = _user_mkfs(reporter)
     configs: list[Config] = []
-    for value in fact.values:
+    values = list(fact.values)
+    if len(values) > MAX_OPTION_VALUES:  # first, last and evenly between
+        step = (len(values) - 1) / (MAX_OPTION_VALUES - 1)
+        values = [values[round(i * step)] for i in range(MAX_OPTION_VALUES)]
+        draft.questions.append(
+            QuestionFact(
+                "configurations",
+                f"the report ran {len(fact.values)} values of its option, each a "
+                "configuration here",
+                f"{MAX_OPTION_VALUES} of them: {', '.join(values)}",
+                fact.source,
+            )
+        )
+    for value in values:
         mkfs, mount, name, shown = _with_value(fact, value, base, reporter.mount_options)
         label = re.sub(r"[^A-Za-z0-9_.+-]+", "", f"{reporter.type}-{name}")[:64]
         first = not configs

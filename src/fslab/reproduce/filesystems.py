@@ -19,7 +19,12 @@ _QUOTED_OPTIONS_RE = re.compile(
     r"""|\bmounted\s+with\s+(?:-o\s+)?([a-z_]+=[\w:]+(?:\.[\w:]+)*(?:,[a-z_]+(?:=[\w:]+)?)*)"""
 )
 # a /proc/mounts (or /etc/fstab) line: device, mount point, type, options, dump, pass
-_MOUNTS_LINE_RE = re.compile(r"^\s*/dev/\S+\s+/\S*\s+(ext4|xfs|btrfs)\s+(\S+)\s+\d+\s+\d+\s*$")
+_MOUNTS_LINE_RE = re.compile(
+    r"^\s*/dev/\S+\s+/\S*\s+(ext4|xfs|btrfs)\s+(\S+)\s+\d+\s+\d+\s*$"
+    # mount(8)'s own output, "/dev/md0p1 on /home type ext4 (rw,relatime,stripe=32745)",
+    # or its type and options alone
+    r"|^\s*(?:\S+\s+on\s+\S+\s+type\s+)?(ext4|xfs|btrfs)\s+\(([^()\s]+)\)\s*$"
+)
 # what /proc/mounts shows for every mount of the type, given or not: not the reporter's
 _MOUNTS_DEFAULTS = re.compile(
     r"^(?:rw|defaults|relatime|seclabel|attr2|inode64|noquota|logbufs=8|logbsize=32k|"
@@ -33,6 +38,7 @@ _EVERY_FS_RE = re.compile(
     r"\b(?:both|all|each\s+of\s+the)\s+(?:file\s*systems|filesystems|fs)\b", re.I
 )
 EVERY_FS = "*"
+_VARIABLE_RE = re.compile(r"^\$(?:\{\w+\}|\w+)$")
 _LISTED_MKFS_RE = re.compile(r"^\s+(ext4|xfs|btrfs):\s+(-[A-Za-z].*)$")
 # mkfs flags fslab passes itself (force, quiet), so a pasted one is not kept twice.
 _FORCE_FLAGS = {"-f", "-F", "-q"}
@@ -75,9 +81,10 @@ def find_filesystems(report: ReportText) -> tuple[list[FilesystemFact], list[Que
             continue
         table = _MOUNTS_LINE_RE.match(line)
         if table:
-            options = [o for o in table.group(2).split(",") if not _MOUNTS_DEFAULTS.match(o)]
+            fs_type, shown = table.group(1) or table.group(3), table.group(2) or table.group(4)
+            options = [o for o in shown.split(",") if not _MOUNTS_DEFAULTS.match(o)]
             fact = FilesystemFact(
-                type=table.group(1),
+                type=fs_type,
                 source=report.line(number),
                 how="mount",
                 mount_options=tuple(options),
@@ -130,7 +137,11 @@ def _mkfs_fact(program: str, rest: str, report: ReportText, number: int) -> File
             fs_type = words[index + 1]
             index += 2
             continue
-        if word.startswith("/dev/") or (word.startswith("/") and index == len(words) - 1):
+        last = index == len(words) - 1
+        # a device path, or the last word as a path or a shell variable ("-F $ramdev")
+        if word.startswith("/dev/") or (
+            last and (word.startswith("/") or _VARIABLE_RE.match(word))
+        ):
             devices.append(word)
         elif word not in _FORCE_FLAGS:
             options.append(word)

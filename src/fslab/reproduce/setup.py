@@ -53,7 +53,8 @@ _NUMBER_WORDS = {
 }
 _COUNT = r"(\d{1,3}|" + "|".join(_NUMBER_WORDS) + r")"
 _PROSE_LAYOUT_RE = re.compile(
-    r"\b((?:LVM|md|mdadm|btrfs)\s+)?(raid\s?\d+|stripe[sd]?)\s+(?:over|of|across)\s+"
+    r"\b((?:LVM|md|mdadm|btrfs)\s+)?(raid\s?\d+|stripe[sd]?)(?:\s+array(?:\s+/dev/\S+)?)?"
+    r"\s+(?:over|of|across|from)\s+"
     + _COUNT
     + r"\s+(?:[\w.-]+\s+){0,2}?(drives|disks|devices|ssds|ramdisks|nvmes?|luns)\b",
     re.I,
@@ -161,7 +162,11 @@ def find_layouts(report: ReportText, filesystems: list[FilesystemFact]) -> list[
             layouts.append(
                 LayoutFact(count, f"{count} x {disk.group(3)}", line.strip(), report.line(number))
             )
-        for match in _PROSE_LAYOUT_RE.finditer(line):
+        following = report.lines[number] if number < len(report.lines) else ""
+        wrapped = f"{line} {following.strip()}"  # a mail wraps "RAID5 / array ... from 4 SSDs"
+        for match in _PROSE_LAYOUT_RE.finditer(wrapped):
+            if match.start() >= len(line):
+                continue
             count = _count(match.group(3))
             kind = f"{(match.group(1) or '').strip()} {match.group(2)}".strip()
             layouts.append(

@@ -43,7 +43,7 @@ _LOOP_WORD_RE = re.compile(r"\$\([^)]*\)|`[^`]*`|\S+")
 # a double-quoted value may name other variables ("--numjobs=${nj} --size=5g"), which
 # stay as written for the command that uses it; never a command substitution
 _ASSIGN_RE = re.compile(
-    r"^\s*(?:export\s+)?([A-Za-z_][A-Za-z0-9_]*)="
+    r"^\s*(?:(?:export|local|declare|readonly)\s+)?([A-Za-z_][A-Za-z0-9_]*)="
     r"(?:([^\s;$`'\"()]+)|\"((?:[^\"$`\\]|\$\{?[A-Za-z_]\w*\}?(?![\w(]))*)\"|'([^']*)')\s*$"
 )
 
@@ -183,6 +183,18 @@ def spliced(words: list[str], assigned: dict[str, str]) -> list[str]:
         value = assigned.get(match.group(1) or match.group(2), "") if match else ""
         out.extend(value.split() if value.startswith("-") else [word])
     return out
+
+
+def all_assignments(report: ReportText, name: str) -> list[str]:
+    """Every literal value the report assigns to `name`, in order, each once."""
+    values: list[str] = []
+    for _, raw in report.numbered():
+        match = _ASSIGN_RE.match(without_prompt(raw))
+        if match and match.group(1) == name:
+            value = next(g for g in match.groups()[1:] if g is not None)
+            if "$" not in value and value not in values:
+                values.append(value)
+    return values
 
 
 def substituted(value: str | None, assigned: dict[str, str]) -> str | None:

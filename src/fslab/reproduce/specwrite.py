@@ -43,10 +43,11 @@ from fslab.spec.model import Spec
 LOOKED_FOR = (
     "a fio command line (fio --name=... --rw=...), fio options in braces ({ --name=... }), "
     "a fio job file (a section line, then option=value lines), lkp-tests fio parameters "
-    "(testcase: fio-basic with rw:, bs:), or dd writing a file "
-    "(dd if=/dev/zero of=FILE bs= count=); "
-    "it reads fs_mark, sysbench fileio, dbench, aim7 and filebench too, and says why it cannot "
-    "run them"
+    "(testcase: fio-basic with rw:, bs:), dd writing or reading a file "
+    "(dd if=/dev/zero of=FILE bs= count=, dd if=FILE of=/dev/null bs=), or a shell command "
+    "timed with `time` (written switched off); "
+    "it reads fs_mark (and testcase: fsmark), sysbench fileio, dbench, aim7 and filebench "
+    "too, and says why it cannot run them"
 )
 
 

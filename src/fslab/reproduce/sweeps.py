@@ -18,6 +18,7 @@ from collections.abc import Iterator, Sequence
 from itertools import pairwise
 
 from fslab.base.units import parse_size_bytes
+from fslab.reproduce import shell
 from fslab.reproduce.facts import (
     DdFact,
     FilesystemFact,
@@ -82,6 +83,7 @@ def find_sweeps(
         *_mkfs_repeats(report, filesystems),
         *_mkfs_remade(filesystems),
         *_mount_with_without(report),
+        *_mount_option_variable(report),
     ]
     kernel = _kernel_sweep(report, kernels)
     return [*found, *([kernel] if kernel else [])]
@@ -239,7 +241,7 @@ def _mkfs_repeats(report: ReportText, filesystems: list[FilesystemFact]) -> Iter
             key, sep, value = setting.partition("=")
             if not (flag.startswith("-") and sep and re.fullmatch(r"\w+", key)):
                 continue
-            pattern = re.compile(rf"{re.escape(flag)}\s+{re.escape(key)}=([\w.]+)")
+            pattern = re.compile(rf"{re.escape(flag)}\s+{re.escape(key)}=([\w.,=]+)")
             for number, line in report.numbered():
                 match = pattern.search(line)
                 if number > fs.source.number and match and match.group(1) != value:
@@ -279,6 +281,33 @@ def _dd_read_sizes(dd: Sequence[DdFact]) -> Iterator[SweepFact]:
             sizes.sort(key=parse_size_bytes)
         why = f"the report reads {reads[0].operand('if')} with each"
         yield SweepFact("bs", tuple(sizes), why, same[1].source)
+
+
+_MOUNT_VARIABLE_RE = re.compile(r"\bmount\s+(?:.*\s)?-o\s*(\S*\$(?:\{(\w+)\}|(\w+))\S*)")
+
+
+def _mount_option_variable(report: ReportText) -> Iterator[SweepFact]:
+    """`mount -o $MOUNT_OPT`, the variable set to one option and then another, or
+    `mount -o compress=zstd:$level` inside a loop over levels: a sweep of the option."""
+    loops = shell.find_loops(report)
+    for number, raw in report.numbered():
+        match = _MOUNT_VARIABLE_RE.search(without_prompt(raw))
+        if match is None:
+            continue
+        written, name = match.group(1).rstrip(";,"), match.group(2) or match.group(3)
+        around = [x for x in shell.enclosing(loops, number) if x.variable == name]
+        values = list(around[-1].values) if around else shell.all_assignments(report, name)
+        values = [v for v in values if v.strip("'\"")]  # MOUNT_OPT="" clears it, no option
+        if len(values) < 2:
+            continue
+        options = [re.sub(rf"\$(?:\{{{name}\}}|{name}\b)", v, written) for v in values]
+        yield SweepFact(
+            "mount_options",
+            tuple(dict.fromkeys(options)),
+            f"the report mounts with -o {written} for each value of ${name}",
+            report.line(number),
+        )
+        return
 
 
 def _mount_with_without(report: ReportText) -> Iterator[SweepFact]:

@@ -68,6 +68,10 @@ def find_timed_command(report: ReportText) -> ToolWorkload | None:
         line = without_prompt(raw)
         if not _TIMED_RE.search(line) or (line == raw.strip() and ";" not in line):
             continue
+        block = _continued_block(report, number)
+        if block is not None:  # a loop written over `\`-continued lines: the whole loop
+            first, text = block
+            return ToolWorkload("command", (("command", text),), text, report.line(first))
         segments = _SEGMENT_SPLIT_RE.split(line)
         lead = 0
         while lead < len(segments) and setup_segment(segments[lead]):
@@ -77,6 +81,30 @@ def find_timed_command(report: ReportText) -> ToolWorkload | None:
         text = "; ".join(segments[lead:]) if lead else line
         return ToolWorkload("command", (("command", text),), text, report.line(number))
     return None
+
+
+def _continued_block(report: ReportText, number: int) -> tuple[int, str] | None:
+    r"""The `for ... done` loop a line belongs to when it is written over lines ending in
+    `\`: (its first line, its text through `done`); None for a line on its own."""
+
+    def continued(n: int) -> bool:
+        return 1 <= n <= len(report.lines) and report.lines[n - 1].rstrip().endswith("\\")
+
+    if not (continued(number) or continued(number - 1)):
+        return None
+    first = number
+    while continued(first - 1):
+        first -= 1
+    last = number
+    while continued(last) and last < len(report.lines):
+        last += 1
+    parts = [
+        without_prompt(report.lines[n - 1]).rstrip().removesuffix("\\").strip()
+        for n in range(first, last + 1)
+    ]
+    text = " ".join(p for p in parts if p)
+    loop = re.match(r"^for\b.*?\bdone\b", text)
+    return (first, loop.group(0)) if loop else None
 
 
 def setup_segment(segment: str) -> bool:

@@ -11,11 +11,12 @@ from __future__ import annotations
 import re
 import shlex
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 
-from fslab.base.errors import FslabError, UsageError
+from fslab.base.errors import UsageError
 from fslab.base.units import parse_size_bytes
 from fslab.reproduce import fiosyntax, shell
+from fslab.reproduce.ddtext import dd_runs
 from fslab.reproduce.facts import (
     DdFact,
     FioFact,
@@ -25,8 +26,7 @@ from fslab.reproduce.facts import (
     QuestionFact,
 )
 from fslab.reproduce.scale import fio_size_text
-from fslab.reproduce.text import ReportText, without_prompt
-from fslab.workload.dd import parse as dd_mod
+from fslab.reproduce.text import ReportText
 from fslab.workload.fio import options as fio_mod
 from fslab.workload.fio import trust as fio_trust
 
@@ -37,8 +37,6 @@ _BRACES_RE = re.compile(r"\{\s*(--[^{}]*)\}")  # no lazy run before \s*: linear
 _SECTION_RE = re.compile(r"^\s*\[([A-Za-z0-9_.+-]+)\]\s*$")
 _JOB_LINE_RE = re.compile(r"^\s*([A-Za-z][A-Za-z0-9_.-]*)\s*(?:=\s*(.*))?$")
 _SWEEP_COMMENT_RE = re.compile(r"^\s*(?:[0-9A-Za-z_.]+\s*){1,8}$")
-_CACHED_RE = re.compile(r"#.*\b(?:cached|cache hit|warm)\b", re.I)  # "# 2nd run, data is cached"
-_DD_RE = re.compile(r"(?:^|(?<=[\s`'\"(]))dd\s+((?:[a-z]+=\S+\s*)+)")
 _OTHER_TOOLS = {
     "iozone": "iozone is not a workload fslab runs (it runs fio and dd)",
 }
@@ -119,7 +117,7 @@ def find_workloads(
     fio.extend(_lkp_parameters(report, questions))
     other.extend(_other_tools(report))
     fio.sort(key=lambda f: f.source.number)
-    return fio, list(_dd_runs(report, other)), other, questions
+    return fio, list(dd_runs(report, other)), other, questions
 
 
 def _lays_out_only(fact: FioFact) -> bool:
@@ -562,56 +560,3 @@ def _other_tools(report: ReportText) -> Iterator[OtherToolFact]:
         match = _OTHER_TOOL_RE.search(line)
         if match:
             yield OtherToolFact(match.group(1), _OTHER_TOOLS[match.group(1)], report.line(number))
-
-
-# --- dd transcripts -------------------------------------------------------------------------
-
-
-def _dd_runs(report: ReportText, other: list[OtherToolFact]) -> Iterator[DdFact]:
-    for number, line in report.numbered():
-        match = _DD_RE.search(without_prompt(line))
-        if not match:
-            continue
-        operands = tuple(
-            tuple(word.split("=", 1)) for word in match.group(1).split() if "=" in word
-        )
-        values = dict(operands)
-        target = values.get("of", "")
-        source = values.get("if", "")
-        if source and not source.startswith("/dev/") and target in ("", "/dev/null"):
-            cached = bool(_CACHED_RE.search(line))
-            yield replace(_with_output(report, number, operands), read=True, cached=cached)
-            continue
-        if not target or target.startswith("/dev/"):
-            other.append(
-                OtherToolFact(
-                    tool="dd",
-                    why=f"dd of={target or '(stdout)'} writes no file on a filesystem",
-                    source=report.line(number),
-                )
-            )
-            continue
-        yield _with_output(report, number, operands)
-
-
-def _with_output(report: ReportText, number: int, operands: tuple) -> DdFact:
-    """The dd run, with its summary when the next lines of the transcript show it."""
-    following = report.lines[number : number + 6]
-    block: list[str] = []
-    for offset, text in enumerate(following):
-        block.append(text)
-        if re.search(r"\bcopied, ", text):
-            try:
-                result = dd_mod.parse_dd_output("\n".join(block))
-            except FslabError:
-                break
-            rate = text.rsplit(",", 1)[-1].strip()
-            return DdFact(
-                operands=operands,
-                source=report.line(number),
-                bytes_copied=result.bytes_copied,
-                seconds=result.seconds,
-                rate_text=rate,
-                output_line=report.line(number + offset + 1),
-            )
-    return DdFact(operands=operands, source=report.line(number))

@@ -8,6 +8,8 @@ reviewed it and opted in. No report's command is ever written switched on.
 
 from __future__ import annotations
 
+import re
+
 from fslab.workload.base import Dropped, FromReport, ReportOptions
 
 REVIEW = (
@@ -18,12 +20,26 @@ REVIEW = (
 )
 
 
+# what in a command acts outside the scratch filesystem: a device, mounting, formatting
+_OUTSIDE_RE = re.compile(
+    r"/dev/(?!null\b|zero\b|urandom\b|random\b|shm\b)\w+|\b(?:u?mount|mkfs[.\w]*|mke2fs|"
+    r"wipefs|dd\s+[^;|]*\bof=/dev/|losetup|mdadm|lvcreate|parted|fdisk)\b"
+)
+
+
 def from_report(options: ReportOptions) -> FromReport:
     text = dict(options).get("command") or ""
     if not text.strip():
         raise ValueError("the report's command is empty")
+    outside = sorted({m.group(0).split()[0] for m in _OUTSIDE_RE.finditer(text)})
+    why = REVIEW
+    if outside:
+        why += (
+            f"; it names {', '.join(outside)}: devices and mounts of the reporter's "
+            "machine, which fslab makes itself per configuration; take them out first"
+        )
     return FromReport(
         {"argv": ["bash", "-c", text], "allow_commands": False},
-        (Dropped(text, REVIEW, assumed="not run: allow_commands = false"),),
+        (Dropped(text, why, assumed="not run: allow_commands = false"),),
         {"command": "argv"},
     )

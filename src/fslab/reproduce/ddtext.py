@@ -1,0 +1,66 @@
+"""dd in a report's transcript: each run's operands, what dd printed below it, and
+whether it wrote a file or read one (`dd if=FILE of=/dev/null`). Nothing is run."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from dataclasses import replace
+
+from fslab.base.errors import FslabError
+from fslab.reproduce.facts import DdFact, OtherToolFact
+from fslab.reproduce.text import ReportText, without_prompt
+from fslab.workload.dd import parse as dd_mod
+
+_CACHED_RE = re.compile(r"#.*\b(?:cached|cache hit|warm)\b", re.I)  # "# 2nd run, data is cached"
+_DD_RE = re.compile(r"(?:^|(?<=[\s`'\"(]))dd\s+((?:[a-z]+=\S+\s*)+)")
+
+
+def dd_runs(report: ReportText, other: list[OtherToolFact]) -> Iterator[DdFact]:
+    for number, line in report.numbered():
+        match = _DD_RE.search(without_prompt(line))
+        if not match:
+            continue
+        operands = tuple(
+            tuple(word.split("=", 1)) for word in match.group(1).split() if "=" in word
+        )
+        values = dict(operands)
+        target = values.get("of", "")
+        source = values.get("if", "")
+        if source and not source.startswith("/dev/") and target in ("", "/dev/null"):
+            cached = bool(_CACHED_RE.search(line))
+            yield replace(_with_output(report, number, operands), read=True, cached=cached)
+            continue
+        if not target or target.startswith("/dev/"):
+            other.append(
+                OtherToolFact(
+                    tool="dd",
+                    why=f"dd of={target or '(stdout)'} writes no file on a filesystem",
+                    source=report.line(number),
+                )
+            )
+            continue
+        yield _with_output(report, number, operands)
+
+
+def _with_output(report: ReportText, number: int, operands: tuple) -> DdFact:
+    """The dd run, with its summary when the next lines of the transcript show it."""
+    following = report.lines[number : number + 6]
+    block: list[str] = []
+    for offset, text in enumerate(following):
+        block.append(text)
+        if re.search(r"\bcopied, ", text):
+            try:
+                result = dd_mod.parse_dd_output("\n".join(block))
+            except FslabError:
+                break
+            rate = text.rsplit(",", 1)[-1].strip()
+            return DdFact(
+                operands=operands,
+                source=report.line(number),
+                bytes_copied=result.bytes_copied,
+                seconds=result.seconds,
+                rate_text=rate,
+                output_line=report.line(number + offset + 1),
+            )
+    return DdFact(operands=operands, source=report.line(number))
