@@ -50,6 +50,7 @@ from __future__ import annotations
 import re
 
 from fslab.base.errors import ToolError
+from fslab.base.units import MIB
 from fslab.base.vocab import CatalogEntry, MetricDef
 
 METRICS: tuple[CatalogEntry, ...] = (
@@ -62,7 +63,6 @@ METRICS: tuple[CatalogEntry, ...] = (
 )
 HEADLINE = "sysbench.write.ops_per_s"
 
-MIB = 1024 * 1024
 _NUM = r"(\d+(?:\.\d+)?)"
 # (metric, regex): each must appear once in a finished run's output
 _FIELDS = (
