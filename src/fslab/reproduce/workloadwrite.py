@@ -294,14 +294,7 @@ def _dd(draft: Draft, configs: list[Config], target_bytes: int) -> tuple[Table, 
     first = runs[0]
     if first.read:
         return _dd_read(draft, first, target_bytes)
-    workload = tomlkit.table()
-    workload["kind"] = "dd"
-    workload.add(
-        tomlkit.comment(
-            f"the report's dd (line {first.source.number}): "
-            f"{' '.join('='.join(o) for o in first.operands)}"
-        )
-    )
+    workload = _dd_table(first)
     bs, count = _dd_amount(draft, first)
     workload["bs"] = bs
     workload["count"] = count
@@ -350,6 +343,15 @@ def _dd(draft: Draft, configs: list[Config], target_bytes: int) -> tuple[Table, 
     return workload, sweep, run, {"run.runtime": "3s", "run.repeat": QUICK_REPEAT}
 
 
+def _dd_table(run: DdFact, said: str = "") -> Table:
+    """[workload] for dd, its first comment the report's dd as written."""
+    workload = tomlkit.table()
+    workload["kind"] = "dd"
+    operands = " ".join("=".join(o) for o in run.operands)
+    workload.add(tomlkit.comment(f"the report's dd (line {run.source.number}): {operands}{said}"))
+    return workload
+
+
 def _dd_read(draft: Draft, first: DdFact, target_bytes: int) -> tuple[Table, Table, Table, dict]:
     """A dd read of a file: fslab writes the file (as large as the report's, scaled to fit)
     and reads it whole from a cold cache at each block size the report read it with."""
@@ -364,14 +366,7 @@ def _dd_read(draft: Draft, first: DdFact, target_bytes: int) -> tuple[Table, Tab
             said = f"the file line {made.source.number} wrote ({amount})"
     budget = file_budget_bytes(target_bytes, draft.host)
     size = min(reported or budget, budget) // MIB * MIB or MIB
-    workload = tomlkit.table()
-    workload["kind"] = "dd"
-    workload.add(
-        tomlkit.comment(
-            f"the report's dd (line {first.source.number}): "
-            f"{' '.join('='.join(o) for o in first.operands)}; fslab writes {name} itself"
-        )
-    )
+    workload = _dd_table(first, f"; fslab writes {name} itself")
     workload["read"] = True
     bs, _ = _dd_amount(draft, first)
     swept = next((f for f in draft.facts.sweeps if f.axis == "bs"), None)

@@ -14,13 +14,12 @@ import time
 import warnings
 from collections.abc import Sequence
 from pathlib import Path
-from types import TracebackType
 
 from fslab.base.errors import ToolError, UsageError
 from fslab.base.proc import CommandLog, run
 from fslab.base.units import parse_size_bytes
 from fslab.target.guard import read_mountinfo
-from fslab.target.loop import deferred_interrupts
+from fslab.target.loop import Released, deferred_interrupts
 
 SUPPORTED_FS = ("ext4", "xfs", "btrfs")
 _MKFS_FORCE_QUIET = {"ext4": ["-F", "-q"], "xfs": ["-f", "-q"], "btrfs": ["-f", "-q"]}
@@ -130,7 +129,7 @@ def processes_using(path: str) -> list[str]:
     return [f"{pid} ({comm})" for pid, comm in process_users(path)]
 
 
-class Mount:
+class Mount(Released):
     """A filesystem mounted on a private mount point (context manager)."""
 
     def __init__(
@@ -176,14 +175,8 @@ class Mount:
             raise
         return self
 
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        with deferred_interrupts():
-            self.unmount()
+    def release(self) -> None:
+        self.unmount()
 
     def effective_options(self) -> str:
         """Options the kernel actually applied: "per-mount / superblock"."""

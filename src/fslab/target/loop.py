@@ -203,7 +203,24 @@ def check_image_space(size_bytes: int, directory: str) -> None:
         )
 
 
-class LoopImage:
+class Released:
+    """A context manager that releases what it made when its block ends, however it ends;
+    Ctrl-C and SIGTERM wait until the release is done (deferred_interrupts)."""
+
+    def release(self) -> None:
+        raise NotImplementedError
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        with deferred_interrupts():
+            self.release()
+
+
+class LoopImage(Released):
     """A sparse image file attached to a free loop device (context manager).
 
     `prepare(image_path)` runs on the file before it is attached: mkfs on a
@@ -278,15 +295,6 @@ class LoopImage:
                     ) from err
                 time.sleep(_RETRY_PAUSE_S)
         raise AssertionError("unreachable")
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        with deferred_interrupts():
-            self.release()
 
     def release(self) -> None:
         """Detach every loop on our image (even one losetup set up before a

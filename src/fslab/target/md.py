@@ -14,12 +14,11 @@ import os
 import time
 from collections.abc import Sequence
 from pathlib import Path
-from types import TracebackType
 from typing import Literal
 
 from fslab.base.errors import ToolError, UsageError
 from fslab.base.proc import CommandLog, run
-from fslab.target.loop import SYS_BLOCK, deferred_interrupts
+from fslab.target.loop import SYS_BLOCK, Released, deferred_interrupts
 
 ArrayKind = Literal["md-raid0", "md-raid1"]
 MDSTAT = Path("/proc/mdstat")
@@ -96,7 +95,7 @@ def stop_array(device: str, *, log: CommandLog | None = None) -> None:
             time.sleep(_STOP_PAUSE_S)
 
 
-class MdArray:
+class MdArray(Released):
     """An md array over fslab's loop devices (context manager): created on entry,
     stopped on exit."""
 
@@ -142,15 +141,6 @@ class MdArray:
             "members": list(self.members),
             "chunk_bytes": int(chunk) if chunk.isdigit() and int(chunk) else None,
         }
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        with deferred_interrupts():
-            self.release()
 
     def release(self) -> None:
         """Stop every array over our members (ours, made or half made by mdadm); an array
