@@ -6,6 +6,8 @@ VENV ?= .venv
 # the benchmarks' packages (fio, coreutils: tests/test_workloads.py checks them against
 # fslab.workload.registry), the filesystems' tools, perf, losetup and mdadm (target.array)
 DEB_PACKAGES = fio coreutils fsmark sysbench dbench xfsprogs e2fsprogs btrfs-progs linux-perf util-linux mdadm
+# installed without their recommends: mdadm's would bring a mail server
+BARE_DEB_PACKAGES = mdadm
 # guests under virtme-ng (fslab run --kernel, ...): qemu-system-x86, busybox-static and kmod
 # (depmod); file for virtme-ng's kernel-version detection. `make guest-deps` installs them.
 GUEST_DEB_PACKAGES = qemu-system-x86 busybox-static kmod file
@@ -35,11 +37,16 @@ check-deps:
 		PACKAGES="$(DEB_PACKAGES) $(TEST_DEB_PACKAGES) $(GUEST_DEB_PACKAGES)"
 
 install-debs:
-	@missing=""; for p in $(PACKAGES); do \
-		dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
-	if [ -n "$$missing" ]; then \
-		echo "installing Debian packages:$$missing"; \
-		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing; \
+	@missing=""; bare=""; for p in $(PACKAGES); do \
+		dpkg -s $$p >/dev/null 2>&1 && continue; \
+		case " $(BARE_DEB_PACKAGES) " in *" $$p "*) bare="$$bare $$p";; \
+			*) missing="$$missing $$p";; esac; done; \
+	if [ -n "$$missing$$bare" ]; then \
+		echo "installing Debian packages:$$missing$$bare"; \
+		apt-get update -qq && \
+		{ [ -z "$$missing" ] || DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing; } && \
+		{ [ -z "$$bare" ] || DEBIAN_FRONTEND=noninteractive \
+			apt-get install -y -qq --no-install-recommends $$bare; }; \
 	fi
 
 $(VENV)/.installed: pyproject.toml
