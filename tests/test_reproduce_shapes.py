@@ -33,6 +33,8 @@ def test_a_prompt_fio_with_a_prefix_option_and_a_proc_mounts_line():
     options = spec["workload"]["options"]
     assert options["time_based"] is True and options["rwmixread"] == 60
     assert spec["sweep"]["direct"] == [1, 0]
+    # --quick shows the report's variable at the reporter's 32 jobs, not fslab's ladder too
+    assert spec["quick"]["set"]["sweep.numjobs"] == [32]
 
 
 def test_fio_options_in_a_variable_inside_two_loops_sweep_the_outer_loop_first():

@@ -97,7 +97,9 @@ def _fio(draft: Draft, target_bytes: int) -> tuple[Table, Table, Table, dict]:
         sweep["numjobs"] = ladder
         options.pop("numjobs")
         draft.reported_point["numjobs"] = int(jobs_text)
-        quick["sweep.numjobs"] = quick_numjobs(ladder)
+        # --quick shows the report's own variable where it has one, at the reporter's count
+        reporters = len(sweep) > 1
+        quick["sweep.numjobs"] = [ladder[-1]] if reporters else quick_numjobs(ladder)
     workload = tomlkit.table()
     workload["kind"] = "fio"
     for line in wrap(
