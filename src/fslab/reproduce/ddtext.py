@@ -64,3 +64,8 @@ def _with_output(report: ReportText, number: int, operands: tuple) -> DdFact:
                 output_line=report.line(number + offset + 1),
             )
     return DdFact(operands=operands, source=report.line(number))
+
+
+def writes_of(runs: list[DdFact], name: str) -> list[DdFact]:
+    """The report's dd runs that wrote the file `name` (a read's layout)."""
+    return [r for r in runs if not r.read and r.operand("of") == name]

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from fslab.reproduce.ddtext import writes_of
 from fslab.reproduce.facts import ReportFacts, SweepFact
 from fslab.reproduce.setup import device_count
 
@@ -72,9 +73,7 @@ def _read_layout(facts: ReportFacts) -> tuple[str, ...]:
         return ()
     name = facts.dd[0].operand("if")
     return tuple(
-        "dd " + " ".join("=".join(o) for o in r.operands)
-        for r in facts.dd
-        if not r.read and r.operand("of") == name
+        "dd " + " ".join("=".join(o) for o in r.operands) for r in writes_of(facts.dd, name)
     )
 
 

@@ -16,6 +16,7 @@ from typing import TypeVar
 from fslab.base.format import format_size
 from fslab.base.hostfacts import nr_cpu_ids, online_cpu_count
 from fslab.base.units import GIB, MIB
+from fslab.target.md import MDSTAT
 
 MAX_RUNTIME_S = 30  # per point; a sweep of 7 points x 3 configurations stays near 15 min
 DEFAULT_RAMP_S = 5
@@ -40,7 +41,7 @@ class HostShape:
     @classmethod
     def current(cls) -> HostShape:
         memory = os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
-        md = os.path.exists("/proc/mdstat")
+        md = MDSTAT.exists()
         return cls(platform.release(), online_cpu_count(), nr_cpu_ids(), memory, md)
 
 

@@ -19,6 +19,7 @@ from tomlkit.items import Table
 from fslab.base.format import format_size
 from fslab.base.units import MIB, parse_size_bytes
 from fslab.reproduce.configwrite import Config
+from fslab.reproduce.ddtext import writes_of
 from fslab.reproduce.draft import Draft
 from fslab.reproduce.facts import DdFact, FioFact, QuestionFact
 from fslab.reproduce.scale import (
@@ -358,7 +359,7 @@ def _dd_read(draft: Draft, first: DdFact, target_bytes: int) -> tuple[Table, Tab
     """A dd read of a file: fslab writes the file (as large as the report's, scaled to fit)
     and reads it whole from a cold cache at each block size the report read it with."""
     name = first.operand("if")
-    writes = [r for r in draft.facts.dd if not r.read and r.operand("of") == name]
+    writes = writes_of(draft.facts.dd, name)
     reported, said = first.bytes_copied, f"the bytes line {first.source.number}'s dd read"
     if writes:
         with contextlib.suppress(ValueError):

@@ -28,13 +28,12 @@ _STOP_TRIES = 10
 _STOP_PAUSE_S = 0.2
 
 
-def md_problem(kind: ArrayKind, *, load: bool = True) -> str | None:
-    """Why this kernel cannot build `kind` (None: it can); loads md and the level's
-    module first unless `load` is False."""
+def md_problem(kind: ArrayKind) -> str | None:
+    """Why this kernel cannot build `kind` (None: it can), after loading md and the
+    level's module."""
     module = kind.removeprefix("md-")
-    if load:
-        for name in ("md_mod", module):
-            run(["modprobe", name], check=False, timeout_s=60)
+    for name in ("md_mod", module):
+        run(["modprobe", name], check=False, timeout_s=60)
     if not MDSTAT.exists():
         return (
             f"target.array = '{kind}' needs the kernel's md driver, and this kernel "
