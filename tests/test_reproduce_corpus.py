@@ -34,33 +34,15 @@ _CAT_READ = (
     "the read is `taskset -c 1 cat $f | pv > /dev/null`, a shell pipeline with no `time`, "
     "which fslab does not take for a workload (it exits 2 saying what it looked for)"
 )
-_NO_DO_LOOP = (
-    "the report's loop has no do/done (`for i in {0001..0200}; echo ...`), as written, and "
-    "its other command is an rsync of the reporter's data: no workload fslab can run"
-)
 KNOWN_GAPS: dict[tuple[str, str], str] = {
     ("ext4-mb-optimize-scan-sdcard.txt", "tool"): _RATING_DD,
     ("ext4-mb-optimize-scan-sdcard.txt", "runnable"): _RATING_DD,
     ("ext4-mb-optimize-scan-sdcard.txt", "workload"): _RATING_DD,
-    ("ext4-mb-optimize-scan-sdcard.txt", "sweep"): (
-        "mb_optimize_scan=0 and =1 are named in prose and a kernel command line "
-        "(rootflags=), not as mount commands; fslab reads the kernels compared instead"
-    ),
     ("btrfs-compressed-read-full-pagecache-numa.txt", "tool"): _CAT_READ,
     ("btrfs-compressed-read-full-pagecache-numa.txt", "workload"): _CAT_READ,
     ("btrfs-compressed-read-full-pagecache-numa.txt", "sweep"): (
         "the variable is the state of the reader's NUMA node (full of page cache or not), "
         "which no spec field sets; fslab reads the kernels the report names instead"
-    ),
-    ("ext4-stripe-mount-option-flush-cpu.txt", "tool"): _NO_DO_LOOP,
-    ("ext4-stripe-mount-option-flush-cpu.txt", "workload"): _NO_DO_LOOP,
-    ("ext4-stripe-mount-option-flush-cpu.txt", "sweep"): (
-        "stripe=0 against the array's stripe= is said in prose and a remount command, not "
-        "run as two measured configurations; fslab reads the kernels compared instead"
-    ),
-    ("ext4-stripe-mount-option-flush-cpu.txt", "mount_options"): (
-        "the report shows two arrays' mounts (stripe=32745, and another user's stripe=640, "
-        "noatime); fslab merges every mount of the type into the reporter's options"
     ),
     ("xfs-bigfile-read-slows-after-60s.txt", "sweep"): (
         "the variable is time into one long read (and XFS against ext4 beside it), not a "
@@ -81,7 +63,7 @@ SPEC_KIND: dict[str, str | None] = {
     "btrfs-zstd-negative-levels-cp-sync.txt": "command",
     "ext4-buffered-iomap-bs-sweep.txt": "fio",
     "ext4-mdraid5-dbench-stripe-size.txt": "dbench",
-    "ext4-stripe-mount-option-flush-cpu.txt": None,
+    "ext4-stripe-mount-option-flush-cpu.txt": "command",
     "xfs-bigfile-read-slows-after-60s.txt": "dd",
     "xfs-lkp-aim7-disk-cp-raid1.txt": None,
     "btrfs-compressed-read-8k-bs.txt": "dd",

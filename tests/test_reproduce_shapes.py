@@ -72,3 +72,30 @@ def test_a_dd_read_of_a_file_the_report_wrote_reads_it_cold_at_each_block_size()
     assert workload["read"] is True and workload["size"] == "2GiB"
     assert spec["sweep"]["bs"] == ["8k", "32k", "512k"]
     assert spec["filesystems"][0]["mount_options"] == ["compress=zstd:3"]
+
+
+def test_a_remount_workaround_is_the_variable_against_the_reporters_own_mount():
+    spec, questions = _spec("ext4-stripe-mount-option-flush-cpu.txt")
+    # the reporter's mount(8) line, not a second user's array mounted elsewhere
+    assert [f["mount_options"] for f in spec["filesystems"]] == [["stripe=32745"], ["stripe=0"]]
+    assert spec["workload"]["kind"] == "command" and spec["workload"]["allow_commands"] is False
+    asked = next(q for q in questions if q.item.startswith("command "))
+    assert "no do/done" in asked.question
+
+
+def test_a_boot_option_switched_off_is_the_variable_with_its_other_value():
+    facts = extract_facts((REPORTS / "ext4-mb-optimize-scan-sdcard.txt").read_text())
+    sweep = facts.sweeps[0]
+    assert (sweep.axis, sweep.values) == (
+        "mount_options",
+        ("mb_optimize_scan=1", "mb_optimize_scan=0"),
+    )
+    assert sweep.source.text.startswith('rootflags="mb_optimize_scan=0"')
+
+
+def test_a_loop_at_a_prompt_that_writes_files_is_the_command_and_one_over_sys_is_not():
+    loop = "# for d in a b c; do mkdir $d; touch $d/x; done"
+    facts = extract_facts(f"ext4: mkdir slows down\n\nOn ext4 he ran\n\n{loop}\n")
+    assert [(t.tool, t.text) for t in facts.tools] == [("command", loop[2:])]
+    sysfs = "# for q in /sys/block/sd*/queue/nr_requests; do echo 4 > $q; done"
+    assert extract_facts(f"ext4: writes slow\n\nOn ext4 he ran\n\n{sysfs}\n").tools == []

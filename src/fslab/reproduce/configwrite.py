@@ -20,6 +20,7 @@ from tomlkit.items import Table
 
 from fslab.reproduce.draft import Draft
 from fslab.reproduce.facts import FilesystemFact, Line, QuestionFact, SweepFact
+from fslab.reproduce.filesystems import reporters
 from fslab.reproduce.tomlitems import wrap
 
 LAZY_INIT = ["-E", "lazy_itable_init=0,lazy_journal_init=0"]
@@ -175,7 +176,8 @@ def _with_value(
     to `value`."""
     if fact.axis == "mount_options":
         option = value.removeprefix("(no ").removesuffix(")")
-        kept = [o for o in mount if o != option]
+        key = option.partition("=")[0]  # stripe=0 takes the place of the reporter's stripe=N
+        kept = [o for o in mount if o != option and o.partition("=")[0] != key]
         if value.startswith("(no "):
             return list(mkfs), kept, f"no{option}", f"mounted without {option}"
         return list(mkfs), [*kept, option], option, f"mounted with {option}"
@@ -194,8 +196,8 @@ def _options_of(draft: Draft, fs_type: str) -> tuple[list[str], list[str], list[
     mkfs: list[str] = []
     mount: list[str] = []
     lines: list[int] = []
-    for fs in draft.facts.filesystems:
-        if fs.type != fs_type or not (fs.mkfs_options or fs.mount_options):
+    for fs in reporters(draft.facts.filesystems, fs_type):
+        if not (fs.mkfs_options or fs.mount_options):
             continue
         mkfs += [o for o in _buildable(draft, fs, fs.mkfs_options) if o not in mkfs]
         taken = _still_taken(draft, fs_type, fs.mount_options, fs.source)

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 
 from fslab.reproduce.ddtext import writes_of
 from fslab.reproduce.facts import ReportFacts, SweepFact
+from fslab.reproduce.filesystems import reporters
 from fslab.reproduce.setup import device_count
 
 
@@ -47,11 +48,12 @@ def experiment_of(facts: ReportFacts) -> Experiment:
     filesystem = types[0] if types else ""
     mkfs: list[str] = []
     mount: list[str] = []
-    for fs in facts.filesystems:
-        if fs.type == filesystem and fs.how in ("mkfs", "mount"):
-            if not mkfs:  # the first mkfs is the reporter's setup; others are the sweep's
-                mkfs = list(fs.mkfs_options)
-            mount += [o for o in fs.mount_options if o not in mount]
+    for fs in reporters(facts.filesystems, filesystem):
+        if fs.how not in ("mkfs", "mount"):
+            continue
+        if not mkfs:  # the first mkfs is the reporter's setup; others are the sweep's
+            mkfs = list(fs.mkfs_options)
+        mount += [o for o in fs.mount_options if o not in mount]
     layout = max(facts.layouts, key=lambda x: x.devices).layout if facts.layouts else ""
     return Experiment(
         tool=tool,

@@ -20,10 +20,12 @@ _QUOTED_OPTIONS_RE = re.compile(
 )
 # a /proc/mounts (or /etc/fstab) line: device, mount point, type, options, dump, pass
 _MOUNTS_LINE_RE = re.compile(
-    r"^\s*/dev/\S+\s+/\S*\s+(ext4|xfs|btrfs)\s+(\S+)\s+\d+\s+\d+\s*$"
+    r"^\s*(?P<dev>/dev/\S+)\s+(?P<at>/\S*)\s+(?P<type>ext4|xfs|btrfs)\s+(?P<opts>\S+)"
+    r"\s+\d+\s+\d+\s*$"
     # mount(8)'s own output, "/dev/md0p1 on /home type ext4 (rw,relatime,stripe=32745)",
     # or its type and options alone
-    r"|^\s*(?:\S+\s+on\s+\S+\s+type\s+)?(ext4|xfs|btrfs)\s+\(([^()\s]+)\)\s*$"
+    r"|^\s*(?:(?P<dev2>\S+)\s+on\s+(?P<at2>\S+)\s+type\s+)?(?P<type2>ext4|xfs|btrfs)"
+    r"\s+\((?P<opts2>[^()\s]+)\)\s*$"
 )
 # what /proc/mounts shows for every mount of the type, given or not: not the reporter's
 _MOUNTS_DEFAULTS = re.compile(
@@ -81,12 +83,14 @@ def find_filesystems(report: ReportText) -> tuple[list[FilesystemFact], list[Que
             continue
         table = _MOUNTS_LINE_RE.match(line)
         if table:
-            fs_type, shown = table.group(1) or table.group(3), table.group(2) or table.group(4)
+            shown = table["opts"] or table["opts2"]
             options = [o for o in shown.split(",") if not _MOUNTS_DEFAULTS.match(o)]
             fact = FilesystemFact(
-                type=fs_type,
+                type=table["type"] or table["type2"],
                 source=report.line(number),
                 how="mount",
+                device=table["dev"] or table["dev2"] or "",
+                mountpoint=table["at"] or table["at2"] or "",
                 mount_options=tuple(options),
             )
             if _bounded(fact, questions):
@@ -250,3 +254,24 @@ def _nearest_prose_type(facts: list[FilesystemFact], mount: FilesystemFact) -> s
         return same_line[0]
     earlier = [f for f in facts if f.type and f.source.number <= mount.source.number]
     return earlier[-1].type if earlier else ""
+
+
+def reporters(facts: list[FilesystemFact], fs_type: str) -> list[FilesystemFact]:
+    """The facts of the reporter's filesystem of this type: a mount of another device at
+    another mount point (a second user's array, shown by mount(8)) is someone else's
+    filesystem, not more options of this one."""
+    of_type = [fs for fs in facts if fs.type == fs_type]
+    first = next((fs for fs in of_type if fs.how == "mount" and fs.device and fs.mountpoint), None)
+    if first is None:
+        return of_type
+    return [
+        fs
+        for fs in of_type
+        if not (
+            fs.how == "mount"
+            and fs.device
+            and fs.mountpoint
+            and fs.device != first.device
+            and fs.mountpoint != first.mountpoint
+        )
+    ]

@@ -84,6 +84,7 @@ def find_sweeps(
         *_mkfs_remade(filesystems),
         *_mount_with_without(report),
         *_mount_option_variable(report),
+        *_remount_change(report, filesystems),
     ]
     kernel = _kernel_sweep(report, kernels)
     return [*found, *([kernel] if kernel else [])]
@@ -320,6 +321,41 @@ def _mount_with_without(report: ReportText) -> Iterator[SweepFact]:
                 (f"(no {option})", option),
                 f'"{match.group(0)}"',
                 Line(number, report.lines[number - 1]),
+            )
+            return
+
+
+# `mount -o remount,stripe=0 /data1`, or a root filesystem's `rootflags="mb_optimize_scan=0"`:
+# an option's value changed on the mounted filesystem, a workaround the thread tries
+_REMOUNT_RE = re.compile(
+    r"\bmount\s+(?:\S+\s+)*?-o\s*['\"]?remount,([\w=:.,]+)|\brootflags=['\"]?([\w=:.,]+)"
+)
+
+
+def _remount_change(report: ReportText, filesystems: list[FilesystemFact]) -> Iterator[SweepFact]:
+    """An option set to another value by a remount: the reporter's mount against it. The
+    reporter's value is their mount's; a 0/1 switch without one was the other value."""
+    for number, raw in report.numbered():
+        match = _REMOUNT_RE.search(without_prompt(raw))
+        if match is None:
+            continue
+        for option in (match.group(1) or match.group(2)).split(","):
+            key, _, value = option.partition("=")
+            if not value:
+                continue  # ro, rw, noatime: not a value changed
+            had = next(
+                (o for fs in filesystems for o in fs.mount_options if o.startswith(f"{key}=")),
+                None,
+            )
+            if had is None and value in ("0", "1"):
+                had = f"{key}={1 - int(value)}"
+            if had == option:
+                continue
+            yield SweepFact(
+                "mount_options",
+                (had or f"(no {option})", option),
+                f"the report remounts with {option}",
+                report.line(number),
             )
             return
 

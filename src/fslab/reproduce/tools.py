@@ -62,8 +62,9 @@ def find_tools(report: ReportText) -> list[ToolWorkload]:
 
 
 def find_timed_command(report: ReportText) -> ToolWorkload | None:
-    """A timed shell command (`time tar xf linux.tar; time sync`) when the report runs no
-    benchmark: kept as text for the reader, never run."""
+    """A timed shell command (`time tar xf linux.tar; time sync`), or else a loop typed at
+    a prompt that writes files, when the report runs no benchmark: kept as text for the
+    reader, never run."""
     for number, raw in report.numbered():
         line = without_prompt(raw)
         if not _TIMED_RE.search(line) or (line == raw.strip() and ";" not in line):
@@ -80,6 +81,25 @@ def find_timed_command(report: ReportText) -> ToolWorkload | None:
             lead = 0
         text = "; ".join(segments[lead:]) if lead else line
         return ToolWorkload("command", (("command", text),), text, report.line(number))
+    return _prompt_loop(report)
+
+
+# a loop typed at a prompt that makes files where it runs: `# for i in {1..200}; echo x >
+# "file_$i"`, `$ for d in a b; do mkdir $d; done`; one over /sys or /proc sets the stage
+_PROMPT_LOOP_RE = re.compile(
+    r"^for\s+\w+\s+in\s+[^;]+;\s*(?:do\s+)?.*(?:>|\b(?:touch|mkdir|cp|tar)\s)"
+)
+
+
+def _prompt_loop(report: ReportText) -> ToolWorkload | None:
+    """A one-line shell loop at a prompt that writes files, when nothing is timed."""
+    for number, raw in report.numbered():
+        line = without_prompt(raw)
+        if line == raw.strip() or not _PROMPT_LOOP_RE.match(line):
+            continue
+        if re.search(r"(?:^|[\s>\"'])/(?:sys|proc|dev)/", line):
+            continue
+        return ToolWorkload("command", (("command", line),), line, report.line(number))
     return None
 
 

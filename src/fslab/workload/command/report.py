@@ -26,6 +26,9 @@ _OUTSIDE_RE = re.compile(
     r"wipefs|dd\s+[^;|]*\bof=/dev/|losetup|mdadm|lvcreate|parted|fdisk)\b"
 )
 
+# `for i in {1..9}; echo x > f$i` as a reporter typed it: a loop without its do ... done
+_NO_DO_RE = re.compile(r"^\s*for\s+\w+\s+in\b(?!.*\bdo\b)")
+
 
 def from_report(options: ReportOptions) -> FromReport:
     text = dict(options).get("command") or ""
@@ -33,6 +36,8 @@ def from_report(options: ReportOptions) -> FromReport:
         raise ValueError("the report's command is empty")
     outside = sorted({m.group(0).split()[0] for m in _OUTSIDE_RE.finditer(text)})
     why = REVIEW
+    if _NO_DO_RE.match(text):
+        why += "; its loop has no do/done as written, which bash refuses: add them first"
     if outside:
         why += (
             f"; it names {', '.join(outside)}: devices and mounts of the reporter's "
