@@ -99,3 +99,19 @@ def test_a_loop_at_a_prompt_that_writes_files_is_the_command_and_one_over_sys_is
     assert [(t.tool, t.text) for t in facts.tools] == [("command", loop[2:])]
     sysfs = "# for q in /sys/block/sd*/queue/nr_requests; do echo 4 > $q; done"
     assert extract_facts(f"ext4: writes slow\n\nOn ext4 he ran\n\n{sysfs}\n").tools == []
+
+
+def test_mkfs_and_mount_lines_a_mailer_wrapped_are_joined_and_mount_o_loop_dropped():
+    facts = extract_facts((REPORTS / "xfs-hot-tracking-ffsb-loopdev.txt").read_text())
+    made = [(f.how, f.mkfs_options, f.mount_options) for f in facts.filesystems if f.how != "prose"]
+    assert made == [
+        ("mkfs", ("-l", "size=1310b,sunit=8"), ()),
+        ("mount", (), ("logbsize=256k",)),
+    ]
+
+
+def test_a_robot_benchmark_over_nfs_runs_on_the_filesystem_and_says_so():
+    spec, questions = _spec("btrfs-lkp-dbench-nfs-max-latency.txt")
+    assert spec["workload"]["kind"] == "dbench" and spec["sweep"]["clients"][-1] == 224
+    asked = [q for q in questions if q.item == "network filesystem"]
+    assert asked and "through nfs" in asked[0].question and asked[0].source.number == 23

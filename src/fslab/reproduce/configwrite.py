@@ -176,8 +176,13 @@ def _with_value(
     to `value`."""
     if fact.axis == "mount_options":
         option = value.removeprefix("(no ").removesuffix(")")
-        key = option.partition("=")[0]  # stripe=0 takes the place of the reporter's stripe=N
-        kept = [o for o in mount if o != option and o.partition("=")[0] != key]
+        # stripe=0 takes the place of the reporter's stripe=N, delalloc of nodelalloc
+        key = option.partition("=")[0]
+        kept = [
+            o
+            for o in mount
+            if o.partition("=")[0] != key and option not in (f"no{o}", o.removeprefix("no"))
+        ]
         if value.startswith("(no "):
             return list(mkfs), kept, f"no{option}", f"mounted without {option}"
         return list(mkfs), [*kept, option], option, f"mounted with {option}"

@@ -118,6 +118,8 @@ def _experiment(report: ReportText, facts: ReportFacts) -> None:
         first = min(workloads, key=lambda x: x.source.number)
         text = first.text if isinstance(first, ToolWorkload) and first.tool == "command" else ""
         facts.setup = setup_mod.find_setup(report, facts.filesystems, first.source.number, text)
+    if (export := tools_mod.lkp_export(report)) is not None:
+        facts.questions.append(export)
     facts.layouts = setup_mod.find_layouts(report, facts.filesystems)
     facts.sweeps = sweeps_mod.find_sweeps(
         report, facts.fio, facts.tools, facts.filesystems, facts.kernels, facts.dd

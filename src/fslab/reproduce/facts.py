@@ -64,7 +64,9 @@ class OtherToolFact:
     source: Line
 
 
-ToolName = Literal["fio", "dd", "fs_mark", "sysbench", "dbench", "aim7", "filebench", "command"]
+ToolName = Literal[
+    "fio", "dd", "fs_mark", "sysbench", "dbench", "aim7", "reaim", "filebench", "command"
+]
 
 
 @dataclass(frozen=True)

@@ -41,6 +41,9 @@ _EVERY_FS_RE = re.compile(
 )
 EVERY_FS = "*"
 _VARIABLE_RE = re.compile(r"^\$(?:\{\w+\}|\w+)$")
+_MOUNT_GREP_RE = re.compile(r"^mount\s*\|.*?\bgrep\s+(?:-w\s+)?(ext4|xfs|btrfs)\b(.*)$")
+_BTRFS_ATTACHED_RE = re.compile(r"^(-[dm])(raid\w+|single|dup)$")
+_REDIRECT_RE = re.compile(r"\s+(?:\d?>>?|&>|\|)")
 _LISTED_MKFS_RE = re.compile(r"^\s+(ext4|xfs|btrfs):\s+(-[A-Za-z].*)$")
 # mkfs flags fslab passes itself (force, quiet), so a pasted one is not kept twice.
 _FORCE_FLAGS = {"-f", "-F", "-q"}
@@ -59,6 +62,9 @@ def find_filesystems(report: ReportText) -> tuple[list[FilesystemFact], list[Que
             if assigned is None:
                 assigned = shell.assignments(report, len(report.lines) + 1)
             command = shell.substituted(command, assigned) or command
+        if re.match(r"^(?:sudo\s+)?(?:mkfs|mke2fs|mount)\b", command):
+            command = _REDIRECT_RE.split(command, maxsplit=1)[0]  # `> /dev/null` is no device
+            command = _unwrapped(report, number, command)
         listed = _LISTED_MKFS_RE.match(line)
         if listed:
             facts.append(
@@ -80,6 +86,19 @@ def find_filesystems(report: ReportText) -> tuple[list[FilesystemFact], list[Que
         if mount and (fact := _mount_fact(mount.group(1), report, number)) is not None:
             if _bounded(fact, questions):
                 facts.append(fact)
+            continue
+        checked = _MOUNT_GREP_RE.match(without_prompt(line))
+        if checked:  # `mount | grep ext4 | grep -w dioread_nolock`: the options it has
+            options = re.findall(r"\bgrep\s+-w\s+['\"]?([a-z_]+(?:=[\w:.]+)?)", checked.group(2))
+            if options:
+                facts.append(
+                    FilesystemFact(
+                        type=checked.group(1),
+                        source=report.line(number),
+                        how="mount",
+                        mount_options=tuple(options),
+                    )
+                )
             continue
         table = _MOUNTS_LINE_RE.match(line)
         if table:
@@ -112,6 +131,22 @@ def find_filesystems(report: ReportText) -> tuple[list[FilesystemFact], list[Que
             )
     facts.extend(_prose_mentions(report))
     return _typed(facts, questions), questions
+
+
+def _unwrapped(report: ReportText, number: int, command: str) -> str:
+    """A mkfs or mount command the mailer broke after an option that takes a value
+    (`mkfs.xfs -f -l` / `size=1310b,sunit=8 /dev/x`), or before its options or paths
+    (`mount` / `-onoatime,...` / `/dev/sda /mnt/test/`): joined with its continuations."""
+    needed = 2 if re.match(r"^(?:sudo\s+)?mount\b", command) else 1
+    while number < len(report.lines):
+        following = report.lines[number].strip()
+        paths = [w for w in command.split()[1:] if w.startswith(("/", "$"))]
+        flag_last = re.search(r"\s-\w$", command)
+        if not (flag_last or (len(paths) < needed and re.match(r"^[-/$]", following))):
+            break
+        command = f"{command} {following}"
+        number += 1
+    return command
 
 
 def _bounded(fact: FilesystemFact, questions: list[QuestionFact]) -> bool:
@@ -150,8 +185,11 @@ def _mkfs_fact(program: str, rest: str, report: ReportText, number: int) -> File
         elif word not in _FORCE_FLAGS:
             options.append(word)
         index += 1
-    if fs_type not in FS_TYPES:
+    if fs_type not in FS_TYPES or not devices:  # "mkfs.xfs printed ..." in a sentence
         return None
+    devices = [one for device in devices for one in _globbed(device)]
+    if fs_type == "btrfs":  # -draid6 -mraid6: the profile flags with their values attached
+        options = [w for o in options for w in _BTRFS_ATTACHED_RE.sub(r"\1 \2", o).split(" ")]
     return FilesystemFact(
         type=fs_type,
         source=report.line(number),
@@ -160,6 +198,17 @@ def _mkfs_fact(program: str, rest: str, report: ReportText, number: int) -> File
         mkfs_options=tuple(options),
         extra_devices=tuple(devices[1:]),
     )
+
+
+def _globbed(device: str) -> list[str]:
+    """The devices a shell glob names: /dev/sd[abcd] or /dev/sd[a-d] is four."""
+    match = re.fullmatch(r"(/dev/\w*)\[([a-z0-9-]+)\](\w*)", device)
+    if match is None:
+        return [device]
+    letters = re.sub(
+        r"(\w)-(\w)", lambda m: "".join(map(chr, range(ord(m[1]), ord(m[2]) + 1))), match[2]
+    )
+    return [f"{match[1]}{c}{match[3]}" for c in dict.fromkeys(letters)][:64]
 
 
 def _mount_fact(rest: str, report: ReportText, number: int) -> FilesystemFact | None:
@@ -172,14 +221,20 @@ def _mount_fact(rest: str, report: ReportText, number: int) -> FilesystemFact | 
             if word == "-t":
                 fs_type = words[index + 1]
             else:
-                options.extend(o for o in words[index + 1].split(",") if o)
+                options.extend(words[index + 1].split(","))
             index += 2
+            continue
+        if word.startswith("-o") and len(word) > 2:  # -onoatime,compress=zstd
+            options.extend(word[2:].split(","))
+            index += 1
             continue
         if not word.startswith("-"):
             positional.append(word)
         index += 1
     if len(positional) != 2 or not positional[0].startswith("/"):
         return None
+    # `-o loop` makes mount set up the loop device fslab makes itself
+    options = [o for o in options if o and o != "loop" and not o.startswith("loop=")]
     return FilesystemFact(
         type=fs_type if fs_type in FS_TYPES else "",
         source=report.line(number),

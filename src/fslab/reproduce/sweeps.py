@@ -47,6 +47,7 @@ _WITH_WITHOUT_RE = re.compile(
     r"\bwith\s+and\s+without\s+(?:the\s+)?([a-z_]+)\s+mount\s+option\b",
     re.I,
 )
+_WITHOUT_OPTION_RE = re.compile(r"\bwithout\s+([a-z]+_[a-z_]+)\b", re.I)
 # the report's direct-I/O job run again buffered: "buffer IO + XFS", "with buffered I/O",
 # "without O_DIRECT"
 _BUFFERED_RE = re.compile(
@@ -190,7 +191,9 @@ def _listed_after(report: ReportText, name: str, after: int) -> list[str]:
 
 
 def _tool_sweeps(report: ReportText, tools: list[ToolWorkload]) -> Iterator[SweepFact]:
-    """sysbench's `[rndwr|seqwr]` alternatives; dbench's client counts."""
+    """sysbench's `[rndwr|seqwr]` alternatives; dbench's client counts; the same tool run
+    again with one option changed."""
+    yield from _commands_differing(tools)
     for tool in tools[:1]:
         for axis, values in tool.sweeps:
             yield SweepFact(axis, values, "the command lists the alternatives", tool.source)
@@ -221,6 +224,25 @@ def _tool_sweeps(report: ReportText, tools: list[ToolWorkload]) -> Iterator[Swee
                 "figures at each client count",
                 report.line(counts[0][0]),
             )
+
+
+def _commands_differing(tools: list[ToolWorkload]) -> Iterator[SweepFact]:
+    """The report's commands of one tool, each giving the one option they differ in."""
+    same = [dict(t.options) for t in tools if tools and t.tool == tools[0].tool]
+    if len(same) < 2:
+        return
+    differing = {k for o in same[1:] for k in set(same[0]) | set(o) if o.get(k) != same[0].get(k)}
+    if len(differing) != 1:
+        return
+    axis = differing.pop()
+    if all(axis in o for o in same):
+        values = tuple(dict.fromkeys(str(o[axis]) for o in same))
+        yield SweepFact(
+            axis,
+            values,
+            f"the report's {tools[0].tool} commands differ only in it",
+            tools[0].source,
+        )
 
 
 def _doublings(low: int, high: int) -> list[str]:
@@ -312,6 +334,8 @@ def _mount_option_variable(report: ReportText) -> Iterator[SweepFact]:
 
 
 def _mount_with_without(report: ReportText) -> Iterator[SweepFact]:
+    """ "mounted with X and without it"; or "Without journal_async_commit:" over one result
+    and "with journal_async_commit" by another (an option's own name, with its `_`)."""
     for number, line, own in report.wrapped():
         match = _WITH_WITHOUT_RE.search(line)
         if match and match.start() < own:
@@ -321,6 +345,19 @@ def _mount_with_without(report: ReportText) -> Iterator[SweepFact]:
                 (f"(no {option})", option),
                 f'"{match.group(0)}"',
                 Line(number, report.lines[number - 1]),
+            )
+            return
+    for number, line, own in report.wrapped():
+        without = _WITHOUT_OPTION_RE.search(line)
+        if without is None or without.start() >= own:
+            continue
+        option = without.group(1)
+        if re.search(rf"\bwith\s+{option}\b", " ".join(report.lines), re.I):
+            yield SweepFact(
+                "mount_options",
+                (f"(no {option})", option),
+                f"results without {option} and with it",
+                report.line(number),
             )
             return
 
@@ -342,7 +379,8 @@ def _remount_change(report: ReportText, filesystems: list[FilesystemFact]) -> It
         for option in (match.group(1) or match.group(2)).split(","):
             key, _, value = option.partition("=")
             if not value:
-                continue  # ro, rw, noatime: not a value changed
+                yield from _switched(report, option, number)
+                continue
             had = next(
                 (o for fs in filesystems for o in fs.mount_options if o.startswith(f"{key}=")),
                 None,
@@ -358,6 +396,20 @@ def _remount_change(report: ReportText, filesystems: list[FilesystemFact]) -> It
                 report.line(number),
             )
             return
+
+
+def _switched(report: ReportText, option: str, number: int) -> Iterator[SweepFact]:
+    """A bare option remounted (`remount,delalloc`) whose opposite the report names
+    (nodelalloc): the reporter ran with the opposite."""
+    opposite = option[2:] if option.startswith("no") else f"no{option}"
+    if option in ("ro", "rw") or not re.search(rf"\b{re.escape(opposite)}\b", report.joined):
+        return
+    yield SweepFact(
+        "mount_options",
+        (opposite, option),
+        f"the report remounts with {option}, against its {opposite}",
+        report.line(number),
+    )
 
 
 def _kernel_sweep(report: ReportText, kernels: list[KernelFact]) -> SweepFact | None:

@@ -15,7 +15,8 @@ import shlex
 from collections.abc import Iterator
 
 from fslab.base.units import parse_size_bytes
-from fslab.reproduce.facts import Line, ToolName, ToolWorkload
+from fslab.reproduce import shell
+from fslab.reproduce.facts import Line, QuestionFact, ToolName, ToolWorkload
 from fslab.reproduce.text import ReportText, without_prompt
 
 MAX_TOOL_WORDS = 512
@@ -23,7 +24,9 @@ MAX_TOOL_WORDS = 512
 
 _TOOL_RE = re.compile(
     r"(?:^|(?<=[\s;`(|]))(?:(?:sudo|time|nohup)\s+)*(?:[\w./-]*/)?"
-    r"(fs_mark|fsmark|sysbench|dbench|filebench)\s+(?=-|fileio\b|\d)"
+    # an option, sysbench's test, or dbench's client count (a whole number: "fs_mark 17.6%"
+    # in a sentence is no command)
+    r"(fs_mark|fsmark|sysbench|dbench|filebench)\s+(?=-|fileio\b|\d+(?:\s|$))"
 )
 _CANONICAL: dict[str, ToolName] = {
     "fs_mark": "fs_mark",
@@ -35,6 +38,8 @@ _CANONICAL: dict[str, ToolName] = {
 NOT_RUNNABLE = {
     "aim7": "aim7 (and its multitask driver) is not packaged for the distributions fslab "
     "runs on; not runnable here",
+    "reaim": "reaim (the AIM7 workloads re-implemented) is not packaged for the "
+    "distributions fslab runs on; not runnable here",
     "filebench": "filebench runs its own workload language (.f files) that fslab cannot "
     "check; not runnable here",
 }
@@ -55,16 +60,23 @@ _SEGMENT_SPLIT_RE = re.compile(r"\s*(?:;|&&)\s*")
 def find_tools(report: ReportText) -> list[ToolWorkload]:
     """Every benchmark command, robot parameter block and mmtests config, in report order."""
     commands = list(_commands(report))
-    fsmark = [] if any(t.tool == "fs_mark" for t in commands) else _lkp_fsmark(report)
+    fsmark = (
+        []
+        if any(t.tool == "fs_mark" for t in commands)
+        else _lkp_fsmark(report) or _fsmark_table(report)
+    )
     found = [*commands, *_lkp_block(report), *fsmark, *_mmtests(report)]
     found.sort(key=lambda t: t.source.number)
     return found
 
 
 def find_timed_command(report: ReportText) -> ToolWorkload | None:
-    """A timed shell command (`time tar xf linux.tar; time sync`), or else a loop typed at
-    a prompt that writes files, when the report runs no benchmark: kept as text for the
-    reader, never run."""
+    """A script pasted whole (`#!/bin/bash` ...), a timed shell command (`time tar xf
+    linux.tar; time sync`), or else a loop typed at a prompt that writes files, when the
+    report runs no benchmark: kept as text for the reader, never run."""
+    script = _script(report)
+    if script is not None:
+        return script
     for number, raw in report.numbered():
         line = without_prompt(raw)
         if not _TIMED_RE.search(line) or (line == raw.strip() and ";" not in line):
@@ -100,6 +112,34 @@ def _prompt_loop(report: ReportText) -> ToolWorkload | None:
         if re.search(r"(?:^|[\s>\"'])/(?:sys|proc|dev)/", line):
             continue
         return ToolWorkload("command", (("command", line),), line, report.line(number))
+    return None
+
+
+_SHEBANG_RE = re.compile(r"^\s*#!\s*(?:/usr)?/bin/(?:env\s+)?(?:ba)?sh\b")
+# a line of the mail's prose: words and punctuation, none of the shell's own characters
+_PROSE_RE = re.compile(r"^[A-Z][a-z]+(?:\s+[\w,.'()-]+){3,}[\w.,:)]$")
+_SHELL_CHARS_RE = re.compile(r"[$=;{}|<>&`\[\]]")
+
+
+def _script(report: ReportText) -> ToolWorkload | None:
+    """A shell script pasted whole: from its `#!` line to where the mail's prose resumes
+    after a blank line."""
+    for number, raw in report.numbered():
+        if not _SHEBANG_RE.match(raw):
+            continue
+        last = number
+        for later in range(number + 1, len(report.lines) + 1):
+            line = report.lines[later - 1].strip()
+            if not line:
+                continue
+            blank_before = not report.lines[later - 2].strip()
+            if blank_before and _PROSE_RE.match(line) and not _SHELL_CHARS_RE.search(line):
+                break
+            last = later
+        text = "\n".join(report.lines[number - 1 : last]).strip()
+        if len(text) > MAX_COMMAND_CHARS:
+            return None
+        return ToolWorkload("command", (("command", text),), text, report.line(number))
     return None
 
 
@@ -140,6 +180,14 @@ def _commands(report: ReportText) -> Iterator[ToolWorkload]:
             continue
         tool = _CANONICAL[match.group(1)]
         text = _joined(report, number, line[match.start(1) :])
+        if "$" in text:  # `dbench -t 300 -D $MNT $THREADS` after `THREADS=16`: 16 clients
+            looped = {x.variable for x in shell.enclosing(shell.find_loops(report), number)}
+            counts = {
+                k: v
+                for k, v in shell.assignments(report, number).items()
+                if v.isdigit() and k not in looped
+            }
+            text = " ".join(shell.substituted(w, counts) or w for w in text.split(" "))
         words = _words(text)[1:MAX_TOOL_WORDS]
         steps: tuple[str, ...] = ()
         sweeps: tuple[tuple[str, tuple[str, ...]], ...] = ()
@@ -252,6 +300,10 @@ def _sysbench_options(
     return options, tuple(steps), tuple(sweeps)
 
 
+# the parameters of a robot's block for a benchmark no machine fslab runs on has
+_LKP_NOT_RUNNABLE_KEYS = {"aim7": ("test", "load"), "reaim": ("runtime", "nr_task", "test")}
+
+
 def _lkp_block(report: ReportText) -> Iterator[ToolWorkload]:
     """A kernel test robot's `parameters:` block for aim7 (fio-basic is workload.py's;
     fsmark's block comes with its fs_mark command line, read above)."""
@@ -262,25 +314,55 @@ def _lkp_block(report: ReportText) -> Iterator[ToolWorkload]:
     if testcase is None:
         metric = _LKP_METRIC_RE.search(report.lines[0] if report.lines else "")
         testcase = metric.group(1) if metric else None
-    if testcase != "aim7":
+    if testcase == "dbench":
+        yield from _lkp_dbench(report)
+        return
+    keys = _LKP_NOT_RUNNABLE_KEYS.get(testcase or "")
+    if testcase is None or keys is None:
         return
     params: dict[str, tuple[str, int]] = {}
     for number, line in report.numbered():
         match = _LKP_PARAM_RE.match(line)
-        if match and match.group(1) in ("test", "load") and match.group(1) not in params:
+        if match and match.group(1) in keys and match.group(1) not in params:
             params[match.group(1)] = (match.group(2), number)
     if "test" not in params:
         return
     first = min(n for _, n in params.values())
     text = "\n".join(f"{key}: {value}" for key, (value, _) in params.items())
     yield ToolWorkload(
-        "aim7",
+        "aim7" if testcase == "aim7" else "reaim",
         tuple((key, value) for key, (value, _) in params.items()),
         text,
         report.line(first),
         runnable=False,
-        why=NOT_RUNNABLE["aim7"],
+        why=NOT_RUNNABLE[testcase],
     )
+
+
+_LKP_MACHINE_RE = re.compile(r"^test machine:\s*(\d+)\s+threads\b")
+
+
+def _lkp_dbench(report: ReportText) -> Iterator[ToolWorkload]:
+    """A robot's dbench block: `nr_threads: 100%` is that many clients per CPU of the test
+    machine (lkp-tests' dbench runs one client per thread, its own loadfile and 600s)."""
+    share, cpus, first = None, None, None
+    for number, line in report.numbered():
+        if (m := _LKP_PARAM_RE.match(line)) and m.group(1) == "nr_threads":
+            share, first = m.group(2), number
+        elif (m := _LKP_MACHINE_RE.match(line)) and cpus is None:
+            cpus = int(m.group(1))
+    if share is None or first is None:
+        return
+    percent = re.fullmatch(r"(\d+)%", share)
+    clients = (
+        share.removesuffix("t")
+        if percent is None
+        else str(max(1, int(percent.group(1)) * cpus // 100))
+        if cpus
+        else None
+    )
+    options = (("clients", clients),) if clients and clients.isdigit() else ()
+    yield ToolWorkload("dbench", options, f"nr_threads: {share}", report.line(first))
 
 
 # lkp-tests' fsmark sync_method names, as fs_mark's -S numbers
@@ -338,6 +420,43 @@ def _lkp_fsmark(report: ReportText) -> list[ToolWorkload]:
     first = min(number for _, number in params.values())
     text = "\n".join(f"{key}: {text}" for key, text in value.items())
     return [ToolWorkload("fs_mark", tuple(options), text, report.line(first))]
+
+
+_LKP_EXPORT_RE = re.compile(r"^\s+fs[12]:\s*(nfs\w*|cifs|smb\w*)\s*$")
+
+
+def lkp_export(report: ReportText) -> QuestionFact | None:
+    """A robot's `fs2: nfsv4` (or cifs): the benchmark ran over a network mount of the
+    filesystem, which fslab does not build; it runs on the filesystem itself."""
+    for number, line in report.numbered():
+        match = _LKP_EXPORT_RE.match(line)
+        if match:
+            return QuestionFact(
+                "network filesystem",
+                f"the robot ran the benchmark through {match.group(1)}, exported from the "
+                "filesystem under test; fslab does not build network mounts",
+                "the benchmark runs on the local filesystem (the export's cost is not measured)",
+                report.line(number),
+            )
+    return None
+
+
+_FSMARK_HEADER_RE = re.compile(r"^\s*FSUse%\s+Count\s+Size\s+Files/sec\s+App\s+Overhead")
+_FSMARK_ROW_RE = re.compile(r"^\s*\d+\s+(\d+)\s+(\d+)\s+[\d.]+\s+\d+")
+
+
+def _fsmark_table(report: ReportText) -> list[ToolWorkload]:
+    """fs_mark's own summary table pasted without its command: its Count and Size columns
+    are the -n and -s it ran with (the rest of the command is not in it)."""
+    for number, line in report.numbered():
+        if not _FSMARK_HEADER_RE.match(line) or number >= len(report.lines):
+            continue
+        row = _FSMARK_ROW_RE.match(report.lines[number])
+        if row:
+            options = (("-n", row.group(1)), ("-s", row.group(2)))
+            text = f"{line.strip()}\n{report.lines[number].strip()}"
+            return [ToolWorkload("fs_mark", options, text, report.line(number))]
+    return []
 
 
 def _mmtests(report: ReportText) -> Iterator[ToolWorkload]:

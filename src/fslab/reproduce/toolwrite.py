@@ -57,6 +57,7 @@ STAND_INS: dict[str, str] = {
     "filebench": 'kind = "fio", options = { name = "filebench-like", rw = "randrw", '
     'nrfiles = 1000, filesize = "16k", numjobs = 16 }',
 }
+STAND_INS["reaim"] = STAND_INS["aim7"]  # reaim runs the AIM7 workloads
 
 
 @cache

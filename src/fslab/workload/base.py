@@ -347,12 +347,18 @@ def validated_swept(workload: WorkloadSpec, sweep: Sweep) -> WorkloadSpec:
 
 
 def field_or_dropped(
-    spec: type[WorkloadSpec], kind: str, name: str, value: Any, written: str
+    spec: type[WorkloadSpec],
+    kind: str,
+    name: str,
+    value: Any,
+    written: str,
+    kept: Mapping[str, Any] | None = None,
 ) -> Dropped | None:
-    """None when `name = value` is a value the [workload] field takes, else why not, as a
-    Dropped naming the option as the report wrote it."""
+    """None when `name = value` is a value the [workload] field takes beside the fields
+    `kept` so far (fs_mark's -N needs its -D), else why not, as a Dropped naming the
+    option as the report wrote it."""
     try:
-        spec.model_validate({"kind": kind, name: value})
+        spec.model_validate({**(kept or {}), "kind": kind, name: value})
     except ValidationError as exc:
         why = "; ".join(str(e["msg"]) for e in exc.errors())
         return Dropped(written, f"not a value fslab's {kind} {name} takes ({why})")

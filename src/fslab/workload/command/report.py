@@ -23,7 +23,7 @@ REVIEW = (
 # what in a command acts outside the scratch filesystem: a device, mounting, formatting
 _OUTSIDE_RE = re.compile(
     r"/dev/(?!null\b|zero\b|urandom\b|random\b|shm\b)\w+|\b(?:u?mount|mkfs[.\w]*|mke2fs|"
-    r"wipefs|dd\s+[^;|]*\bof=/dev/|losetup|mdadm|lvcreate|parted|fdisk)\b"
+    r"wipefs|dd\s+[^;|]*\bof=/dev/|losetup|mdadm|lvcreate|parted|fdisk|modprobe|rmmod|insmod)\b"
 )
 
 # `for i in {1..9}; echo x > f$i` as a reporter typed it: a loop without its do ... done
@@ -43,8 +43,15 @@ def from_report(options: ReportOptions) -> FromReport:
             f"; it names {', '.join(outside)}: devices and mounts of the reporter's "
             "machine, which fslab makes itself per configuration; take them out first"
         )
+    shown = text if len(text) <= 240 and "\n" not in text else _head(text)
     return FromReport(
         {"argv": ["bash", "-c", text], "allow_commands": False},
-        (Dropped(text, why, assumed="not run: allow_commands = false"),),
+        (Dropped(shown, why, assumed="not run: allow_commands = false"),),
         {"command": "argv"},
     )
+
+
+def _head(text: str) -> str:
+    """A long script named by its first lines, for the question (the spec holds it all)."""
+    lines = text.splitlines()
+    return f"{' / '.join(lines[:2])[:200]} ... ({len(lines)} lines)"

@@ -70,11 +70,13 @@ def from_report(options: ReportOptions) -> FromReport:
     dropped: list[Dropped] = []
     spelled: dict[str, str] = {}
     dirs = 0
-    for name, value in options:
+    for name, value in sorted(options, key=lambda o: o[0] == "-N"):  # -N after its -D
         if name in FIELDS and value is not None:
             field = FIELDS[name]
             number = int(value) if value.isdigit() and len(value) < 12 else value
-            why = field_or_dropped(FsMarkWorkload, KIND, field, number, written(name, value))
+            why = field_or_dropped(
+                FsMarkWorkload, KIND, field, number, written(name, value), fields
+            )
             if why is None:
                 fields[field], spelled[name] = number, field
             else:
