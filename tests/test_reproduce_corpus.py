@@ -20,6 +20,7 @@ from fslab.reproduce.experiment import FIELDS, compare, experiment_of
 from fslab.reproduce.extract import extract_facts
 from fslab.reproduce.scale import GIB, HostShape
 from fslab.reproduce.specwrite import build_spec
+from fslab.reproduce.toolwrite import STAND_INS
 from fslab.spec.load import validate_spec
 
 REPORTS = Path(__file__).parent / "data" / "reports"
@@ -217,3 +218,10 @@ def test_an_option_the_report_changed_gives_its_configurations(name, configs):
     assert written == configs
     quick = tomllib.loads(reproduction.toml)["quick"]["filesystems"]
     assert quick == [label for label, _, _ in configs]
+
+
+@pytest.mark.parametrize("tool", sorted(STAND_INS))
+def test_each_stand_in_offered_for_a_tool_fslab_cannot_run_is_a_workload_that_loads(tool):
+    workload = tomllib.loads(f"workload = {{ {STAND_INS[tool]} }}")["workload"]
+    spec = {"name": "stand-in", "filesystems": [{"label": "a", "type": "ext4"}]}
+    assert validate_spec({**spec, "workload": workload}).workload.kind == "fio"

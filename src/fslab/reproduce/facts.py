@@ -65,7 +65,16 @@ class OtherToolFact:
 
 
 ToolName = Literal[
-    "fio", "dd", "fs_mark", "sysbench", "dbench", "aim7", "reaim", "filebench", "command"
+    "fio",
+    "dd",
+    "fs_mark",
+    "sysbench",
+    "dbench",
+    "aim7",
+    "reaim",
+    "filebench",
+    "postmark",
+    "command",
 ]
 
 

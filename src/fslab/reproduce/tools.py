@@ -50,7 +50,7 @@ _FS_MARK_VALUES = frozenset(
 _DBENCH_VALUES = frozenset(("-t", "-D", "-c", "-B", "-T", "-e", "-o"))
 _SYSBENCH_STEPS = ("prepare", "run", "cleanup")
 _LKP_TESTCASE_RE = re.compile(r"^\s*testcase:\s*([\w-]+)\s*$")
-_LKP_METRIC_RE = re.compile(r"\b(aim7|fsmark|dbench|sysbench)\.[\w-]+")
+_LKP_METRIC_RE = re.compile(r"\b(aim7|reaim|postmark|fsmark|dbench|sysbench)\.[\w-]+")
 _LKP_PARAM_RE = re.compile(r"^\s+([a-z_]+):\s*(\S+)\s*$")
 _MMTESTS_RE = re.compile(r"\bMMTests config\s+([\w.-]*dbench[\w.-]*)", re.I)
 _TIMED_RE = re.compile(r"(?:^|;\s*|\bdo\s+)time\s+\S")
@@ -300,13 +300,17 @@ def _sysbench_options(
     return options, tuple(steps), tuple(sweeps)
 
 
-# the parameters of a robot's block for a benchmark no machine fslab runs on has
-_LKP_NOT_RUNNABLE_KEYS = {"aim7": ("test", "load"), "reaim": ("runtime", "nr_task", "test")}
+# the parameters of a robot's block for a benchmark fslab reads but does not run
+_LKP_BLOCK_KEYS: dict[str, tuple[ToolName, tuple[str, ...]]] = {
+    "aim7": ("aim7", ("test", "load")),
+    "reaim": ("reaim", ("runtime", "nr_task", "test")),
+    "postmark": ("postmark", ("number", "trans", "subdirs")),
+}
 
 
 def _lkp_block(report: ReportText) -> Iterator[ToolWorkload]:
-    """A kernel test robot's `parameters:` block for aim7 (fio-basic is workload.py's;
-    fsmark's block comes with its fs_mark command line, read above)."""
+    """A kernel test robot's `parameters:` block for dbench, aim7, reaim or postmark
+    (fio-basic is workload.py's; fsmark's is _lkp_fsmark's)."""
     testcase = next(
         (m.group(1) for _, line in report.numbered() if (m := _LKP_TESTCASE_RE.match(line))),
         None,
@@ -317,25 +321,25 @@ def _lkp_block(report: ReportText) -> Iterator[ToolWorkload]:
     if testcase == "dbench":
         yield from _lkp_dbench(report)
         return
-    keys = _LKP_NOT_RUNNABLE_KEYS.get(testcase or "")
-    if testcase is None or keys is None:
+    if testcase not in _LKP_BLOCK_KEYS:
         return
+    tool, keys = _LKP_BLOCK_KEYS[testcase]
     params: dict[str, tuple[str, int]] = {}
     for number, line in report.numbered():
         match = _LKP_PARAM_RE.match(line)
         if match and match.group(1) in keys and match.group(1) not in params:
             params[match.group(1)] = (match.group(2), number)
-    if "test" not in params:
+    if not params:
         return
     first = min(n for _, n in params.values())
     text = "\n".join(f"{key}: {value}" for key, (value, _) in params.items())
     yield ToolWorkload(
-        "aim7" if testcase == "aim7" else "reaim",
+        tool,
         tuple((key, value) for key, (value, _) in params.items()),
         text,
         report.line(first),
-        runnable=False,
-        why=NOT_RUNNABLE[testcase],
+        runnable=tool not in NOT_RUNNABLE,
+        why=NOT_RUNNABLE.get(tool, ""),
     )
 
 

@@ -58,6 +58,10 @@ STAND_INS: dict[str, str] = {
     'nrfiles = 1000, filesize = "16k", numjobs = 16 }',
 }
 STAND_INS["reaim"] = STAND_INS["aim7"]  # reaim runs the AIM7 workloads
+STAND_INS["postmark"] = (
+    'kind = "fio", options = { name = "postmark-like", rw = "randrw", nrfiles = 4000, '
+    'filesize = "500-10k", bs = "512", unlink = 1 }'
+)
 
 
 @cache
