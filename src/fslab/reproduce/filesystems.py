@@ -91,26 +91,19 @@ def find_filesystems(report: ReportText) -> tuple[list[FilesystemFact], list[Que
         if checked:  # `mount | grep ext4 | grep -w dioread_nolock`: the options it has
             options = re.findall(r"\bgrep\s+-w\s+['\"]?([a-z_]+(?:=[\w:.]+)?)", checked.group(2))
             if options:
-                facts.append(
-                    FilesystemFact(
-                        type=checked.group(1),
-                        source=report.line(number),
-                        how="mount",
-                        mount_options=tuple(options),
-                    )
-                )
+                facts.append(_mounted(report, number, checked.group(1), options))
             continue
         table = _MOUNTS_LINE_RE.match(line)
         if table:
             shown = table["opts"] or table["opts2"]
             options = [o for o in shown.split(",") if not _MOUNTS_DEFAULTS.match(o)]
-            fact = FilesystemFact(
-                type=table["type"] or table["type2"],
-                source=report.line(number),
-                how="mount",
-                device=table["dev"] or table["dev2"] or "",
-                mountpoint=table["at"] or table["at2"] or "",
-                mount_options=tuple(options),
+            fact = _mounted(
+                report,
+                number,
+                table["type"] or table["type2"],
+                options,
+                table["dev"] or table["dev2"] or "",
+                table["at"] or table["at2"] or "",
             )
             if _bounded(fact, questions):
                 facts.append(fact)
@@ -131,6 +124,25 @@ def find_filesystems(report: ReportText) -> tuple[list[FilesystemFact], list[Que
             )
     facts.extend(_prose_mentions(report))
     return _typed(facts, questions), questions
+
+
+def _mounted(
+    report: ReportText,
+    number: int,
+    fs_type: str,
+    options: list[str],
+    device: str = "",
+    at: str = "",
+) -> FilesystemFact:
+    """A mount the report shows rather than runs (mount(8)'s output, a grep of it)."""
+    return FilesystemFact(
+        type=fs_type,
+        source=report.line(number),
+        how="mount",
+        device=device,
+        mountpoint=at,
+        mount_options=tuple(options),
+    )
 
 
 def _unwrapped(report: ReportText, number: int, command: str) -> str:
