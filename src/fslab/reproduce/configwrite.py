@@ -62,7 +62,17 @@ def configurations(draft: Draft) -> list[Config]:
         configs.append(_config(label, fs_type, description, mkfs, mount))
     varied = _option_sweep(draft, configs[0])
     if varied:
-        configs[:1] = varied
+        if len(configs) > 1:  # the report's variable is the option, not the filesystem
+            others = ", ".join(c.type for c in configs[1:])
+            draft.questions.append(
+                QuestionFact(
+                    "filesystems",
+                    f"the report also names {others}; its variable is an option of the "
+                    f"reporter's {reporter}",
+                    f"{others} left out (add a [[filesystems]] table to compare it)",
+                )
+            )
+        configs[:] = varied
     elif len(types) == 1 and (_user_mkfs(configs[0]) or configs[0].mount_options):
         configs.append(
             _config(f"{reporter}-default", reporter, "counterpart: mkfs and mount defaults", [], [])

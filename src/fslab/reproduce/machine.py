@@ -29,7 +29,7 @@ _BARE_VERSION_RE = re.compile(
 # distribution's version, not the kernel's
 _NOT_KERNEL_RE = re.compile(
     r"\b(?:\w*progs|fio|qemu|gcc|clang|python|debian|ubuntu|fedora|centos|rhel|sles|"
-    r"opensuse|mysql|postgres\w*|virtme-ng)[\s-]*v?$",
+    r"opensuse|rocky|alma\w*|oracle|mint|arch|mysql|postgres\w*|virtme-ng)[\s-]*v?$",
     re.I,
 )
 _KERNEL_WORDS_RE = re.compile(r"\b(kernels?|linux|regression|bisect\w*)\b", re.I)

@@ -79,12 +79,14 @@ def find_sweeps(
         *_sed_edits(report, fio),
         *_direct_then_buffered(report, fio),
         *_variable_values(report, fio),
+        *_table_rows(report, fio),
         *_tool_sweeps(report, tools),
         *_dd_read_sizes(dd),
         *_mkfs_repeats(report, filesystems),
         *_mkfs_remade(filesystems),
         *_mount_with_without(report),
         *_mount_option_variable(report),
+        *_mount_option_braces(report),
         *_remount_change(report, filesystems),
     ]
     kernel = _kernel_sweep(report, kernels)
@@ -178,6 +180,36 @@ def _variable_values(report: ReportText, fio: list[FioFact]) -> Iterator[SweepFa
                     Line(number, report.lines[number - 1]),
                 )
                 break
+
+
+_TABLE_HEAD_RE = re.compile(r"^\s*([A-Za-z_]+)\s{2,}\S")
+_TABLE_ROW_RE = re.compile(r"^\s*(\d+(?:\.\d+)?[kKmMgGtT]?i?B?)\s+\S*\d")
+
+
+def _table_rows(report: ReportText, fio: list[FioFact]) -> Iterator[SweepFact]:
+    """A results table whose first column is one of the job's options, a row per value
+    (`Size  XFS  EXT4` over `512M ...`, `4G ...`): the report ran the job at each."""
+    if not fio:
+        return
+    written = {name for name, _ in fio[0].written}
+    for number, line in report.numbered():
+        head = _TABLE_HEAD_RE.match(line)
+        if head is None:
+            continue
+        axis = _NAMED_AXES.get(head.group(1).lower(), head.group(1).lower())
+        if axis not in written:
+            continue
+        values: list[str] = []
+        for row in report.lines[number : number + MAX_LOOP_VALUES]:
+            cell = _TABLE_ROW_RE.match(row)
+            if cell is None:
+                break
+            values.append(cell.group(1))
+        if len(values) >= 2:
+            yield SweepFact(
+                axis, tuple(values), f"the report's table has a row per {axis}", report.line(number)
+            )
+            return
 
 
 def _listed_after(report: ReportText, name: str, after: int) -> list[str]:
@@ -331,6 +363,26 @@ def _mount_option_variable(report: ReportText) -> Iterator[SweepFact]:
             report.line(number),
         )
         return
+
+
+_BRACED_OPTION_RE = re.compile(r"-o\s*([a-z_-]+)=\{([\w:.,\s-]+)\}")
+
+
+def _mount_option_braces(report: ReportText) -> Iterator[SweepFact]:
+    """`Run for each of -o compress-force={none, lzo, zlib, zstd}`: one mount per value."""
+    for number, line in report.numbered():
+        match = _BRACED_OPTION_RE.search(line)
+        if match is None:
+            continue
+        values = [v.strip() for v in match.group(2).split(",") if v.strip()]
+        if len(values) >= 2:
+            yield SweepFact(
+                "mount_options",
+                tuple(f"{match.group(1)}={v}" for v in values),
+                f"the report runs -o {match.group(0)[2:].strip()}",
+                report.line(number),
+            )
+            return
 
 
 def _mount_with_without(report: ReportText) -> Iterator[SweepFact]:

@@ -54,6 +54,8 @@ _LKP_METRIC_RE = re.compile(r"\b(aim7|reaim|postmark|fsmark|dbench|sysbench)\.[\
 _LKP_PARAM_RE = re.compile(r"^\s+([a-z_]+):\s*(\S+)\s*$")
 _MMTESTS_RE = re.compile(r"\bMMTests config\s+([\w.-]*dbench[\w.-]*)", re.I)
 _TIMED_RE = re.compile(r"(?:^|;\s*|\bdo\s+)time\s+\S")
+# `time sh -c "..."`, `time sudo tar ...` on a line of its own, with no prompt
+_TIMED_COMMAND_RE = re.compile(r"^time\s+(?:sh|bash|sudo|cp|tar|rm|mkdir|dd|find|cat|\./|/)")
 _SEGMENT_SPLIT_RE = re.compile(r"\s*(?:;|&&)\s*")
 
 
@@ -79,8 +81,10 @@ def find_timed_command(report: ReportText) -> ToolWorkload | None:
         return script
     for number, raw in report.numbered():
         line = without_prompt(raw)
-        if not _TIMED_RE.search(line) or (line == raw.strip() and ";" not in line):
+        if not _TIMED_RE.search(line):
             continue
+        if line == raw.strip() and ";" not in line and not _TIMED_COMMAND_RE.match(line):
+            continue  # "time" in a sentence, not at a prompt
         block = _continued_block(report, number)
         if block is not None:  # a loop written over `\`-continued lines: the whole loop
             first, text = block

@@ -31,7 +31,7 @@ from fslab.workload.fio import options as fio_mod
 from fslab.workload.fio import trust as fio_trust
 
 _FIO_START_RE = re.compile(
-    r"(?:^|(?<=[\s`'\"(:>{#]))(?:sudo\s+)?(?:[\w./-]*/)?fio\s+(?=--|-[A-Za-z]|\S+\.fio\b)"
+    r"(?:^|(?<=[\s`'\"(:>{#;]))(?:sudo\s+)?(?:[\w./-]*/)?fio\s+(?=--|-[A-Za-z]|\S+\.fio\b)"
 )
 _BRACES_RE = re.compile(r"\{\s*(--[^{}]*)\}")  # no lazy run before \s*: linear
 _SECTION_RE = re.compile(r"^\s*\[([A-Za-z0-9_.+-]+)\]\s*$")

@@ -54,4 +54,5 @@ def from_report(options: ReportOptions) -> FromReport:
 def _head(text: str) -> str:
     """A long script named by its first lines, for the question (the spec holds it all)."""
     lines = text.splitlines()
-    return f"{' / '.join(lines[:2])[:200]} ... ({len(lines)} lines)"
+    shown = [line.strip() for line in lines if line.strip()][:2]
+    return f"{' / '.join(shown)[:200]} ... ({len(lines)} lines)"
