@@ -115,3 +115,11 @@ def test_a_robot_benchmark_over_nfs_runs_on_the_filesystem_and_says_so():
     assert spec["workload"]["kind"] == "dbench" and spec["sweep"]["clients"][-1] == 224
     asked = [q for q in questions if q.item == "network filesystem"]
     assert asked and "through nfs" in asked[0].question and asked[0].source.number == 23
+
+
+def test_a_dd_gets_a_device_that_holds_its_file_or_a_count_that_fits_one():
+    spec, _ = _spec("ext4-dioread-nolock-nodelalloc-dd.txt")  # 1000 x 10M, no size given
+    assert spec["target"]["size"] == "16GiB" and spec["workload"]["count"] == 819  # 8 GiB
+    spec, questions = _spec("btrfs-send-after-sparse-overwrites.txt")  # 65536 x 1M
+    assert spec["workload"]["count"] == 8192  # the budget: half the 16GiB image
+    assert any(q.item == "dd count" and q.source.number == 22 for q in questions)

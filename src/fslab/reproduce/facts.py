@@ -9,6 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Literal
 
+from fslab.base.units import parse_size_bytes
 from fslab.spec.reported import NameKind, Qualifier
 from fslab.workload.fio.options import FioOptions
 
@@ -53,6 +54,13 @@ class DdFact:
 
     def operand(self, name: str, default: str = "") -> str:
         return dict(self.operands).get(name, default)
+
+    def written_bytes(self) -> int:
+        """bs x count as the report gives them (0 when either is not a plain size)."""
+        try:
+            return parse_size_bytes(self.operand("bs", "512")) * int(self.operand("count", "1"))
+        except ValueError:
+            return 0
 
 
 @dataclass(frozen=True)

@@ -56,10 +56,16 @@ class Scaled:
 T = TypeVar("T")
 
 
-def target_size_bytes(reported: int | None, host: HostShape, *, dd: bool, said: str = "") -> Scaled:
+def target_size_bytes(
+    reported: int | None, host: HostShape, *, dd: bool, said: str = "", holds: int = 0
+) -> Scaled:
+    """The scratch device's size: the reporter's within this machine's RAM cap, or a
+    default that holds twice what the workload writes at once (`holds`)."""
     cap = _ram_image_cap(host)
     if reported is None:
         default = 4 * GIB if dd else 16 * GIB
+        while default < 2 * holds and default < cap:
+            default *= 2
         size = min(default, cap)
         return Scaled(
             size,

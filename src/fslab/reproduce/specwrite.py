@@ -232,7 +232,8 @@ def _device_size(draft: Draft):
     reported = sizes[0].size_bytes if sizes else None
     said = sizes[0].text if sizes else ""
     dd = bool(draft.facts.dd) and not draft.facts.fio and not draft.facts.tools
-    scaled = target_size_bytes(reported, draft.host, dd=dd, said=said)
+    holds = draft.facts.dd[0].written_bytes() if dd else 0
+    scaled = target_size_bytes(reported, draft.host, dd=dd, said=said, holds=holds)
     if sizes:
         scaled = type(scaled)(scaled.value, f"line {sizes[0].source.number}: {scaled.comment}")
     return scaled

@@ -299,6 +299,20 @@ def _dd(draft: Draft, configs: list[Config], target_bytes: int) -> tuple[Table, 
         return _dd_read(draft, first, target_bytes)
     workload = _dd_table(first)
     bs, count = _dd_amount(draft, first)
+    budget = file_budget_bytes(target_bytes, draft.host)
+    fits = budget // parse_size_bytes(bs)
+    if count > fits >= 1:  # the one budget fio's files get: half the device and of memory
+        draft.questions.append(
+            QuestionFact(
+                "dd count",
+                f"the report's dd writes {format_size(parse_size_bytes(bs) * count)}, more "
+                f"than fslab's {format_size(budget)} for files on a {format_size(target_bytes)} "
+                "scratch device (half of it, and of memory)",
+                f"count={fits} ({format_size(parse_size_bytes(bs) * fits)})",
+                first.source,
+            )
+        )
+        count = fits
     workload["bs"] = bs
     workload["count"] = count
     for operand in ("conv", "oflag"):
