@@ -39,7 +39,34 @@ _SEND_PIPE = (
     "the measured step is `btrfs send ... | pv`, neither timed nor a benchmark; fslab takes "
     "the file's dd fill, the step before it, for the workload"
 )
+_TIMED_UMOUNT = (
+    "the timed step is `time umount` after a dd and a sync, and the variable the filesystem; "
+    "fslab takes the dd for the workload and has no way to time an unmount"
+)
+_THREE_JOBS = (
+    "one fio line runs three stonewalled --name jobs that differ in --overwrite and "
+    "--fallocate; fslab runs one job per point and refuses the line, saying why"
+)
 KNOWN_GAPS: dict[tuple[str, str], str] = {
+    ("ext4-umount-after-30g-dd-clean-cache.txt", "tool"): _TIMED_UMOUNT,
+    ("ext4-umount-after-30g-dd-clean-cache.txt", "workload"): _TIMED_UMOUNT,
+    ("ext4-umount-after-30g-dd-clean-cache.txt", "sweep"): _TIMED_UMOUNT,
+    ("ext4-umount-after-30g-dd-clean-cache.txt", "setup"): _TIMED_UMOUNT,
+    ("xfs-dsync-fio-fallocated-vs-overwrite.txt", "tool"): _THREE_JOBS,
+    ("xfs-dsync-fio-fallocated-vs-overwrite.txt", "workload"): _THREE_JOBS,
+    ("xfs-dsync-fio-fallocated-vs-overwrite.txt", "sweep"): _THREE_JOBS,
+    ("xfs-buffered-randwrite-64k-page-filesize.txt", "setup"): (
+        "the warm-up dd is in prose and parentheses, wrapped over two lines: "
+        "`use dd (if=/dev/zero of=/mnt/testfile bs=1M count=4096) to warm-up`"
+    ),
+    ("xfs-fallocate-pwrite-alternating.txt", "sweep"): (
+        "the variable is the argument of the report's own C program (`./test test.1 1`, "
+        "then `./test test.2 2`), which a spec's command cannot sweep; fslab reads kernels"
+    ),
+    ("btrfs-zstd-extract-compress-force.txt", "workload"): (
+        "the script times three steps (copy, extract, read); fslab takes the first timed "
+        "command, the copy, while the report's figure is the extract's"
+    ),
     ("btrfs-send-after-sparse-overwrites.txt", "tool"): _SEND_PIPE,
     ("btrfs-send-after-sparse-overwrites.txt", "workload"): _SEND_PIPE,
     ("btrfs-send-after-sparse-overwrites.txt", "setup"): _SEND_PIPE,
@@ -73,6 +100,17 @@ KNOWN_GAPS: dict[tuple[str, str], str] = {
 # The [workload] kind of each report's spec; None: reproduce exits 2 (aim7 is not runnable
 # anywhere fslab runs, a job file named but not pasted is no workload).
 SPEC_KIND: dict[str, str | None] = {
+    "ext4-umount-after-30g-dd-clean-cache.txt": "dd",
+    "xfs-buffered-randwrite-64k-page-filesize.txt": "fio",
+    "xfs-dsync-fio-fallocated-vs-overwrite.txt": None,
+    "xfs-fallocate-pwrite-alternating.txt": "command",
+    "xfs-lvm-stripe-randwrite-64jobs-cil-throttle.txt": "fio",
+    "xfs-mdraid0-12nvme-seqread-fedora42.txt": "fio",
+    "btrfs-fiemap-compressed-40g-filefrag.txt": "command",
+    "btrfs-fiemap-holey-file-size.txt": "command",
+    "btrfs-fsync-seq-dd-oflag-sync.txt": "dd",
+    "btrfs-silesia-compress-force-levels-6.2.txt": "command",
+    "btrfs-zstd-extract-compress-force.txt": "command",
     "ext4-dioread-nolock-nodelalloc-dd.txt": "dd",
     "ext4-journal-async-commit-fsmark.txt": "fs_mark",
     "ext4-sysbench-seqwr-file-num.txt": "sysbench",

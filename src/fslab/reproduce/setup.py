@@ -143,6 +143,9 @@ def _step_kind(segment: str) -> SetupKind | None:
 # --- devices -------------------------------------------------------------------------------
 
 
+_DMSETUP_STRIPED_RE = re.compile(r"^\S+:\s+\d+\s+\d+\s+striped\s+(\d+)\s+\d+\s+\d+:\d+")
+
+
 def find_layouts(report: ReportText, filesystems: list[FilesystemFact]) -> list[LayoutFact]:
     """How many devices the reporter's filesystem spans, and how, from every line that says."""
     layouts: list[LayoutFact] = []
@@ -151,6 +154,13 @@ def find_layouts(report: ReportText, filesystems: list[FilesystemFact]) -> list[
     for number, line in report.numbered():
         if lvm_match := _LVM_LINE_RE.match(line):
             lvm = f"LVM {lvm_match.group(1)}{lvm_match.group(2).rstrip('.')}"
+        if table := _DMSETUP_STRIPED_RE.search(line):  # `dmsetup table`: "striped 4 128 ..."
+            count = int(table.group(1))
+            layouts.append(
+                LayoutFact(
+                    count, f"LVM stripe over {count} devices", line.strip(), report.line(number)
+                )
+            )
         disk = _DISK_PARAM_RE.match(line)
         if disk and disk.group(2):
             count = int(disk.group(1))

@@ -127,15 +127,19 @@ _SHELL_CHARS_RE = re.compile(r"[$=;{}|<>&`\[\]]")
 
 def _script(report: ReportText) -> ToolWorkload | None:
     """A shell script pasted whole: from its `#!` line to where the mail's prose resumes
-    after a blank line."""
+    after a blank line, or its margin does."""
     for number, raw in report.numbered():
         if not _SHEBANG_RE.match(raw):
             continue
         last = number
+        indent = len(raw) - len(raw.lstrip())
         for later in range(number + 1, len(report.lines) + 1):
-            line = report.lines[later - 1].strip()
+            text = report.lines[later - 1]
+            line = text.strip()
             if not line:
                 continue
+            if len(text) - len(text.lstrip()) < indent:
+                break  # an indented script ends where the mail's own margin resumes
             blank_before = not report.lines[later - 2].strip()
             if blank_before and _PROSE_RE.match(line) and not _SHELL_CHARS_RE.search(line):
                 break
