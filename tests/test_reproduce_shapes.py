@@ -123,3 +123,10 @@ def test_a_dd_gets_a_device_that_holds_its_file_or_a_count_that_fits_one():
     spec, questions = _spec("btrfs-send-after-sparse-overwrites.txt")  # 65536 x 1M
     assert spec["workload"]["count"] == 8192  # the budget: half the 16GiB image
     assert any(q.item == "dd count" and q.source.number == 22 for q in questions)
+
+
+def test_an_option_current_kernels_refuse_alone_gets_what_it_needs_everywhere():
+    spec, questions = _spec("ext4-journal-async-commit-fsmark.txt")
+    mounts = [f.get("mount_options", []) for f in spec["filesystems"]]
+    assert mounts == [["data=writeback"], ["journal_async_commit", "data=writeback"]]
+    assert any("data=ordered" in q.question for q in questions if q.item == "mount options")

@@ -77,6 +77,7 @@ def configurations(draft: Draft) -> list[Config]:
         configs.append(
             _config(f"{reporter}-default", reporter, "counterpart: mkfs and mount defaults", [], [])
         )
+    _with_what_options_need(draft, configs)
     for lever in facts.levers:
         if lever.lever == "bigger-journal" and reporter == "ext4":
             base = configs[0]
@@ -265,6 +266,36 @@ _REMOVED_MOUNT_OPTIONS = {
     "ext4": ("bh", "nobh"),
     "btrfs": ("alloc_start", "subvolrootid", "inode_cache", "noinode_cache"),
 }  # fmt: skip
+
+
+# a mount option current kernels refuse without another: (the other, why)
+_OPTION_NEEDS = {
+    ("ext4", "journal_async_commit"): (
+        "data=writeback",
+        "current kernels refuse journal_async_commit in data=ordered mode, ext4's default",
+    ),
+}
+
+
+def _with_what_options_need(draft: Draft, configs: list[Config]) -> None:
+    """An option that needs another gets it on every configuration of its filesystem, so
+    the comparison stays about the report's option."""
+    for (fs_type, option), (needed, why) in _OPTION_NEEDS.items():
+        same = [c for c in configs if c.type == fs_type]
+        if not any(option in c.mount_options for c in same):
+            continue
+        key = needed.partition("=")[0]
+        if any(o.partition("=")[0] == key for c in same for o in c.mount_options):
+            continue  # the report chose the data mode itself
+        for config in same:
+            config.mount_options.append(needed)
+        draft.questions.append(
+            QuestionFact(
+                "mount options",
+                f"{why}; the report's {option} does not mount as written",
+                f"{needed} on every {fs_type} configuration, so they differ in {option} only",
+            )
+        )
 
 
 def _still_taken(
