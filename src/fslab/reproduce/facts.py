@@ -82,6 +82,7 @@ ToolName = Literal[
     "reaim",
     "filebench",
     "postmark",
+    "compilebench",
     "command",
 ]
 

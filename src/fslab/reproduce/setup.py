@@ -121,11 +121,16 @@ def _is_layout_fio(line: str) -> bool:
 
 
 def _joined(report: ReportText, number: int, line: str) -> str:
+    """The command through `\\` continuations and the `--option` lines a mailer wrapped."""
     parts = [line.rstrip()]
     index = number
-    while parts[-1].endswith("\\") and index < len(report.lines):
-        parts[-1] = parts[-1][:-1].rstrip()
-        parts.append(report.lines[index].strip())
+    while index < len(report.lines):
+        following = report.lines[index].strip()
+        if parts[-1].endswith("\\"):
+            parts[-1] = parts[-1][:-1].rstrip()
+        elif not following.startswith("--"):
+            break
+        parts.append(following)
         index += 1
     return " ".join(parts)
 

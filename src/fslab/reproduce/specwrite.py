@@ -46,8 +46,8 @@ LOOKED_FOR = (
     "(testcase: fio-basic with rw:, bs:), dd writing or reading a file "
     "(dd if=/dev/zero of=FILE bs= count=, dd if=FILE of=/dev/null bs=), or a shell command "
     "timed with `time` (written switched off); "
-    "it reads fs_mark (and testcase: fsmark), sysbench fileio, dbench, aim7, reaim and filebench "
-    "too, and says why it cannot run them"
+    "it reads fs_mark (and testcase: fsmark), sysbench fileio, dbench, aim7, reaim, "
+    "filebench and compilebench too, and says why it cannot run them"
 )
 
 

@@ -13,7 +13,7 @@ from fslab.reproduce.facts import Line
 # reads; "#" before anything else stays a comment)
 _PROMPT_RE = re.compile(
     r"^\s*(?:\[?[\w.-]+@[\w.-]+[: ][^#$\]]*\]?\s*)?[#$]"
-    r"(?:\s+|(?=(?:fio|mkfs[.\w]*|mount|dd|fs_mark|sysbench|dbench|sysctl|truncate|fallocate"
+    r"(?:\s+|(?=(?:fio|mkfs[.\w]*|mke2fs|mount|dd|fs_mark|sysbench|dbench|sysctl|truncate|fallocate"
     r"|time)\s))"
     # a numbered step before a command: "1) mkfs.btrfs ...", "4. dd if=..."
     r"|^\s*\d{1,2}[).]\s+(?=(?:sudo\s+)?(?:fio|mkfs[.\w]*|mount|dd|fs_mark|sysbench|dbench"

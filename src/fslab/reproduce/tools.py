@@ -26,7 +26,7 @@ _TOOL_RE = re.compile(
     r"(?:^|(?<=[\s;`(|]))(?:(?:sudo|time|nohup)\s+)*(?:[\w./-]*/)?"
     # an option, sysbench's test, or dbench's client count (a whole number: "fs_mark 17.6%"
     # in a sentence is no command)
-    r"(fs_mark|fsmark|sysbench|dbench|filebench)\s+(?=-|fileio\b|\d+(?:\s|$))"
+    r"(fs_mark|fsmark|sysbench|dbench|filebench|compilebench)\s+(?=-|fileio\b|\d+(?:\s|$))"
 )
 _CANONICAL: dict[str, ToolName] = {
     "fs_mark": "fs_mark",
@@ -34,6 +34,7 @@ _CANONICAL: dict[str, ToolName] = {
     "sysbench": "sysbench",
     "dbench": "dbench",
     "filebench": "filebench",
+    "compilebench": "compilebench",
 }
 NOT_RUNNABLE = {
     "aim7": "aim7 (and its multitask driver) is not packaged for the distributions fslab "
@@ -42,11 +43,14 @@ NOT_RUNNABLE = {
     "distributions fslab runs on; not runnable here",
     "filebench": "filebench runs its own workload language (.f files) that fslab cannot "
     "check; not runnable here",
+    "compilebench": "compilebench is not packaged for the distributions fslab runs on; not "
+    "runnable here",
 }
 # Options that take a value, per tool (the rest are bare flags).
 _FS_MARK_VALUES = frozenset(
     ("-d", "-D", "-N", "-L", "-n", "-p", "-r", "-s", "-S", "-t", "-w", "-l", "-T")
 )
+_COMPILEBENCH_VALUES = frozenset(("-D", "-i", "-r", "-s", "-t", "-m"))
 _DBENCH_VALUES = frozenset(("-t", "-D", "-c", "-B", "-T", "-e", "-o"))
 _SYSBENCH_STEPS = ("prepare", "run", "cleanup")
 _LKP_TESTCASE_RE = re.compile(r"^\s*testcase:\s*([\w-]+)\s*$")
@@ -120,9 +124,21 @@ def _prompt_loop(report: ReportText) -> ToolWorkload | None:
 
 
 _SHEBANG_RE = re.compile(r"^\s*#!\s*(?:/usr)?/bin/(?:env\s+)?(?:ba)?sh\b")
-# a line of the mail's prose: words and punctuation, none of the shell's own characters
-_PROSE_RE = re.compile(r"^[A-Z][a-z]+(?:\s+[\w,.'()-]+){3,}[\w.,:)]$")
-_SHELL_CHARS_RE = re.compile(r"[$=;{}|<>&`\[\]]")
+# shell's own characters, which a line of the mail's prose does not have
+_SHELL_CHARS_RE = re.compile(r"[$=|<>{}&\\]")
+
+
+def _prose(line: str) -> bool:
+    """A line of the mail's prose: long, words mostly of letters, no shell syntax."""
+    words = line.split()
+    lettered = [w for w in words if re.fullmatch(r"[(`\"']?[A-Za-z][a-z'-]*[)`\"',.;:]*", w)]
+    return (
+        len(line) >= 40
+        and len(words) >= 6
+        and not words[0].startswith(("-", "/", "#"))
+        and len(lettered) >= 0.7 * len(words)
+        and not _SHELL_CHARS_RE.search(line)
+    )
 
 
 def _script(report: ReportText) -> ToolWorkload | None:
@@ -141,7 +157,7 @@ def _script(report: ReportText) -> ToolWorkload | None:
             if len(text) - len(text.lstrip()) < indent:
                 break  # an indented script ends where the mail's own margin resumes
             blank_before = not report.lines[later - 2].strip()
-            if blank_before and _PROSE_RE.match(line) and not _SHELL_CHARS_RE.search(line):
+            if blank_before and _prose(line):
                 break
             last = later
         text = "\n".join(report.lines[number - 1 : last]).strip()
@@ -206,7 +222,8 @@ def _commands(report: ReportText) -> Iterator[ToolWorkload]:
         elif tool == "sysbench":
             options, steps, sweeps = _sysbench_options(words)
         else:
-            options, steps, sweeps = _dash_options(words, frozenset({"-f"})), (), ()
+            values = _COMPILEBENCH_VALUES if tool == "compilebench" else frozenset({"-f"})
+            options, steps, sweeps = _dash_options(words, values), (), ()
         if not options and not steps:  # the tool named in prose ("dbench 32 and 64 clients")
             continue
         yield ToolWorkload(
@@ -260,6 +277,8 @@ def _dash_options(words: list[str], takes_value: frozenset[str]) -> list[tuple[s
             index += 1
             continue
         name, sep, value = word.partition("=")
+        if not sep and len(name) > 2 and name[:2] in takes_value and name[1] != "-":
+            name, sep, value = name[:2], "=", name[2:]  # -S0, -s4096: the value attached
         if not sep and name in takes_value and index + 1 < len(words):
             value, index = words[index + 1], index + 1
         pairs.setdefault(name, []).append(value if (sep or name in takes_value) else None)

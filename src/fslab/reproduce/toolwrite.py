@@ -58,6 +58,10 @@ STAND_INS: dict[str, str] = {
     'nrfiles = 1000, filesize = "16k", numjobs = 16 }',
 }
 STAND_INS["reaim"] = STAND_INS["aim7"]  # reaim runs the AIM7 workloads
+STAND_INS["compilebench"] = (  # a kernel tree's many small files, made and unlinked
+    'kind = "fio", options = { name = "compilebench-like", rw = "write", nrfiles = 2000, '
+    'filesize = "4k-64k", openfiles = 64, create_on_open = 1, unlink = 1 }'
+)
 STAND_INS["postmark"] = (
     'kind = "fio", options = { name = "postmark-like", rw = "randrw", nrfiles = 4000, '
     'filesize = "500-10k", bs = "512", unlink = 1 }'

@@ -34,6 +34,7 @@ _FIO_START_RE = re.compile(
     r"(?:^|(?<=[\s`'\"(:>{#;]))(?:sudo\s+)?(?:[\w./-]*/)?fio\s+(?=--|-[A-Za-z]|\S+\.fio\b)"
 )
 _BRACES_RE = re.compile(r"\{\s*(--[^{}]*)\}")  # no lazy run before \s*: linear
+_ELIDED_RE = re.compile(r"^\s*(?:\.\.\.|\u2026|\[\.\.\.\])\s*$")
 _SECTION_RE = re.compile(r"^\s*\[([A-Za-z0-9_.+-]+)\]\s*$")
 _JOB_LINE_RE = re.compile(r"^\s*([A-Za-z][A-Za-z0-9_.-]*)\s*(?:=\s*(.*))?$")
 _SWEEP_COMMENT_RE = re.compile(r"^\s*(?:[0-9A-Za-z_.]+\s*){1,8}$")
@@ -197,11 +198,14 @@ def _job_files(report: ReportText) -> Iterator[tuple[FioForm, str, Line, dict[st
                 following = next((x for x in lines[probe:] if x.strip()), "")
                 if not (_SECTION_RE.match(following) or "=" in following):
                     break
+            elif _ELIDED_RE.match(text):  # "..." between [job2] and [job12]: one file
+                probe += 1
+                continue
             elif not (_SECTION_RE.match(text) or _is_job_option_line(text)):
                 break
             end = probe
             probe += 1
-        block = lines[start - 1 : end]
+        block = [x for x in lines[start - 1 : end] if not _ELIDED_RE.match(x)]
         if any("=" in fio_mod.strip_job_file_comment(x) for x in block):
             yield "job file", "\n".join(block), report.line(start), _comment_sweeps(block)
         number = end + 1
