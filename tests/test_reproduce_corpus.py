@@ -112,6 +112,14 @@ KNOWN_GAPS: dict[tuple[str, str], str] = {
 # The [workload] kind of each report's spec; None: reproduce exits 2 (aim7 is not runnable
 # anywhere fslab runs, a job file named but not pasted is no workload).
 SPEC_KIND: dict[str, str | None] = {
+    "btrfs-bonnie-fsync-log-leaf-clone-latency.txt": "command",
+    "btrfs-lkp-sysbench-fileio-seqrewr-page-copy.txt": "sysbench",
+    "ext4-lkp-fio-4k-write-hdd-prefetch-fini.txt": "fio",
+    "xfs-lkp-stress-ng-metamix-unwritten-folios.txt": None,
+    "btrfs-autodefrag-5.16-idle-writes.txt": None,
+    "ext4-dd-fsync-10m-100m-mb-optimize-scan-extents.txt": "dd",
+    "ext4-fragmented-65tb-dd-cr01-scan.txt": "dd",
+    "ext4-reaim-mb-optimize-scan-clients.txt": None,
     "ext4-dioread-nolock-2048-jobs-fsync.txt": "fio",
     "ext4-fast-commit-fsmark-8-threads.txt": "fs_mark",
     "xfs-ag-writeback-12-job-sections.txt": None,

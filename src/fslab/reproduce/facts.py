@@ -83,6 +83,7 @@ ToolName = Literal[
     "filebench",
     "postmark",
     "compilebench",
+    "stress-ng",
     "command",
 ]
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 import shlex
 from collections.abc import Iterator
+from dataclasses import replace
 
 from fslab.reproduce import shell
 from fslab.reproduce.facts import FilesystemFact, FilesystemHow, QuestionFact
@@ -80,7 +81,7 @@ def find_filesystems(report: ReportText) -> tuple[list[FilesystemFact], list[Que
         if mkfs:
             fact = _mkfs_fact(mkfs.group(1), mkfs.group(2), report, number)
             if fact is not None and _bounded(fact, questions):
-                facts.append(fact)
+                facts.append(_without_unset(fact, questions))
             continue
         mount = _MOUNT_RE.search(command)
         if mount and (fact := _mount_fact(mount.group(1), report, number)) is not None:
@@ -159,6 +160,23 @@ def _unwrapped(report: ReportText, number: int, command: str) -> str:
         command = f"{command} {following}"
         number += 1
     return command
+
+
+def _without_unset(fact: FilesystemFact, questions: list[QuestionFact]) -> FilesystemFact:
+    """mkfs options the report leaves as a variable it never sets (`$MKFS_OPTIONS`)."""
+    unset = [o for o in fact.mkfs_options if _VARIABLE_RE.match(o)]
+    if not unset:
+        return fact
+    questions.append(
+        QuestionFact(
+            "mkfs options",
+            f"the report's mkfs passes {', '.join(unset)}, which it never sets",
+            "mkfs defaults in its place",
+            fact.source,
+        )
+    )
+    kept = tuple(o for o in fact.mkfs_options if o not in unset)
+    return replace(fact, mkfs_options=kept)
 
 
 def _bounded(fact: FilesystemFact, questions: list[QuestionFact]) -> bool:

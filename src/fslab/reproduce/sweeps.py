@@ -47,6 +47,9 @@ _WITH_WITHOUT_RE = re.compile(
     r"\bwith\s+and\s+without\s+(?:the\s+)?([a-z_]+)\s+mount\s+option\b",
     re.I,
 )
+_WITH_BOTH_RE = re.compile(
+    r"\bmounted\s+with\s+([a-z_]+)=(\w+)\s+(?:and|or|against|vs\.?)\s+(?:\1)?=(\w+)"
+)
 _WITHOUT_OPTION_RE = re.compile(r"\bwithout\s+([a-z]+_[a-z_]+)\b", re.I)
 # the report's direct-I/O job run again buffered: "buffer IO + XFS", "with buffered I/O",
 # "without O_DIRECT"
@@ -82,6 +85,7 @@ def find_sweeps(
         *_table_rows(report, fio),
         *_tool_sweeps(report, tools),
         *_dd_read_sizes(dd),
+        *_dd_alternatives(dd),
         *_mkfs_repeats(report, filesystems),
         *_mkfs_remade(filesystems),
         *_mount_with_without(report),
@@ -324,6 +328,15 @@ def _mkfs_remade(filesystems: list[FilesystemFact]) -> Iterator[SweepFact]:
         )
 
 
+def _dd_alternatives(dd: Sequence[DdFact]) -> Iterator[SweepFact]:
+    """`count=10/100` (or `bs=4k/1M`): one dd line written for each of its values."""
+    for name in ("count", "bs"):
+        values = [v for v in (dd[0].operand(name).split("/") if dd else []) if v]
+        if len(values) >= 2 and all(re.fullmatch(r"\d+[kKMG]?", v) for v in values):
+            yield SweepFact(name, tuple(values), f"dd's {name}= lists each value", dd[0].source)
+            return
+
+
 def _dd_read_sizes(dd: Sequence[DdFact]) -> Iterator[SweepFact]:
     """The measured file read again with other block sizes: a sweep of bs, smallest first."""
     reads = [r for r in dd if r.read]
@@ -397,6 +410,17 @@ def _mount_with_without(report: ReportText) -> Iterator[SweepFact]:
                 (f"(no {option})", option),
                 f'"{match.group(0)}"',
                 Line(number, report.lines[number - 1]),
+            )
+            return
+    for number, line, own in report.wrapped():
+        both = _WITH_BOTH_RE.search(line)
+        if both and both.start() < own:  # "mounted with mb_optimize_scan=0 and =1"
+            key, first, second = both.group(1), both.group(2), both.group(3)
+            yield SweepFact(
+                "mount_options",
+                (f"{key}={first}", f"{key}={second}"),
+                f'"{both.group(0)}"',
+                report.line(number),
             )
             return
     for number, line, own in report.wrapped():

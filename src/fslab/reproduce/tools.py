@@ -332,6 +332,7 @@ _LKP_BLOCK_KEYS: dict[str, tuple[ToolName, tuple[str, ...]]] = {
     "aim7": ("aim7", ("test", "load")),
     "reaim": ("reaim", ("runtime", "nr_task", "test")),
     "postmark": ("postmark", ("number", "trans", "subdirs")),
+    "stress-ng": ("stress-ng", ("test", "nr_threads", "testtime")),
 }
 
 
@@ -347,6 +348,9 @@ def _lkp_block(report: ReportText) -> Iterator[ToolWorkload]:
         testcase = metric.group(1) if metric else None
     if testcase == "dbench":
         yield from _lkp_dbench(report)
+        return
+    if testcase == "sysbench-fileio":
+        yield from _lkp_sysbench(report)
         return
     if testcase not in _LKP_BLOCK_KEYS:
         return
@@ -373,27 +377,70 @@ def _lkp_block(report: ReportText) -> Iterator[ToolWorkload]:
 _LKP_MACHINE_RE = re.compile(r"^test machine:\s*(\d+)\s+threads\b")
 
 
+def _lkp_params(report: ReportText) -> dict[str, tuple[str, int]]:
+    """A robot's `parameters:` block: each key's first value and its line."""
+    params: dict[str, tuple[str, int]] = {}
+    for number, line in report.numbered():
+        if (m := _LKP_PARAM_RE.match(line)) and m.group(1) not in params:
+            params[m.group(1)] = (m.group(2), number)
+    return params
+
+
+def _lkp_count(report: ReportText, share: str) -> str | None:
+    """`nr_threads: 100%` as a count of the test machine's CPUs; `32t` as 32."""
+    percent = re.fullmatch(r"(\d+)%", share)
+    if percent is None:
+        count = share.removesuffix("t")
+        return count if count.isdigit() else None
+    cpus = next(
+        (int(m.group(1)) for _, line in report.numbered() if (m := _LKP_MACHINE_RE.match(line))),
+        None,
+    )
+    return str(max(1, int(percent.group(1)) * cpus // 100)) if cpus else None
+
+
 def _lkp_dbench(report: ReportText) -> Iterator[ToolWorkload]:
     """A robot's dbench block: `nr_threads: 100%` is that many clients per CPU of the test
     machine (lkp-tests' dbench runs one client per thread, its own loadfile and 600s)."""
-    share, cpus, first = None, None, None
-    for number, line in report.numbered():
-        if (m := _LKP_PARAM_RE.match(line)) and m.group(1) == "nr_threads":
-            share, first = m.group(2), number
-        elif (m := _LKP_MACHINE_RE.match(line)) and cpus is None:
-            cpus = int(m.group(1))
-    if share is None or first is None:
+    params = _lkp_params(report)
+    if "nr_threads" not in params:
         return
-    percent = re.fullmatch(r"(\d+)%", share)
-    clients = (
-        share.removesuffix("t")
-        if percent is None
-        else str(max(1, int(percent.group(1)) * cpus // 100))
-        if cpus
-        else None
-    )
-    options = (("clients", clients),) if clients and clients.isdigit() else ()
+    share, first = params["nr_threads"]
+    clients = _lkp_count(report, share)
+    options = (("clients", clients),) if clients else ()
     yield ToolWorkload("dbench", options, f"nr_threads: {share}", report.line(first))
+
+
+# lkp-tests' sysbench-fileio parameters, as sysbench's own options
+_LKP_SYSBENCH = {
+    "rwmode": "file-test-mode",
+    "iomode": "file-io-mode",
+    "filenum": "file-num",
+    "size": "file-total-size",
+    "nr_threads": "threads",
+    "period": "time",
+}
+
+
+def _lkp_sysbench(report: ReportText) -> Iterator[ToolWorkload]:
+    """A robot's sysbench-fileio block: the options lkp-tests runs sysbench fileio with
+    (prepare, then run for `period`)."""
+    params = _lkp_params(report)
+    found = {k: v for k, v in params.items() if k in _LKP_SYSBENCH}
+    if "rwmode" not in found:
+        return
+    options: list[tuple[str, str | None]] = [("test", "fileio")]
+    for key, (value, _) in found.items():
+        if key == "nr_threads":
+            value = _lkp_count(report, value) or ""
+        value = re.sub(r"(?<=\d)[fs]$", "", value)  # 1024f files, 600s
+        if value:
+            options.append((_LKP_SYSBENCH[key], value))
+    first = min(n for _, n in found.values())
+    text = "\n".join(f"{key}: {value}" for key, (value, _) in found.items())
+    yield ToolWorkload(
+        "sysbench", tuple(options), text, report.line(first), steps=("prepare", "run")
+    )
 
 
 # lkp-tests' fsmark sync_method names, as fs_mark's -S numbers

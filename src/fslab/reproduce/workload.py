@@ -34,6 +34,8 @@ _FIO_START_RE = re.compile(
     r"(?:^|(?<=[\s`'\"(:>{#;]))(?:sudo\s+)?(?:[\w./-]*/)?fio\s+(?=--|-[A-Za-z]|\S+\.fio\b)"
 )
 _BRACES_RE = re.compile(r"\{\s*(--[^{}]*)\}")  # no lazy run before \s*: linear
+_ECHO_OPEN_RE = re.compile(r"^\s*echo\s+['\"](?=\[)")
+_ECHO_CLOSE_RE = re.compile(r"['\"]\s*\|\s*(?:sudo\s+)?(?:[\w./-]*/)?fio\b.*$")
 _ELIDED_RE = re.compile(r"^\s*(?:\.\.\.|\u2026|\[\.\.\.\])\s*$")
 _SECTION_RE = re.compile(r"^\s*\[([A-Za-z0-9_.+-]+)\]\s*$")
 _JOB_LINE_RE = re.compile(r"^\s*([A-Za-z][A-Za-z0-9_.-]*)\s*(?:=\s*(.*))?$")
@@ -183,8 +185,9 @@ def _cut_at_shell_end(text: str) -> str:
 
 
 def _job_files(report: ReportText) -> Iterator[tuple[FioForm, str, Line, dict[str, list[str]]]]:
-    """ini-style job files: [section] headers followed by option lines."""
-    lines = report.lines
+    """ini-style job files: [section] headers followed by option lines (also one echoed
+    into `fio -` on stdin: `echo '[global]` ... `numjobs=1' | fio --output-format=json -`)."""
+    lines = tuple(_ECHO_CLOSE_RE.sub("", _ECHO_OPEN_RE.sub("", x)) for x in report.lines)
     number = 1
     while number <= len(lines):
         if not _SECTION_RE.match(lines[number - 1]):
@@ -320,6 +323,8 @@ def _rewrite_words(
     """Options as fslab can run them; None when the command names a job file not shown."""
     program = next((i for i, w in enumerate(words) if w.rsplit("/", 1)[-1] == "fio"), None)
     options = words[program + 1 :] if program is not None else words
+    if "-" in options:  # `| fio -`: the job file comes on stdin, read where it is echoed
+        return None
     named = [w for w in options if not w.startswith("-")]
     if named and named[0].endswith((".fio", ".job", ".ini")):
         other.append(

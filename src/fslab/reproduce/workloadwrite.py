@@ -263,8 +263,10 @@ def _scale_files(
 
 
 def _dd_amount(draft: Draft, run: DdFact) -> tuple[str, int]:
-    """The report's dd bs and count as fslab runs them; another value is asked about."""
+    """The report's dd bs and count as fslab runs them (the first of `count=10/100`, which
+    the sweep takes); another value is asked about."""
     bs, count = run.operand("bs", "512"), run.operand("count", "1")
+    bs, count = bs.split("/")[0] or bs, count.split("/")[0] or count
     try:
         bs_ok = 0 < parse_size_bytes(bs) <= DD_MAX_BS
     except ValueError:
@@ -342,6 +344,14 @@ def _dd(draft: Draft, configs: list[Config], target_bytes: int) -> tuple[Table, 
         "(write + delete) for the runtime, for a stable figure",
     )
     sweep = tomlkit.table()
+    listed = next((f for f in draft.facts.sweeps if f.source == first.source), None)
+    if listed is not None and listed.axis in ("count", "bs"):
+        add(
+            sweep,
+            listed.axis,
+            [int(v) if v.isdigit() else v for v in listed.values],
+            f"the report's dd lists each (line {listed.source.number})",
+        )
     written = parse_size_bytes(bs) * count
     for lever in draft.facts.levers:
         if lever.lever == "free-space" and any(c.type == "ext4" for c in configs):
