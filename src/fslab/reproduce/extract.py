@@ -15,6 +15,7 @@ from fslab.reproduce import figures as figures_mod
 from fslab.reproduce import filesystems as filesystems_mod
 from fslab.reproduce import hypothesis as hypothesis_mod
 from fslab.reproduce import machine as machine_mod
+from fslab.reproduce import robot
 from fslab.reproduce import setup as setup_mod
 from fslab.reproduce import sweeps as sweeps_mod
 from fslab.reproduce import tools as tools_mod
@@ -118,7 +119,7 @@ def _experiment(report: ReportText, facts: ReportFacts) -> None:
         first = min(workloads, key=lambda x: x.source.number)
         text = first.text if isinstance(first, ToolWorkload) and first.tool == "command" else ""
         facts.setup = setup_mod.find_setup(report, facts.filesystems, first.source.number, text)
-    if (export := tools_mod.lkp_export(report)) is not None:
+    if (export := robot.lkp_export(report)) is not None:
         facts.questions.append(export)
     facts.layouts = setup_mod.find_layouts(report, facts.filesystems)
     facts.sweeps = sweeps_mod.find_sweeps(

@@ -87,6 +87,18 @@ ToolName = Literal[
     "command",
 ]
 
+# the tools no machine fslab runs on has, and why
+NOT_RUNNABLE = {
+    "aim7": "aim7 (and its multitask driver) is not packaged for the distributions fslab "
+    "runs on; not runnable here",
+    "reaim": "reaim (the AIM7 workloads re-implemented) is not packaged for the "
+    "distributions fslab runs on; not runnable here",
+    "filebench": "filebench runs its own workload language (.f files) that fslab cannot "
+    "check; not runnable here",
+    "compilebench": "compilebench is not packaged for the distributions fslab runs on; not "
+    "runnable here",
+}
+
 
 @dataclass(frozen=True)
 class ToolWorkload:
