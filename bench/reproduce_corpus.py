@@ -44,7 +44,9 @@ REPORTS = Path(__file__).resolve().parent.parent / "tests" / "data" / "reports"
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--run", action="store_true", help="run each loading spec --quick")
-    parser.add_argument("--only", nargs="+", default=[], help="these reports (name prefixes)")
+    parser.add_argument(
+        "--only", nargs="+", default=[], help="these reports (name prefixes, or whole .txt names)"
+    )
     parser.add_argument("--timeout", type=float, default=900.0, help="seconds a run may take")
     parser.add_argument("--save", type=Path, help="keep each run's spec, output and database")
     args = parser.parse_args()
@@ -53,7 +55,7 @@ def main() -> int:
     rows = [("report", "tool", "fields right", "spec loads", "ran --quick", "falloff")]
     wrong: list[str] = []
     for path in sorted(REPORTS.glob("*.txt")):
-        if args.only and not any(path.name.startswith(o) for o in args.only):
+        if args.only and not any(_named(path.name, o) for o in args.only):
             continue
         facts = extract_facts(path.read_text())
         found = experiment_of(facts)
@@ -82,6 +84,11 @@ def main() -> int:
         print("\nread wrong:")
         print("\n".join(f"  {line}" for line in wrong))
     return 0
+
+
+def _named(name: str, only: str) -> bool:
+    """A whole file name matches itself only; anything else is a prefix."""
+    return name == only if only.endswith(".txt") else name.startswith(only)
 
 
 def _loads(toml: str) -> str:
