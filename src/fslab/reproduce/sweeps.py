@@ -4,10 +4,13 @@ Shell loops over an option are workload.py's (a loop's values are literal);
 this module reads the other ways reports show a variable: an edit between two
 runs (`sed -i 's/4G/100G/' job.fio`), an option left as a variable whose values
 the prose or the figures list (`-bs=$bs` with tables under `bs=4k`, `bs=16k`;
-`-numjobs=$thread` "at 1, 2, 4 and 8 threads"), dbench client counts ("clients
-1 to 128", "32 clients" and "64 clients"), an mkfs option repeated with another
-value ("He repeats it with -n parent=1"), a mount option with and without, and
-kernels or commits compared. Each becomes a SweepFact with the line it came from.
+`-numjobs=$thread` "at 1, 2, 4 and 8 threads"), a results table with a row per
+value of a job option, dbench client counts ("clients 1 to 128", "32 clients" and
+"64 clients"), one tool's commands differing in one option, dd's `count=10/100`, an
+mkfs option repeated with another value ("He repeats it with -n parent=1"), a mount
+option with and without, both values named, listed in braces or changed by a remount
+(the thread's workaround), and kernels or commits compared. Each becomes a SweepFact
+with the line it came from.
 """
 
 from __future__ import annotations
@@ -399,8 +402,9 @@ def _mount_option_braces(report: ReportText) -> Iterator[SweepFact]:
 
 
 def _mount_with_without(report: ReportText) -> Iterator[SweepFact]:
-    """ "mounted with X and without it"; or "Without journal_async_commit:" over one result
-    and "with journal_async_commit" by another (an option's own name, with its `_`)."""
+    """'mounted with X and without it'; 'mounted with X=0 and X=1'; or 'Without
+    journal_async_commit:' over one result and 'with journal_async_commit' by another
+    (an option's own name, with its `_`)."""
     for number, line, own in report.wrapped():
         match = _WITH_WITHOUT_RE.search(line)
         if match and match.start() < own:
