@@ -9,6 +9,7 @@ import tomllib
 from pathlib import Path
 
 from fslab.reproduce.extract import extract_facts
+from fslab.reproduce.pending import guest_fields
 from fslab.reproduce.scale import GIB, HostShape
 from fslab.reproduce.specwrite import build_spec
 
@@ -130,3 +131,10 @@ def test_an_option_current_kernels_refuse_alone_gets_what_it_needs_everywhere():
     mounts = [f.get("mount_options", []) for f in spec["filesystems"]]
     assert mounts == [["data=writeback"], ["journal_async_commit", "data=writeback"]]
     assert any("data=ordered" in q.question for q in questions if q.item == "mount options")
+
+
+def test_the_robots_test_machine_sets_the_guests_cpus_not_a_side_tables():
+    spec, _ = _spec("btrfs-lkp-fio-falloc-new-mount-api.txt")  # 64 threads; a side test 128
+    assert "vm" not in spec  # guests=False here; the fact is the first machine's
+    facts = extract_facts((REPORTS / "btrfs-lkp-fio-falloc-new-mount-api.txt").read_text())
+    assert guest_fields(facts)["possible_cpus"] == 64

@@ -197,6 +197,8 @@ def _bounded(fact: FilesystemFact, questions: list[QuestionFact]) -> bool:
 def _mkfs_fact(program: str, rest: str, report: ReportText, number: int) -> FilesystemFact | None:
     words = _words(rest)
     fs_type = program.removeprefix("mkfs.") if program.startswith("mkfs.") else ""
+    if program == "mke2fs" and re.search(r"\bext4\b", report.joined, re.I):
+        fs_type = "ext4"  # mke2fs without -t, in a report about ext4 (-t below still wins)
     options: list[str] = []
     devices: list[str] = []
     index = 0

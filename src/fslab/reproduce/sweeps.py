@@ -33,6 +33,7 @@ from fslab.reproduce.facts import (
 )
 from fslab.reproduce.shell import MAX_LOOP_VALUES
 from fslab.reproduce.text import ReportText, without_prompt
+from fslab.workload import registry
 
 _SED_RE = re.compile(r"\bsed\s+-i\s+['\"]?s([/|#])([^/|#]+)\1([^/|#]*)\1g?['\"]?\s+(\S+)")
 _VARIABLE_RE = re.compile(r"^\$\{?([A-Za-z_]\w*)\}?$")
@@ -113,10 +114,19 @@ def _fio_sweeps(fio: list[FioFact]) -> Iterator[SweepFact]:
             for k in set(first.options) | set(job.options)
             if job.options.get(k) != first.options.get(k)
         }
-        if len(differing) == 1:
-            axis = differing.pop()
+        if len(differing) == 1 and _sweepable(axis := differing.pop()):
             values = tuple(dict.fromkeys(str(j.options.get(axis)) for j in fio))
             yield SweepFact(axis, values, "the report's fio jobs differ only in it", first.source)
+
+
+def _sweepable(axis: str) -> bool:
+    """Whether fio's benchmark takes this option as an axis: jobs that differ in their
+    filename (a file against the raw device) differ in what fslab sets itself."""
+    try:
+        registry.benchmark_for("fio").check_axis(axis, ["x", "y"])
+    except ValueError as exc:
+        return "itself" not in str(exc)
+    return True
 
 
 def _direct_then_buffered(report: ReportText, fio: list[FioFact]) -> Iterator[SweepFact]:

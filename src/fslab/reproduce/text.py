@@ -16,7 +16,7 @@ _PROMPT_RE = re.compile(
     r"(?:\s+|(?=(?:fio|mkfs[.\w]*|mke2fs|mount|dd|fs_mark|sysbench|dbench|sysctl|truncate|fallocate"
     r"|time)\s))"
     # a numbered step before a command: "1) mkfs.btrfs ...", "4. dd if=..."
-    r"|^\s*\d{1,2}[).]\s+(?=(?:sudo\s+)?(?:fio|mkfs[.\w]*|mount|dd|fs_mark|sysbench|dbench"
+    r"|^\s*\d{1,2}[).]\s+(?=(?:sudo\s+)?(?:fio|mkfs[.\w]*|mke2fs|mount|dd|fs_mark|sysbench|dbench"
     r"|sysctl|truncate|fallocate|time|btrfs|xfs_io|for)\b)"
 )
 _QUOTE_RE = re.compile(r"^(?:\s*>)+ ?")
