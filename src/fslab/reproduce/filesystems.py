@@ -265,8 +265,11 @@ def _mount_fact(rest: str, report: ReportText, number: int) -> FilesystemFact | 
         index += 1
     if len(positional) != 2 or not positional[0].startswith("/"):
         return None
-    # `-o loop` makes mount set up the loop device fslab makes itself
-    options = [o for o in options if o and o != "loop" and not o.startswith("loop=")]
+    # `-o loop` makes mount set up the loop device fslab makes itself; an option the shell
+    # fills in (`mb_optimize_scan=$scan` in a loop) is the sweep's, not the reporter's
+    options = [
+        o for o in options if o and o != "loop" and not o.startswith("loop=") and "$" not in o
+    ]
     return FilesystemFact(
         type=fs_type if fs_type in FS_TYPES else "",
         source=report.line(number),

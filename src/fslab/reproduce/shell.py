@@ -44,7 +44,8 @@ _LOOP_WORD_RE = re.compile(r"\$\([^)]*\)|`[^`]*`|\S+")
 # stay as written for the command that uses it; never a command substitution
 _ASSIGN_RE = re.compile(
     r"^\s*(?:(?:export|local|declare|readonly)\s+)?([A-Za-z_][A-Za-z0-9_]*)="
-    r"(?:([^\s;$`'\"()]+)|\"((?:[^\"$`\\]|\$\{?[A-Za-z_]\w*\}?(?![\w(]))*)\"|'([^']*)')\s*$"
+    r"(?:([^\s;$`'\"()]+)|\"((?:[^\"$`\\]|\$\{?[A-Za-z_]\w*\}?(?![\w(]))*)\"|'([^']*)')"
+    r"\s*(?:#.*)?$"  # a trailing comment: MKFS_OPTIONS="--nodesize 16384"  # default
 )
 
 

@@ -45,7 +45,7 @@ _CLIENT_RANGE_RES = (
     re.compile(r"\bclients\s+(\d+)\s+to\s+(\d+)\b", re.I),
     re.compile(r"\b(\d+)\s+to\s+(\d+)\s+clients\b", re.I),
 )
-_CLIENTS_RE = re.compile(r"\b(\d+)\s+clients\b")
+_CLIENTS_RE = re.compile(r"\b(\d+)\s+clients?\b")
 _WITH_WITHOUT_RE = re.compile(
     r"\bmounted\s+with(?:out)?\s+([a-z_]+)\s+and\s+with(?:out)?\s+it\b|"
     r"\bwith\s+and\s+without\s+(?:the\s+)?([a-z_]+)\s+mount\s+option\b",
@@ -280,7 +280,12 @@ def _commands_differing(tools: list[ToolWorkload]) -> Iterator[SweepFact]:
     same = [dict(t.options) for t in tools if tools and t.tool == tools[0].tool]
     if len(same) < 2:
         return
-    differing = {k for o in same[1:] for k in set(same[0]) | set(o) if o.get(k) != same[0].get(k)}
+    differing = {
+        k
+        for o in same[1:]
+        for k in set(same[0]) | set(o)
+        if o.get(k) != same[0].get(k) and not str(o.get(k) or "").startswith("/")
+    }  # a path of the reporter's machine (dbench -D /xfs, -D /ext4) is fslab's to set
     if len(differing) != 1:
         return
     axis = differing.pop()

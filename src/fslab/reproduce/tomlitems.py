@@ -48,7 +48,9 @@ def add(table: Table, key: str, value: Any, comment: str) -> None:
             table.add(tomlkit.comment(line))
     table[key] = value
     if comment and len(comment) <= 56:
-        table[key].comment(comment)
+        item = table.item(key)  # the item itself: table[key] unwraps a bool to True
+        assert isinstance(item, tomlkit.items.Item), key
+        item.comment(comment)
 
 
 def wrap(text: str) -> list[str]:

@@ -200,6 +200,8 @@ def _commands(report: ReportText) -> Iterator[ToolWorkload]:
             }
             text = " ".join(shell.substituted(w, counts) or w for w in text.split(" "))
         words = _words(text)[1:MAX_TOOL_WORDS]
+        if _in_a_sentence(words):  # "dbench -s reports more throughput than ..."
+            continue
         steps: tuple[str, ...] = ()
         sweeps: tuple[tuple[str, tuple[str, ...]], ...] = ()
         if tool == "fs_mark":
@@ -223,6 +225,15 @@ def _commands(report: ReportText) -> Iterator[ToolWorkload]:
             steps=steps,
             sweeps=sweeps,
         )
+
+
+def _in_a_sentence(words: list[str]) -> bool:
+    """A tool's name and an option in the mail's prose: words no benchmark takes follow."""
+    plain = [w for w in words if re.fullmatch(r"[a-z]{2,}[,.]?", w) and w not in _SYSBENCH_WORDS]
+    return len(plain) >= 3
+
+
+_SYSBENCH_WORDS = frozenset(("fileio", "prepare", "run", "cleanup", "help"))
 
 
 def _joined(report: ReportText, number: int, first: str) -> str:
