@@ -138,3 +138,15 @@ def test_the_robots_test_machine_sets_the_guests_cpus_not_a_side_tables():
     assert "vm" not in spec  # guests=False here; the fact is the first machine's
     facts = extract_facts((REPORTS / "btrfs-lkp-fio-falloc-new-mount-api.txt").read_text())
     assert guest_fields(facts)["possible_cpus"] == 64
+
+
+def test_a_robot_fsmark_block_with_a_share_of_the_cpus_counts_them():
+    text = (
+        "[ext4] abc: fsmark.files_per_sec -5% regression\n\n"
+        "testcase: fsmark\n"
+        "test machine: 8 threads 1 sockets Intel(R) Core(TM) with 16G memory\n"
+        "parameters:\n\n"
+        "\tnr_threads: 100%\n\tfilesize: 4K\n\ttest_size: 64M\n\tsync_method: NoSync\n"
+    )
+    (tool,) = extract_facts(text).tools
+    assert dict(tool.options)["-d"] == "(8 directories)"

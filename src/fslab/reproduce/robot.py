@@ -25,13 +25,18 @@ _LKP_BLOCK_KEYS: dict[str, tuple[ToolName, tuple[str, ...]]] = {
 }
 
 
-def lkp_block(report: ReportText) -> Iterator[ToolWorkload]:
-    """A kernel test robot's `parameters:` block for dbench, aim7, reaim or postmark
-    (fio-basic is workload.py's; fsmark's is _lkp_fsmark's)."""
-    testcase = next(
+def _testcase(report: ReportText) -> str | None:
+    """The robot's `testcase:` line."""
+    return next(
         (m.group(1) for _, line in report.numbered() if (m := _LKP_TESTCASE_RE.match(line))),
         None,
     )
+
+
+def lkp_block(report: ReportText) -> Iterator[ToolWorkload]:
+    """A kernel test robot's `parameters:` block for dbench, sysbench-fileio, aim7, reaim,
+    postmark or stress-ng (fio-basic is workload.py's; fsmark's is lkp_fsmark's)."""
+    testcase = _testcase(report)
     if testcase is None:
         metric = _LKP_METRIC_RE.search(report.lines[0] if report.lines else "")
         testcase = metric.group(1) if metric else None
@@ -44,11 +49,7 @@ def lkp_block(report: ReportText) -> Iterator[ToolWorkload]:
     if testcase not in _LKP_BLOCK_KEYS:
         return
     tool, keys = _LKP_BLOCK_KEYS[testcase]
-    params: dict[str, tuple[str, int]] = {}
-    for number, line in report.numbered():
-        match = _LKP_PARAM_RE.match(line)
-        if match and match.group(1) in keys and match.group(1) not in params:
-            params[match.group(1)] = (match.group(2), number)
+    params = {k: v for k, v in _lkp_params(report).items() if k in keys}
     if not params:
         return
     first = min(n for _, n in params.values())
@@ -157,23 +158,16 @@ def lkp_fsmark(report: ReportText) -> list[ToolWorkload]:
     """A robot's `testcase: fsmark` parameter block without its fs_mark command line (recent
     robot mails link the reproduce files): the fs_mark options lkp-tests derives from it,
     one -d per thread and test_size / filesize files spread over the threads."""
-    if not any(
-        (m := _LKP_TESTCASE_RE.match(line)) and m.group(1) == "fsmark"
-        for _, line in report.numbered()
-    ):
+    if _testcase(report) != "fsmark":
         return []
-    params: dict[str, tuple[str, int]] = {}
-    for number, line in report.numbered():
-        match = _LKP_PARAM_RE.match(line)
-        if match and match.group(1) in _LKP_FSMARK_KEYS and match.group(1) not in params:
-            params[match.group(1)] = (match.group(2), number)
+    params = {k: v for k, v in _lkp_params(report).items() if k in _LKP_FSMARK_KEYS}
     value = {key: text for key, (text, _) in params.items()}
     try:
         size = parse_size_bytes(value["filesize"])
         total = parse_size_bytes(value["test_size"])
     except (KeyError, ValueError):
         return []
-    threads = int(re.sub(r"t$", "", value.get("nr_threads", "1")) or 1)
+    threads = int(_lkp_count(report, value.get("nr_threads", "1")) or 1)
     options: list[tuple[str, str | None]] = [("-d", f"({max(threads, 1)} directories)")]
     options += [("-n", str(max(1, total // size // max(threads, 1)))), ("-s", str(size))]
     if (loops := re.sub(r"x$", "", value.get("iterations", ""))).isdigit():
