@@ -5,6 +5,7 @@ with other profiles, a robot's fs_mark parameters without a command, and a dd re
 
 from __future__ import annotations
 
+import time
 import tomllib
 from pathlib import Path
 
@@ -150,3 +151,17 @@ def test_a_robot_fsmark_block_with_a_share_of_the_cpus_counts_them():
     )
     (tool,) = extract_facts(text).tools
     assert dict(tool.options)["-d"] == "(8 directories)"
+
+
+def test_long_runs_a_mutated_report_can_hold_are_read_in_linear_time():
+    # each took minutes when a pattern backtracked or a line re-read the whole report
+    shapes = [
+        "mount" + " " * 200_000 + "x\n",
+        "ext4\n" + "mke2fs /dev/sda\n" * 20_000,
+        "mkfs.xfs -f -l\n" * 20_000,
+        "X=1\n" + "dbench -t $X 4\n" * 20_000,
+    ]
+    for text in shapes:
+        started = time.monotonic()
+        extract_facts(text)
+        assert time.monotonic() - started < 15, text[:20]

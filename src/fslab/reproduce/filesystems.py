@@ -44,10 +44,13 @@ EVERY_FS = "*"
 _VARIABLE_RE = re.compile(r"^\$(?:\{\w+\}|\w+)$")
 _MOUNT_GREP_RE = re.compile(r"^mount\s*\|.*?\bgrep\s+(?:-w\s+)?(ext4|xfs|btrfs)\b(.*)$")
 _BTRFS_ATTACHED_RE = re.compile(r"^(-[dm])(raid\w+|single|dup)$")
-_REDIRECT_RE = re.compile(r"\s+(?:\d?>>?|&>|\|)")
+_FS_COMMAND_RE = re.compile(r"^(?:sudo\s+)?(?:mkfs|mke2fs|mount)\b")
+_REDIRECT_RE = re.compile(r"\s(?:\d?>>?|&>|\|)")  # one space: `\s+` backtracks on long runs
 _LISTED_MKFS_RE = re.compile(r"^\s+(ext4|xfs|btrfs):\s+(-[A-Za-z].*)$")
 # mkfs flags fslab passes itself (force, quiet), so a pasted one is not kept twice.
 _FORCE_FLAGS = {"-f", "-F", "-q"}
+MAX_WRAPPED_LINES = 4
+"""Lines a mailer breaks one mkfs or mount command into, at most."""
 MAX_FS_OPTIONS = 64
 """Options of one mkfs or mount command (a real one has a handful)."""
 
@@ -57,14 +60,17 @@ def find_filesystems(report: ReportText) -> tuple[list[FilesystemFact], list[Que
     facts: list[FilesystemFact] = []
     questions: list[QuestionFact] = []
     assigned: dict[str, str] | None = None
+    about_ext4: bool | None = None
     for number, line in report.numbered():
         command = without_prompt(line)
-        if "$" in command and re.match(r"^(?:sudo\s+)?(?:mkfs|mke2fs|mount)\b", command):
-            if assigned is None:
-                assigned = shell.assignments(report, len(report.lines) + 1)
-            command = shell.substituted(command, assigned) or command
-        if re.match(r"^(?:sudo\s+)?(?:mkfs|mke2fs|mount)\b", command):
-            command = _REDIRECT_RE.split(command, maxsplit=1)[0]  # `> /dev/null` is no device
+        if _FS_COMMAND_RE.match(command):
+            if "$" in command:
+                if assigned is None:
+                    assigned = shell.assignments(report, len(report.lines) + 1)
+                command = shell.substituted(command, assigned) or command
+            command = _REDIRECT_RE.split(command, maxsplit=1)[
+                0
+            ].rstrip()  # `> /dev/null`: no device
             command = _unwrapped(report, number, command)
         listed = _LISTED_MKFS_RE.match(line)
         if listed:
@@ -79,7 +85,9 @@ def find_filesystems(report: ReportText) -> tuple[list[FilesystemFact], list[Que
             continue
         mkfs = _MKFS_RE.search(command)
         if mkfs:
-            fact = _mkfs_fact(mkfs.group(1), mkfs.group(2), report, number)
+            if about_ext4 is None:  # read once, not per mkfs line
+                about_ext4 = re.search(r"\bext4\b", report.joined, re.I) is not None
+            fact = _mkfs_fact(mkfs.group(1), mkfs.group(2), report, number, about_ext4)
             if fact is not None and _bounded(fact, questions):
                 facts.append(_without_unset(fact, questions))
             continue
@@ -150,8 +158,9 @@ def _unwrapped(report: ReportText, number: int, command: str) -> str:
     """A mkfs or mount command the mailer broke after an option that takes a value
     (`mkfs.xfs -f -l` / `size=1310b,sunit=8 /dev/x`), or before its options or paths
     (`mount` / `-onoatime,...` / `/dev/sda /mnt/test/`): joined with its continuations."""
-    needed = 2 if re.match(r"^(?:sudo\s+)?mount\b", command) else 1
-    while number < len(report.lines):
+    needed = 2 if re.match(r"^(?:sudo\s+)?mount\b", command) else 1  # device and mountpoint
+    last = min(len(report.lines), number + MAX_WRAPPED_LINES)
+    while number < last:
         following = report.lines[number].strip()
         paths = [w for w in command.split()[1:] if w.startswith(("/", "$"))]
         flag_last = re.search(r"\s-\w$", command)
@@ -194,10 +203,12 @@ def _bounded(fact: FilesystemFact, questions: list[QuestionFact]) -> bool:
     return False
 
 
-def _mkfs_fact(program: str, rest: str, report: ReportText, number: int) -> FilesystemFact | None:
+def _mkfs_fact(
+    program: str, rest: str, report: ReportText, number: int, about_ext4: bool
+) -> FilesystemFact | None:
     words = _words(rest)
     fs_type = program.removeprefix("mkfs.") if program.startswith("mkfs.") else ""
-    if program == "mke2fs" and re.search(r"\bext4\b", report.joined, re.I):
+    if program == "mke2fs" and about_ext4:
         fs_type = "ext4"  # mke2fs without -t, in a report about ext4 (-t below still wins)
     options: list[str] = []
     devices: list[str] = []

@@ -163,15 +163,27 @@ def _loop_end(report: ReportText, start: int) -> int:
     return start
 
 
-def assignments(report: ReportText, before: int) -> dict[str, str]:
-    """`NAME=value` lines before a command: literal values only."""
+def assignments(
+    report: ReportText, before: int, lines: list[tuple[int, str, str]] | None = None
+) -> dict[str, str]:
+    """`NAME=value` lines before a command: literal values only (from `lines`, the
+    report's assignment_lines, when a caller asks for many commands)."""
     found: dict[str, str] = {}
-    for number, raw in report.numbered():
+    for number, name, value in assignment_lines(report) if lines is None else lines:
         if number >= before:
             break
+        found[name] = value
+    return found
+
+
+def assignment_lines(report: ReportText) -> list[tuple[int, str, str]]:
+    """Every `NAME=value` line of the report: (line, name, literal value)."""
+    found: list[tuple[int, str, str]] = []
+    for number, raw in report.numbered():
         match = _ASSIGN_RE.match(without_prompt(raw))
         if match:
-            found[match.group(1)] = next(g for g in match.groups()[1:] if g is not None)
+            value = next(g for g in match.groups()[1:] if g is not None)
+            found.append((number, match.group(1), value))
     return found
 
 

@@ -365,7 +365,9 @@ def _dd_read_sizes(dd: Sequence[DdFact]) -> Iterator[SweepFact]:
         yield SweepFact("bs", tuple(sizes), why, same[1].source)
 
 
-_MOUNT_VARIABLE_RE = re.compile(r"\bmount\s+(?:.*\s)?-o\s*(\S*\$(?:\{(\w+)\}|(\w+))\S*)")
+# `mount ... -o $OPT`: the -o is found after the word mount (no `.*` to backtrack over)
+_MOUNT_WORD_RE = re.compile(r"\bmount\s")
+_MOUNT_VARIABLE_RE = re.compile(r"\s-o\s*(\S*\$(?:\{(\w+)\}|(\w+))\S*)")
 
 
 def _mount_option_variable(report: ReportText) -> Iterator[SweepFact]:
@@ -373,7 +375,9 @@ def _mount_option_variable(report: ReportText) -> Iterator[SweepFact]:
     `mount -o compress=zstd:$level` inside a loop over levels: a sweep of the option."""
     loops = shell.find_loops(report)
     for number, raw in report.numbered():
-        match = _MOUNT_VARIABLE_RE.search(without_prompt(raw))
+        line = without_prompt(raw)
+        word = _MOUNT_WORD_RE.search(line)
+        match = _MOUNT_VARIABLE_RE.search(line, word.end() - 1) if word else None
         if match is None:
             continue
         written, name = match.group(1).rstrip(";,"), match.group(2) or match.group(3)
@@ -438,12 +442,14 @@ def _mount_with_without(report: ReportText) -> Iterator[SweepFact]:
                 report.line(number),
             )
             return
+    tried: set[str] = set()
     for number, line, own in report.wrapped():
         without = _WITHOUT_OPTION_RE.search(line)
-        if without is None or without.start() >= own:
+        if without is None or without.start() >= own or without.group(1) in tried:
             continue
         option = without.group(1)
-        if re.search(rf"\bwith\s+{option}\b", " ".join(report.lines), re.I):
+        tried.add(option)  # each option's "with" is looked for once
+        if re.search(rf"\bwith\s+{option}\b", report.joined, re.I):
             yield SweepFact(
                 "mount_options",
                 (f"(no {option})", option),
@@ -463,39 +469,50 @@ _REMOUNT_RE = re.compile(
 def _remount_change(report: ReportText, filesystems: list[FilesystemFact]) -> Iterator[SweepFact]:
     """An option set to another value by a remount: the reporter's mount against it. The
     reporter's value is their mount's; a 0/1 switch without one was the other value."""
+    tried: set[str] = set()
     for number, raw in report.numbered():
         match = _REMOUNT_RE.search(without_prompt(raw))
         if match is None:
             continue
         for option in (match.group(1) or match.group(2)).split(","):
-            key, _, value = option.partition("=")
-            if not value:
-                yield from _switched(report, option, number)
+            if option in tried:  # a remount repeated is read once
                 continue
-            had = next(
-                (o for fs in filesystems for o in fs.mount_options if o.startswith(f"{key}=")),
-                None,
+            tried.add(option)
+            fact = (
+                _reset(report, filesystems, option, number)
+                if "=" in option
+                else _switched(report, option, number)
             )
-            if had is None and value in ("0", "1"):
-                had = f"{key}={1 - int(value)}"
-            if had == option:
-                continue
-            yield SweepFact(
-                "mount_options",
-                (had or f"(no {option})", option),
-                f"the report remounts with {option}",
-                report.line(number),
-            )
-            return
+            if fact is not None:
+                yield fact
+                return
 
 
-def _switched(report: ReportText, option: str, number: int) -> Iterator[SweepFact]:
+def _reset(
+    report: ReportText, filesystems: list[FilesystemFact], option: str, number: int
+) -> SweepFact | None:
+    """`remount,stripe=0` against the reporter's stripe=32745."""
+    key, _, value = option.partition("=")
+    had = next((o for fs in filesystems for o in fs.mount_options if o.startswith(f"{key}=")), None)
+    if had is None and value in ("0", "1"):
+        had = f"{key}={1 - int(value)}"
+    if had == option:
+        return None
+    return SweepFact(
+        "mount_options",
+        (had or f"(no {option})", option),
+        f"the report remounts with {option}",
+        report.line(number),
+    )
+
+
+def _switched(report: ReportText, option: str, number: int) -> SweepFact | None:
     """A bare option remounted (`remount,delalloc`) whose opposite the report names
     (nodelalloc): the reporter ran with the opposite."""
     opposite = option[2:] if option.startswith("no") else f"no{option}"
     if option in ("ro", "rw") or not re.search(rf"\b{re.escape(opposite)}\b", report.joined):
-        return
-    yield SweepFact(
+        return None
+    return SweepFact(
         "mount_options",
         (opposite, option),
         f"the report remounts with {option}, against its {opposite}",

@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass
+from functools import cached_property
 
 from fslab.reproduce.facts import Line
 
@@ -63,8 +64,9 @@ class ReportText:
         """The line number holding a character offset of `joined`."""
         return self.joined.count("\n", 0, offset) + 1
 
-    @property
+    @cached_property
     def joined(self) -> str:
+        """The report as one text (made once: readers search it line after line)."""
         return "\n".join(self.lines)
 
 

@@ -184,6 +184,8 @@ def setup_segment(segment: str) -> bool:
 
 
 def _commands(report: ReportText) -> Iterator[ToolWorkload]:
+    loops: list[shell.Loop] | None = None
+    assigned_at: list[tuple[int, str, str]] = []
     for number, raw in report.numbered():
         line = re.sub(r'"([^"\s]+)"', r"\1", without_prompt(raw).lstrip("#$ "))
         match = _TOOL_RE.search(line)
@@ -192,10 +194,13 @@ def _commands(report: ReportText) -> Iterator[ToolWorkload]:
         tool = _CANONICAL[match.group(1)]
         text = _joined(report, number, line[match.start(1) :])
         if "$" in text:  # `dbench -t 300 -D $MNT $THREADS` after `THREADS=16`: 16 clients
-            looped = {x.variable for x in shell.enclosing(shell.find_loops(report), number)}
+            if loops is None:  # the report's loops and assignments, read once
+                loops = shell.find_loops(report)
+                assigned_at = shell.assignment_lines(report)
+            looped = {x.variable for x in shell.enclosing(loops, number)}
             counts = {
                 k: v
-                for k, v in shell.assignments(report, number).items()
+                for k, v in shell.assignments(report, number, assigned_at).items()
                 if v.isdigit() and k not in looped
             }
             text = " ".join(shell.substituted(w, counts) or w for w in text.split(" "))
