@@ -17,6 +17,7 @@ import pytest
 from fslab.base.errors import UsageError
 from fslab.fleet.inventory import read_inventory
 from fslab.fleet.run import DEBIAN_PACKAGES, FleetPlan
+from tests import cli
 from tests.tiny_spec import tiny_spec
 
 ROOT = Path(__file__).parents[1]
@@ -129,7 +130,7 @@ def test_fleet_run_refuses_the_inventory_before_anything_is_created(tmp_path):
     spec.write_text(tiny_spec("fleet-tiny"))
     inventory = _inventory(tmp_path, "[lab]\n../../etc/x\n")
     env = {**os.environ, "XDG_DATA_HOME": str(tmp_path / "data")}
-    proc = subprocess.run(
+    proc = cli.run(
         [
             sys.executable,
             "-m",

@@ -29,6 +29,7 @@ from fslab.store.exchange import export_campaign, import_campaign
 from fslab.workload import registry
 from fslab.workload.base import RunShape
 from fslab.workload.fio import trust as fio_trust
+from tests import cli
 from tests.conftest import DATA_DIR, requires_root
 
 FIO_LISTS = DATA_DIR / "fio_options"
@@ -369,7 +370,7 @@ def test_spec_opt_in_lists_what_runs(tmp_path):
 
 
 def fslab(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
+    return cli.run(
         [sys.executable, "-m", "fslab", *args],
         capture_output=True,
         text=True,

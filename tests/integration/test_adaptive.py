@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import json
-import subprocess
 import sys
 from pathlib import Path
 
+from tests import cli
 from tests.conftest import requires_root
 
 from fslab.store.db import Store
@@ -43,7 +43,7 @@ def test_until_ci_appends_and_runs_repetitions_up_to_the_cap(tmp_path: Path, no_
     spec.write_text(TINY_SPEC)
     db = tmp_path / "r.db"
     # +-0.01% is out of reach for fio on a loop device: the loop stops at the cap
-    proc = subprocess.run(
+    proc = cli.run(
         [
             sys.executable, "-m", "fslab", "run", str(spec), "--db", str(db),
             "--no-collect", "--no-preflight", "--until-ci", "0.01", "--max-repeat", "4",
@@ -75,7 +75,7 @@ def test_run_asks_its_questions_within_the_budget(tmp_path: Path, no_leaks) -> N
         )
     )
     db = tmp_path / "r.db"
-    proc = subprocess.run(
+    proc = cli.run(
         [
             sys.executable, "-m", "fslab", "run", str(spec), "--db", str(db),
             "--no-collect", "--no-preflight", "--budget", "45s",

@@ -16,6 +16,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+from tests import cli
 from tests.conftest import requires_root
 
 SPEC = """\
@@ -68,7 +69,7 @@ def git(repo: Path, *args: str) -> str:
 
 
 def fslab(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
+    return cli.run(
         [sys.executable, "-m", "fslab", *args],
         capture_output=True,
         text=True,

@@ -6,10 +6,10 @@ two runs of 1 s) a second apart, so the test checks the path, not figures.
 
 from __future__ import annotations
 
-import subprocess
 import sys
 from pathlib import Path
 
+from tests import cli
 from tests.conftest import requires_root
 
 from fslab.store.db import Store
@@ -20,7 +20,7 @@ SPEC = Path(__file__).parent.parent.parent / "bench" / "spaced" / "base.toml"
 @requires_root
 def test_calibrate_runs_spaced_campaigns_and_prints_the_model(tmp_path, no_leaks):
     db = tmp_path / "c.db"
-    proc = subprocess.run(
+    proc = cli.run(
         [
             sys.executable, "-m", "fslab", "calibrate", str(SPEC), "--times", "3",
             "--spacing", "1s", "--no-collect", "--db", str(db),

@@ -9,6 +9,7 @@ import sys
 import time
 from pathlib import Path
 
+from tests import cli
 from tests.conftest import loop_mounts, requires_root
 
 from fslab.store.db import Store
@@ -46,9 +47,7 @@ runtime = "{runtime}"
 
 
 def fslab(*args: str, **kwargs) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "fslab", *args], capture_output=True, text=True, **kwargs
-    )
+    return cli.run([sys.executable, "-m", "fslab", *args], capture_output=True, text=True, **kwargs)
 
 
 def write_spec(tmp_path: Path, runtime: str) -> Path:

@@ -19,6 +19,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from tests import cli
 from tests.conftest import requires_root
 from tests.tiny_spec import tiny_spec
 
@@ -82,7 +83,7 @@ def _inventory(tmp_path: Path, *, beta_fault: bool, broken: bool) -> Path:
 
 
 def fslab(*args: str, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
+    return cli.run(
         [FSLAB, *args], capture_output=True, text=True, env=env, timeout=900, check=False
     )
 

@@ -15,6 +15,7 @@ import time
 from pathlib import Path
 
 import pytest
+from tests import cli
 from tests.conftest import requires_root
 from tests.guest_support import (
     GUEST_SERIES,
@@ -51,7 +52,7 @@ repeat = 2
 
 
 def fslab(*args: str, **kwargs) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
+    return cli.run(
         [sys.executable, "-m", "fslab", *args],
         capture_output=True,
         text=True,

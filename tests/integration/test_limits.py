@@ -9,12 +9,12 @@ from __future__ import annotations
 
 import mmap
 import os
-import subprocess
 import sys
 import tempfile
 import time
 
 import pytest
+from tests import cli
 from tests.conftest import requires_root
 
 from fslab.base.errors import FslabError
@@ -130,7 +130,7 @@ def test_a_campaign_point_runs_at_its_limit_and_records_it(tmp_path, no_leaks):
     spec.write_text(LIMITED_SPEC)
     db = tmp_path / "r.db"
     run = ["run", str(spec), "--db", str(db), "--no-collect", "--budget", "0"]
-    done = subprocess.run(
+    done = cli.run(
         [sys.executable, "-m", "fslab", *run],
         capture_output=True,
         text=True,
@@ -146,7 +146,7 @@ def test_a_campaign_point_runs_at_its_limit_and_records_it(tmp_path, no_leaks):
     assert limits.blkio_root == str(BLKIO_ROOT)
     assert 200 < iops < 330, iops
     # the report says so, and its recipe sets the same throttle before fio
-    shown = subprocess.run(
+    shown = cli.run(
         [sys.executable, "-m", "fslab", "report", "--db", str(db)],
         capture_output=True,
         text=True,
@@ -179,7 +179,7 @@ def test_an_evidence_run_counts_the_device_as_its_limiter_does(tmp_path, no_leak
     )
     db = tmp_path / "r.db"
     run = ["run", str(spec), "--db", str(db), "--budget", "0"]
-    done = subprocess.run(
+    done = cli.run(
         [sys.executable, "-m", "fslab", *run], capture_output=True, text=True, check=False
     )
     assert done.returncode == 0, done.stderr

@@ -8,6 +8,7 @@ import subprocess
 import sys
 
 import pytest
+from tests import cli
 from tests.conftest import requires_root
 from tests.guest_support import GUEST_SERIES, guest_kernel, require_qemu
 
@@ -40,7 +41,7 @@ repeat = 1
 
 def fslab(*args: str) -> subprocess.CompletedProcess[str]:
     argv = [sys.executable, "-m", "fslab", *args]
-    return subprocess.run(argv, capture_output=True, text=True, check=False)
+    return cli.run(argv, capture_output=True, text=True, check=False)
 
 
 def _points(db) -> list:

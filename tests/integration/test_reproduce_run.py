@@ -13,6 +13,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from tests import cli
 from tests.conftest import requires_root
 from tests.guest_support import guest_kernel, require_qemu
 
@@ -26,7 +27,7 @@ def reproduce_run(
     report: str, db: Path, *overrides: str, flags: tuple[str, ...] = ()
 ) -> subprocess.CompletedProcess[str]:
     sets = [arg for value in overrides for arg in ("--set", value)]
-    return subprocess.run(
+    return cli.run(
         [
             sys.executable,
             "-m",

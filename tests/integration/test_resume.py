@@ -19,6 +19,7 @@ import time
 from pathlib import Path
 
 import pytest
+from tests import cli
 from tests.conftest import requires_root
 from tests.pid_leaks import owned_by, wait_released
 
@@ -54,7 +55,7 @@ PLANNED = 5  # the warm-up (seq 0, discarded) and 2 sweep points x 2 repetitions
 
 
 def fslab(*args: str, timeout: float = 300) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
+    return cli.run(
         [sys.executable, "-m", "fslab", *args], capture_output=True, text=True, timeout=timeout
     )
 

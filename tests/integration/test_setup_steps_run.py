@@ -4,11 +4,11 @@ workload sees them, and the setting is back afterwards; the recipe repeats them.
 from __future__ import annotations
 
 import re
-import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+from tests import cli
 from tests.conftest import requires_root
 
 from fslab.store.db import Store
@@ -59,7 +59,7 @@ def _run(tmp_path: Path, spec_text: str) -> Path:
     spec = tmp_path / "spec.toml"
     spec.write_text(spec_text)
     db = tmp_path / "r.db"
-    done = subprocess.run(
+    done = cli.run(
         [sys.executable, "-m", "fslab", "run", str(spec), "--db", str(db), "--no-collect"],
         capture_output=True,
         text=True,

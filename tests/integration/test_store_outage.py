@@ -17,6 +17,7 @@ import time
 from pathlib import Path
 
 import pytest
+from tests import cli
 from tests.conftest import requires_root
 from tests.pgcluster import running_cluster
 from tests.tiny_spec import tiny_spec
@@ -61,7 +62,7 @@ def test_a_campaign_outlives_an_outage_of_its_store(tmp_path):
         assert "went away" in flat and "are kept on this host" in flat, flat[-1000:]
 
         cluster.start(data_dir)
-        flush = subprocess.run(
+        flush = cli.run(
             [FSLAB, "store", "flush", "--db", db], capture_output=True, text=True, env=env
         )
         assert flush.returncode == 0, flush.stderr

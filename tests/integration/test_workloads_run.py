@@ -10,6 +10,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from tests import cli
 from tests.conftest import require_tool, requires_root
 
 from fslab.store.db import Store
@@ -33,7 +34,7 @@ runtime = "{runtime}"
 
 
 def fslab(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
+    return cli.run(
         [sys.executable, "-m", "fslab", *args],
         capture_output=True,
         text=True,
