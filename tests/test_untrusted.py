@@ -283,7 +283,7 @@ def test_report_cpu_count_takes_this_hosts_with_a_question():
 
 @pytest.mark.parametrize(
     "value",
-    ["${SIZE}", "$(cat /etc/passwd)", "`id`", "$((4*1024))m", "$(nproc)x", "${jobs"],
+    ["${SIZE}", "$(cat /etc/passwd)", "`id`", "$((4*N))m", "$((2**40))m", "$(nproc)x", "${jobs"],
 )
 def test_report_expansions_fslab_cannot_know_are_left_out(value):
     text = f"fio --name=x --rw=randwrite --bs=4k --numjobs=2 --size={value}\n"
@@ -291,6 +291,12 @@ def test_report_expansions_fslab_cannot_know_are_left_out(value):
     size = tomllib.loads(reproduction.toml)["workload"]["options"].get("size", "")
     assert "$" not in size and "`" not in size
     assert any(q.item == "fio --size" for q in reproduction.questions)
+
+
+def test_report_arithmetic_on_literals_is_worked_out_never_run():
+    text = "fio --name=x --rw=randwrite --bs=$((2*2048)) --numjobs=2 --size=$((4*1024))m\n"
+    options = tomllib.loads(build_spec(extract_facts(text), source_name="r", host=HOST).toml)
+    assert options["workload"]["options"]["bs"] == 4096
 
 
 def test_report_assignment_gives_the_variable_its_value():

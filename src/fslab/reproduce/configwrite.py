@@ -197,7 +197,16 @@ def _with_value(
         if value.startswith("(no "):
             return list(mkfs), kept, f"no{option}", f"mounted without {option}"
         return list(mkfs), [*kept, option], option, f"mounted with {option}"
-    _, flag, key = fact.axis.split(" ", 2)
+    _, flag, *keyed = fact.axis.split(" ", 2)
+    if not keyed:  # `-d raid0` against `-d raid1`: the flag's whole value
+        options = list(mkfs)
+        at = next((i for i in range(len(options) - 1) if options[i] == flag), None)
+        if at is None:
+            options += [flag, value]
+        else:
+            options[at + 1] = value
+        return options, list(mount), f"{flag.lstrip('-')}{value}", f"mkfs {flag} {value}"
+    key = keyed[0]
     setting = f"{key}={value}"
     shown = f"mkfs {flag} {setting}"
     options = list(mkfs)

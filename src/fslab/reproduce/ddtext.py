@@ -9,7 +9,7 @@ from dataclasses import replace
 
 from fslab.base.errors import FslabError
 from fslab.reproduce.facts import DdFact, OtherToolFact
-from fslab.reproduce.text import ReportText, without_prompt
+from fslab.reproduce.text import ReportText, echoed, without_prompt
 from fslab.workload.dd import parse as dd_mod
 
 _CACHED_RE = re.compile(r"#.*\b(?:cached|cache hit|warm)\b", re.I)  # "# 2nd run, data is cached"
@@ -19,7 +19,7 @@ _DD_RE = re.compile(r"(?:^|(?<=[\s`'\"(]))dd\s+((?:[a-z]+=\S+\s*)+)")
 def dd_runs(report: ReportText, other: list[OtherToolFact]) -> Iterator[DdFact]:
     for number, line in report.numbered():
         match = _DD_RE.search(without_prompt(line))
-        if not match:
+        if not match or echoed(line):
             continue
         operands = tuple(
             tuple(word.split("=", 1)) for word in match.group(1).split() if "=" in word

@@ -46,20 +46,19 @@ def experiment_of(facts: ReportFacts) -> Experiment:
         workload = dict(facts.dd[0].operands)
     types = facts.filesystem_types()
     filesystem = types[0] if types else ""
-    mkfs: list[str] = []
+    mkfs: list[str] | None = None
     mount: list[str] = []
     for fs in reporters(facts.filesystems, filesystem):
-        if fs.how not in ("mkfs", "mount"):
-            continue
-        if not mkfs:  # the first mkfs is the reporter's setup; others are the sweep's
-            mkfs = list(fs.mkfs_options)
-        mount += [o for o in fs.mount_options if o not in mount]
+        if fs.how == "mkfs" and mkfs is None:  # the first mkfs is the reporter's setup
+            mkfs = list(fs.mkfs_options)  # (defaults too); the others are the sweep's
+        if fs.how in ("mkfs", "mount"):
+            mount += [o for o in fs.mount_options if o not in mount]
     layout = max(facts.layouts, key=lambda x: x.devices).layout if facts.layouts else ""
     return Experiment(
         tool=tool,
         runnable=runnable,
         filesystem=filesystem,
-        mkfs_options=tuple(mkfs),
+        mkfs_options=tuple(mkfs or ()),
         mount_options=tuple(mount),
         devices=device_count(facts.layouts),
         layout=layout,
@@ -75,7 +74,9 @@ def _read_layout(facts: ReportFacts) -> tuple[str, ...]:
         return ()
     name = facts.dd[0].operand("if")
     return tuple(
-        "dd " + " ".join("=".join(o) for o in r.operands) for r in writes_of(facts.dd, name)
+        dict.fromkeys(
+            "dd " + " ".join("=".join(o) for o in r.operands) for r in writes_of(facts.dd, name)
+        )
     )
 
 

@@ -6,6 +6,7 @@ import re
 import shlex
 from collections.abc import Iterator
 from dataclasses import replace
+from itertools import pairwise
 
 from fslab.reproduce import shell
 from fslab.reproduce.facts import FilesystemFact, FilesystemHow, QuestionFact
@@ -29,6 +30,10 @@ _MOUNTS_LINE_RE = re.compile(
     r"\s+\((?P<opts2>[^()\s]+)\)\s*$"
 )
 # what /proc/mounts shows for every mount of the type, given or not: not the reporter's
+_OPTION_VARIABLE_RE = re.compile(
+    r"^(?:export\s+)?(?:(MKFS_OPT(?:ION)?S?|MKFS_ARGS)|(MOUNT_OPT(?:ION)?S?|MNT_OPTS?))="
+    r"[\"']?([^\"'$`;]*)[\"']?\s*(?:#.*)?$"
+)
 _MOUNTS_DEFAULTS = re.compile(
     r"^(?:rw|defaults|relatime|seclabel|attr2|inode64|noquota|logbufs=8|logbsize=32k|"
     r"sunit=\d+|swidth=\d+|data=ordered|space_cache(?:=v\d)?|subvolid=\d+|subvol=/|ssd)$"
@@ -46,6 +51,12 @@ _MOUNT_GREP_RE = re.compile(r"^mount\s*\|.*?\bgrep\s+(?:-w\s+)?(ext4|xfs|btrfs)\
 _BTRFS_ATTACHED_RE = re.compile(r"^(-[dm])(raid\w+|single|dup)$")
 _FS_COMMAND_RE = re.compile(r"^(?:sudo\s+)?(?:mkfs|mke2fs|mount)\b")
 _REDIRECT_RE = re.compile(r"\s(?:\d?>>?|&>|\|)")  # one space: `\s+` backtracks on long runs
+# a sentence quoting the options: "formatted with mkfs.xfs -d agcount=1 -l size=128m."
+_PROSE_MKFS_RE = re.compile(
+    r"\b(?:formatted|made|created|built)\s+with\s+(mkfs\.(?:ext4|xfs|btrfs)|mke2fs)"
+    r"((?:\s+-{1,2}[A-Za-z][\w-]*(?:[ =][\w=.,^:+-]+?)?)+)\.?\s*$"
+)
+_PROSE_MOUNT_RE = re.compile(r"\bmounted\s+(?:with\s+)?-o\s+([\w=.,:+-]+?)\.?\s*$")
 _LISTED_MKFS_RE = re.compile(r"^\s+(ext4|xfs|btrfs):\s+(-[A-Za-z].*)$")
 # mkfs flags fslab passes itself (force, quiet), so a pasted one is not kept twice.
 _FORCE_FLAGS = {"-f", "-F", "-q"}
@@ -117,6 +128,9 @@ def find_filesystems(report: ReportText) -> tuple[list[FilesystemFact], list[Que
             if _bounded(fact, questions):
                 facts.append(fact)
             continue
+        if (said := _said_in_prose(line, report, number)) is not None:
+            facts.append(said)
+            continue
         # a mail wraps "mounted with" and its quoted options onto two lines
         following = report.lines[number] if number < len(report.lines) else ""
         wrapped = f"{line} {following.strip()}"
@@ -131,8 +145,39 @@ def find_filesystems(report: ReportText) -> tuple[list[FilesystemFact], list[Que
                     mount_options=tuple(next(g for g in quoted.groups() if g).split(",")),
                 )
             )
+    if not any(f.how in ("mkfs", "mount") for f in facts):
+        facts.extend(_option_variables(report))
     facts.extend(_prose_mentions(report))
     return _typed(facts, questions), questions
+
+
+def _option_variables(report: ReportText) -> Iterator[FilesystemFact]:
+    """`MKFS_OPTS="-O ^has_journal"`, `MNT_OPTS="-o noatime"`, xfstests' `FSTYP=ext4`: the
+    options of a script whose mkfs and mount lines the report leaves out, one fact per
+    assignment (two values of one variable are the runs' difference)."""
+    fs_type = next((t for t in shell.all_assignments(report, "FSTYP") if t in FS_TYPES), "")
+    for number, raw in report.numbered():
+        match = _OPTION_VARIABLE_RE.match(without_prompt(raw))
+        if match is None:
+            continue
+        words = _words(match.group(3))
+        if match.group(1):
+            yield FilesystemFact(fs_type, report.line(number), "mkfs", mkfs_options=tuple(words))
+            continue
+        options = [
+            o
+            for w in _mount_option_words(words)
+            for o in w.split(",")
+            if o and not _MOUNTS_DEFAULTS.match(o)
+        ]
+        yield FilesystemFact(fs_type, report.line(number), "mount", mount_options=tuple(options))
+
+
+def _mount_option_words(words: list[str]) -> list[str]:
+    """`-o a,b` or `a,b`: the option lists among a mount variable's words."""
+    if "-o" not in words:
+        return [w for w in words if not w.startswith("-")]
+    return [w for prev, w in pairwise(words) if prev == "-o"]
 
 
 def _mounted(
@@ -298,6 +343,24 @@ def _words(text: str) -> list[str]:
         return text.split()
 
 
+def _said_in_prose(line: str, report: ReportText, number: int) -> FilesystemFact | None:
+    """ "xfs was formatted with mkfs.xfs -d agcount=1 -l size=128m,version=2." and "xfs
+    was mounted -o logbsize=256k": a sentence that quotes the options, not a device."""
+    made = _PROSE_MKFS_RE.search(line)
+    if made:
+        program, rest = made.group(1), made.group(2)
+        fs_type = program.removeprefix("mkfs.") if "." in program else _fs_named(line) or ""
+        words = [w for w in _words(rest) if w not in _FORCE_FLAGS]
+        if fs_type in FS_TYPES:
+            return FilesystemFact(fs_type, report.line(number), "mkfs", mkfs_options=tuple(words))
+    mounted = _PROSE_MOUNT_RE.search(line)
+    fs_type = _fs_named(line) or ""
+    if mounted and fs_type in FS_TYPES and fs_type == _fs_named(line[: mounted.start() + 1]):
+        options = tuple(o for o in mounted.group(1).split(",") if o)
+        return FilesystemFact(fs_type, report.line(number), "mount", mount_options=options)
+    return None
+
+
 def _fs_named(text: str) -> str | None:
     match = _PROSE_FS_RE.search(text)
     return match.group(1).lower() if match else None
@@ -331,6 +394,8 @@ def _typed(facts: list[FilesystemFact], questions: list[QuestionFact]) -> list[F
             expanded.append(fact)
     facts = expanded
     for fact in sorted(facts, key=lambda f: f.source.number):
+        if not fact.type and fact.how == "mkfs":  # options in a variable, no mkfs line
+            fact = FilesystemFact(**{**fact.__dict__, "type": _nearest_prose_type(facts, fact)})
         if fact.how == "mkfs":
             made[fact.device] = fact.type
         if not fact.type and fact.how == "mount":

@@ -32,6 +32,9 @@ _NOT_KERNEL_RE = re.compile(
     r"opensuse|rocky|alma\w*|oracle|mint|arch|mysql|postgres\w*|virtme-ng)[\s-]*v?$",
     re.I,
 )
+# "files of the same names and sizes as the 2.6.20 tree": a kernel's sources as the
+# workload's data, not a kernel that ran
+_SOURCE_TREE_RE = re.compile(r"\s*(?:kernel\s+)?(?:source\s+)?(?:trees?|tarballs?|sources)\b", re.I)
 _KERNEL_WORDS_RE = re.compile(r"\b(kernels?|linux|regression|bisect\w*)\b", re.I)
 _CPU_RE = re.compile(
     r"(?<![\w.])(\d{1,5})\s?(?:x\s?)?(?:-?\s?(?:virtual|logical|online|hardware)\s+)?"
@@ -93,7 +96,12 @@ def find_kernels(report: ReportText) -> list[KernelFact]:
         matches = [m for regex in _KERNEL_RES for m in regex.finditer(line)]
         if _KERNEL_WORDS_RE.search(line):
             matches += list(_BARE_VERSION_RE.finditer(line))
-        found = [m.group(1) for m in matches if not _NOT_KERNEL_RE.search(line[: m.start(1)])]
+        found = [
+            m.group(1)
+            for m in matches
+            if not _NOT_KERNEL_RE.search(line[: m.start(1)])
+            and not _SOURCE_TREE_RE.match(line[m.end(1) :])
+        ]
         for version in sorted(set(found), key=line.find):
             if _plausible_kernel(version):
                 seen.setdefault(version, KernelFact(version, report.line(number)))

@@ -11,6 +11,8 @@ compute is never computed.
 
 from __future__ import annotations
 
+import ast
+import operator
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -64,7 +66,7 @@ class Expansion:
     """A `$...` or backtick part of a value, and what it is."""
 
     text: str
-    kind: str  # "variable" | "fio keyword" | "cpu count" | "command"
+    kind: str  # "variable" | "fio keyword" | "cpu count" | "arithmetic" | "command"
     name: str = ""  # the variable's name
 
 
@@ -229,7 +231,13 @@ def expansions(value: str) -> list[Expansion]:
     rest = value
     for match in _SUBST_RE.finditer(value):
         text = match.group(0)
-        kind = "cpu count" if _CPU_COUNT_RE.match(text) else "command"
+        kind = (
+            "cpu count"
+            if _CPU_COUNT_RE.match(text)
+            else "arithmetic"
+            if arithmetic(text) is not None
+            else "command"
+        )
         found.append(Expansion(text, kind))
         rest = rest.replace(text, " ")
     for match in _VAR_RE.finditer(rest):
@@ -237,6 +245,42 @@ def expansions(value: str) -> list[Expansion]:
         kind = "fio keyword" if name.lower() in FIO_KEYWORDS else "variable"
         found.append(Expansion(match.group(0), kind, name))
     return found
+
+
+_ARITHMETIC_RE = re.compile(r"^\$\(\(([0-9+\-*/%() \t]{1,64})\)\)$")
+_INTEGER_OPS = {
+    ast.Add: operator.add,
+    ast.Sub: operator.sub,
+    ast.Mult: operator.mul,
+    ast.Div: operator.floordiv,
+    ast.Mod: operator.mod,
+}
+
+
+def arithmetic(text: str) -> str | None:
+    """`$((8192))`, `$((4*1024))`: shell arithmetic on literal integers, worked out here
+    (never run); None for anything else (variables, commands, a division by zero)."""
+    match = _ARITHMETIC_RE.match(text)
+    if match is None:
+        return None
+    try:
+        tree = ast.parse(match.group(1).strip(), mode="eval").body
+        return str(_integer(tree))
+    except (SyntaxError, ValueError, ZeroDivisionError):
+        return None
+
+
+def _integer(node: ast.expr) -> int:
+    if isinstance(node, ast.Constant) and type(node.value) is int:
+        return node.value
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
+        return -_integer(node.operand)
+    if isinstance(node, ast.BinOp) and type(node.op) in _INTEGER_OPS:
+        left, right = _integer(node.left), _integer(node.right)
+        if max(abs(left), abs(right)) > 1 << 62:
+            raise ValueError("too large")
+        return int(_INTEGER_OPS[type(node.op)](left, right))
+    raise ValueError("not integer arithmetic")
 
 
 def leftover_expansion(value: str) -> bool:

@@ -21,7 +21,7 @@ from collections.abc import Iterator, Sequence
 from itertools import pairwise
 
 from fslab.base.units import parse_size_bytes
-from fslab.reproduce import shell
+from fslab.reproduce import fiojobs, shell
 from fslab.reproduce.facts import (
     DdFact,
     FilesystemFact,
@@ -69,6 +69,9 @@ _COMMIT_RE = re.compile(
     r"\(([0-9a-f]{12,40})\)",
     re.I,
 )
+_FS_ROW_RE = re.compile(
+    r"^\s*(btrfs|xfs|ext[234])(?:\s{2,}|\t|\s*\|\s*)\d[\d.,]*\s*[A-Za-z/%]*", re.I
+)
 _NAMED_AXES = {"thread": "numjobs", "threads": "numjobs", "jobs": "numjobs"}
 
 
@@ -97,8 +100,37 @@ def find_sweeps(
         *_mount_option_braces(report),
         *_remount_change(report, filesystems),
     ]
+    if not found and (rows := _filesystem_rows(report)):
+        found.append(rows)
     kernel = _kernel_sweep(report, kernels)
     return [*found, *([kernel] if kernel else [])]
+
+
+def _filesystem_rows(report: ReportText) -> SweepFact | None:
+    """A results table with a row per filesystem ("XFS    16.95 MB/s", "Ext3   22.92
+    MB/s"): the filesystem is what the report varies (the spec compares the ones fslab
+    makes as configurations of their own)."""
+    rows: list[tuple[int, str]] = []
+    for number, line in report.numbered():
+        match = _FS_ROW_RE.match(line)
+        if match is None:
+            continue
+        if rows and number - rows[-1][0] > 2:  # a table's rows sit together
+            rows = []
+        rows.append((number, match.group(1).lower()))
+        names = tuple(dict.fromkeys(name for _, name in rows))
+        if len(rows) >= 2 and len(names) >= 2 and len(names) == len(rows):
+            following = (
+                _FS_ROW_RE.match(report.lines[number]) if number < len(report.lines) else None
+            )
+            if following is None:
+                return SweepFact(
+                    "filesystem",
+                    names,
+                    "the report's results have a row per filesystem",
+                    report.line(rows[0][0]),
+                )
+    return None
 
 
 def _fio_sweeps(fio: list[FioFact]) -> Iterator[SweepFact]:
@@ -106,17 +138,12 @@ def _fio_sweeps(fio: list[FioFact]) -> Iterator[SweepFact]:
     for job in fio[:1]:
         for axis, values in job.sweeps:
             yield SweepFact(axis, values, "the report's loop or listed values", job.source)
-    if len(fio) > 1:
-        first = fio[0]
-        differing = {
-            k
-            for job in fio[1:]
-            for k in set(first.options) | set(job.options)
-            if job.options.get(k) != first.options.get(k)
-        }
-        if len(differing) == 1 and _sweepable(axis := differing.pop()):
-            values = tuple(dict.fromkeys(str(j.options.get(axis)) for j in fio))
-            yield SweepFact(axis, values, "the report's fio jobs differ only in it", first.source)
+    apart = fiojobs.one_option_apart([job.options for job in fio])
+    if apart and _sweepable(axis := apart[0]):
+        values = tuple(
+            dict.fromkeys(str(fiojobs.option_value(fio[i].options, axis)) for i in apart[1])
+        )
+        yield SweepFact(axis, values, "the report's fio jobs differ only in it", fio[0].source)
 
 
 def _sweepable(axis: str) -> bool:
@@ -306,9 +333,11 @@ def _doublings(low: int, high: int) -> list[str]:
 
 def _mkfs_repeats(report: ReportText, filesystems: list[FilesystemFact]) -> Iterator[SweepFact]:
     """`mkfs.xfs ... -n parent=0`, later "repeats it with -n parent=1": a sweep of it."""
-    for fs in filesystems:
-        if fs.how != "mkfs":
-            continue
+    made = [fs for fs in filesystems if fs.how == "mkfs"]
+    if named := _flag_values_named(report, made, filesystems):
+        yield named
+        return
+    for fs in made:
         options = list(fs.mkfs_options)
         for flag, setting in pairwise(options):
             key, sep, value = setting.partition("=")
@@ -325,6 +354,37 @@ def _mkfs_repeats(report: ReportText, filesystems: list[FilesystemFact]) -> Iter
                         report.line(number),
                     )
                     return
+
+
+def _flag_values_named(
+    report: ReportText, made: list[FilesystemFact], filesystems: list[FilesystemFact]
+) -> SweepFact | None:
+    """ "made with mkfs -d raid0 and with -d raid1": values of one of the reporter's mkfs
+    flags (a word, not key=value) that a sentence about mkfs names; the reporter's own
+    value first, unless the sentence names two others (then those are the comparison)."""
+    flags = dict.fromkeys(
+        (flag, own)
+        for fs in made
+        for flag, own in pairwise(fs.mkfs_options)
+        if re.fullmatch(r"-[A-Za-z]", flag) and re.fullmatch(r"\w+", own)
+    )
+    if not flags:
+        return None
+    commands = {f.source.number for f in filesystems if f.how in ("mkfs", "mount")}
+    sentences = [(n, x) for n, x in report.numbered() if "mkfs" in x and n not in commands]
+    for flag, own in flags:
+        pattern = re.compile(rf"(?<!\S){re.escape(flag)}\s+(\w+)\b")
+        for number, line in sentences:
+            others = [v for v in dict.fromkeys(pattern.findall(line)) if v != own]
+            if others:
+                values = tuple(others) if len(others) > 1 else (own, *others)
+                return SweepFact(
+                    f"mkfs {flag}",
+                    values,
+                    f"the report names mkfs {flag} {' and '.join(values)}",
+                    report.line(number),
+                )
+    return None
 
 
 def _mkfs_remade(filesystems: list[FilesystemFact]) -> Iterator[SweepFact]:

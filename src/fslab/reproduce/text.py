@@ -75,6 +75,15 @@ def without_prompt(line: str) -> str:
     return _PROMPT_RE.sub("", line, count=1).strip()
 
 
+_ECHOED_RE = re.compile(r"^(?:echo|printf)\s+(?:-\w+\s+)*[\"']")
+
+
+def echoed(line: str) -> bool:
+    """A script line that prints a command before running it (`echo "dd bs=1M ..."`):
+    the command it shows is not run there."""
+    return _ECHOED_RE.match(without_prompt(line)) is not None
+
+
 def scaled_number(digits: str, multiplier: str | None) -> float:
     """'22', 'K' -> 22000.0; a decimal comma is read as a point."""
     return float(digits.replace(",", ".")) * _MULTIPLIER[(multiplier or "").lower()]

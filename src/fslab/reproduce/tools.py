@@ -17,7 +17,7 @@ from collections.abc import Iterator
 
 from fslab.reproduce import robot, shell
 from fslab.reproduce.facts import NOT_RUNNABLE, Line, ToolName, ToolWorkload
-from fslab.reproduce.text import ReportText, without_prompt
+from fslab.reproduce.text import ReportText, echoed, without_prompt
 
 MAX_TOOL_WORDS = 512
 """Words of one benchmark command read (fs_mark with 64 `-d` is 140)."""
@@ -189,7 +189,7 @@ def _commands(report: ReportText) -> Iterator[ToolWorkload]:
     for number, raw in report.numbered():
         line = re.sub(r'"([^"\s]+)"', r"\1", without_prompt(raw).lstrip("#$ "))
         match = _TOOL_RE.search(line)
-        if match is None:
+        if match is None or echoed(raw):
             continue
         tool = _CANONICAL[match.group(1)]
         text = _joined(report, number, line[match.start(1) :])

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 
 from fslab.base.errors import UsageError
 from fslab.base.units import parse_size_bytes
-from fslab.reproduce import fiosyntax, shell
+from fslab.reproduce import fiojobs, fiosyntax, shell
 from fslab.reproduce.ddtext import dd_runs
 from fslab.reproduce.facts import (
     DdFact,
@@ -37,7 +37,7 @@ _BRACES_RE = re.compile(r"\{\s*(--[^{}]*)\}")  # no lazy run before \s*: linear
 _ECHO_OPEN_RE = re.compile(r"^\s*echo\s+['\"](?=\[)")
 _ECHO_CLOSE_RE = re.compile(r"['\"]\s*\|\s*(?:sudo\s+)?(?:[\w./-]*/)?fio\b.*$")
 _ELIDED_RE = re.compile(r"^\s*(?:\.\.\.|\u2026|\[\.\.\.\])\s*$")
-_SECTION_RE = re.compile(r"^\s*\[([A-Za-z0-9_.+-]+)\]\s*$")
+_SECTION_RE = re.compile(r"^\s*\[([A-Za-z0-9_.+-][A-Za-z0-9_.+ -]*)\]\s*$")
 _JOB_LINE_RE = re.compile(r"^\s*([A-Za-z][A-Za-z0-9_.-]*)\s*(?:=\s*(.*))?$")
 _SWEEP_COMMENT_RE = re.compile(r"^\s*(?:[0-9A-Za-z_.]+\s*){1,8}$")
 _OTHER_TOOLS = {
@@ -99,7 +99,7 @@ def find_workloads(
                 )
             )
             break
-        if len(text.split()) > MAX_FIO_OPTIONS:
+        if _option_count(form, text) > MAX_FIO_OPTIONS:
             questions.append(
                 QuestionFact(
                     "fio workload",
@@ -109,18 +109,64 @@ def find_workloads(
                 )
             )
             continue
-        context = _Options(
-            source, questions, shell.enclosing(loops, source.number), {}, sweeps=dict(sweeps)
-        )
-        if "$" in text:
-            context.assigned = shell.assignments(report, source.number)
-        fact = _import_fio(form, text, context, other)
-        if fact is not None and not _lays_out_only(fact):
-            fio.append(fact)
+        jobs: list[FioFact] = []
+        for piece in _jobs_in_turn(form, text):
+            context = _Options(
+                source, questions, shell.enclosing(loops, source.number), {}, sweeps=dict(sweeps)
+            )
+            if "$" in piece:
+                context.assigned = shell.assignments(report, source.number)
+            fact = _import_fio(form, piece, context, other)
+            if fact is not None and not _lays_out_only(fact):
+                jobs.append(fact)
+        fio.extend(_in_turn_kept(jobs, questions, source))
     fio.extend(_lkp_parameters(report, questions))
     other.extend(_other_tools(report))
     fio.sort(key=lambda f: f.source.number)
     return fio, list(dd_runs(report, other)), other, questions
+
+
+def _option_count(form: FioForm, text: str) -> int:
+    """Words of a command line; lines of a job file that are not comments."""
+    if form != "job file":
+        return len(text.split())
+    return sum(1 for x in text.split("\n") if fio_mod.strip_job_file_comment(x).strip())
+
+
+def _jobs_in_turn(form: FioForm, text: str) -> list[str]:
+    """The jobs of a file or line that runs several one after another, one text each."""
+    if form == "job file":
+        return fiojobs.split_job_file(text)
+    if form == "command line":
+        return fiojobs.split_command_line(_command_words(text)) or [text]
+    return [text]
+
+
+def _in_turn_kept(
+    jobs: list[FioFact], questions: list[QuestionFact], source: Line
+) -> list[FioFact]:
+    """Of jobs run in turn, the first and those that differ from it only in the option
+    the second changes (a sweep of it); the others are asked about."""
+    if len(jobs) < 2:
+        return jobs
+    apart = fiojobs.one_option_apart([job.options for job in jobs])
+    kept = apart[1] if apart else [0]
+    names = [str(job.options.get("name")) for job in jobs]
+    left = [f"[{names[i]}]" for i in range(len(jobs)) if i not in kept]
+    if left:
+        questions.append(
+            QuestionFact(
+                "fio workload",
+                f"the report's fio runs {len(jobs)} jobs one after another; "
+                f"{', '.join(left)} {'changes' if len(left) == 1 else 'change'} more than "
+                + (f"{apart[0]}" if apart else "one option")
+                + f" from [{names[0]}]",
+                f"measured: {', '.join(f'[{names[i]}]' for i in kept)}; the others are left "
+                "out (a spec of their own compares them)",
+                source,
+            )
+        )
+    return [jobs[i] for i in kept]
 
 
 def _lays_out_only(fact: FioFact) -> bool:
@@ -197,8 +243,8 @@ def _job_files(report: ReportText) -> Iterator[tuple[FioForm, str, Line, dict[st
         probe = number + 1
         while probe <= len(lines):
             text = lines[probe - 1]
-            if not text.strip():
-                following = next((x for x in lines[probe:] if x.strip()), "")
+            if not text.strip():  # a blank line, maybe comments, then the next section
+                following = next((x for x in lines[probe:] if _is_content(x)), "")
                 if not (_SECTION_RE.match(following) or "=" in following):
                     break
             elif _ELIDED_RE.match(text):  # "..." between [job2] and [job12]: one file
@@ -214,6 +260,11 @@ def _job_files(report: ReportText) -> Iterator[tuple[FioForm, str, Line, dict[st
         number = end + 1
 
 
+def _is_content(text: str) -> bool:
+    """Neither blank nor a job file's comment."""
+    return bool(text.strip()) and not text.lstrip().startswith(("#", ";"))
+
+
 def _is_job_option_line(text: str) -> bool:
     stripped = text.strip()
     if stripped.startswith(("#", ";")):
@@ -222,7 +273,7 @@ def _is_job_option_line(text: str) -> bool:
     return match is not None and (
         match.group(2) is not None
         or "_" in match.group(1)
-        or match.group(1) in ("thread", "direct", "buffered")
+        or fio_trust.rule_name(match.group(1)) in fio_trust.SAFE
     )
 
 
@@ -418,6 +469,9 @@ def _shell_value(name: str, value: str, context: _Options) -> str | None:
     resolved = value
     for part in shell.expansions(value):
         if part.kind == "fio keyword":
+            continue
+        if part.kind == "arithmetic":
+            resolved = resolved.replace(part.text, shell.arithmetic(part.text) or part.text)
             continue
         if part.kind == "cpu count" and part.text == value:
             context.host_cpus.append(name)

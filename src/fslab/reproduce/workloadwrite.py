@@ -18,6 +18,7 @@ from tomlkit.items import Table
 
 from fslab.base.format import format_size
 from fslab.base.units import MIB, parse_size_bytes
+from fslab.reproduce import fiojobs
 from fslab.reproduce.configwrite import Config
 from fslab.reproduce.ddtext import writes_of
 from fslab.reproduce.draft import Draft
@@ -219,28 +220,25 @@ def _one_fio_job(draft: Draft) -> tuple[FioFact, dict[str, list[str]]]:
     """The report's fio job; several that differ in one option become a sweep of it."""
     jobs = draft.facts.fio
     first = jobs[0]
-    if len(jobs) == 1:
-        return first, {}
-    differing = {
-        k
-        for job in jobs[1:]
-        for k in set(first.options) | set(job.options)
-        if job.options.get(k) != first.options.get(k)
-    }
-    if len(differing) == 1 and all(set(j.options) == set(first.options) for j in jobs):
-        axis = differing.pop()
-        values = list(dict.fromkeys(str(j.options[axis]) for j in jobs))
-        return first, {axis: values}
-    lines = ", ".join(str(j.source.number) for j in jobs[1:])
-    draft.questions.append(
-        QuestionFact(
-            "fio workload",
-            f"the report shows {len(jobs)} different fio jobs (also lines {lines})",
-            f"the first one (line {first.source.number}); run the others as their own specs",
-            first.source,
+    apart = fiojobs.one_option_apart([job.options for job in jobs])
+    kept = apart[1] if apart else [0]
+    others = [job for i, job in enumerate(jobs) if i not in kept]
+    if others:
+        lines = ", ".join(str(j.source.number) for j in others)
+        draft.questions.append(
+            QuestionFact(
+                "fio workload",
+                f"the report shows {len(others) + 1} different fio jobs (also lines {lines})",
+                f"the first one (line {first.source.number}); run the others as their own specs",
+                first.source,
+            )
         )
-    )
-    return first, {}
+    if apart is None:
+        return first, {}
+    axis, _ = apart
+    return first, {
+        axis: list(dict.fromkeys(str(fiojobs.option_value(jobs[i].options, axis)) for i in kept))
+    }
 
 
 def _scale_files(

@@ -220,14 +220,14 @@ def parse_fio_options(options: Mapping[str, str | int | float | bool | None]) ->
 
 
 @dataclass
-class _Section:
+class JobSection:
     name: str
     pairs: list[tuple[str, str | None]] = field(default_factory=list)
 
 
 def parse_fio_job_file(text: str) -> FioImport:
     """Import an ini-style fio job file: [global] sections plus exactly one job."""
-    sections = _job_file_sections(text)
+    sections = job_file_sections(text)
     jobs = [s for s in sections if s.name != "global"]
     if not jobs:
         raise UsageError("the fio job file defines no job section (only [global] or nothing)")
@@ -263,14 +263,15 @@ def strip_job_file_comment(line: str) -> str:
     return line[:cut]
 
 
-def _job_file_sections(text: str) -> list[_Section]:
-    sections: list[_Section] = []
+def job_file_sections(text: str) -> list[JobSection]:
+    """A job file's sections in order, [global] ones included, comments dropped."""
+    sections: list[JobSection] = []
     for number, raw in enumerate(text.splitlines(), start=1):
         line = strip_job_file_comment(raw).strip()
         if not line:
             continue
         if line.startswith("[") and line.endswith("]"):
-            sections.append(_Section(line[1:-1].strip()))
+            sections.append(JobSection(line[1:-1].strip()))
             continue
         if line.startswith("include ") or line == "include":
             raise UsageError(
