@@ -165,3 +165,24 @@ def test_long_runs_a_mutated_report_can_hold_are_read_in_linear_time():
         started = time.monotonic()
         extract_facts(text)
         assert time.monotonic() - started < 15, text[:20]
+
+
+def test_an_ext4_feature_with_and_without_is_one_mkfs_list_each_way():
+    spec, _ = _spec("ext4-bigalloc-nodelalloc-dd-1g.txt")
+    made = [fs["mkfs_options"][2:] for fs in spec["filesystems"]]  # after fslab's -E
+    # the cluster size goes with bigalloc; the journal stays off both ways
+    assert made == [["-C", "1048576", "-O", "^has_journal,bigalloc"], ["-O", "^has_journal"]]
+    spec, _ = _spec("ext4-fast-commit-fsmark-8-threads.txt")  # named in prose only
+    assert [fs["mkfs_options"][2:] for fs in spec["filesystems"]] == [[], ["-O", "fast_commit"]]
+
+
+def test_a_warm_up_the_prose_puts_before_the_run_is_a_setup_step():
+    spec, _ = _spec("xfs-buffered-randwrite-64k-page-filesize.txt")
+    (step,) = spec["setup"]
+    assert step["kind"] == "file" and step["path"] == "testfile" and step["how"] == "write"
+
+
+def test_option_variables_of_a_script_without_its_mkfs_line_are_its_configurations():
+    spec, _ = _spec("ext4-zram-no-journal-dd.txt")
+    assert [fs["mkfs_options"][2:] for fs in spec["filesystems"]] == [[], ["-O", "^has_journal"]]
+    assert {tuple(fs["mount_options"]) for fs in spec["filesystems"]} == {("noatime",)}

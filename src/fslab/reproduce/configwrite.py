@@ -196,8 +196,18 @@ def _with_value(
         ]
         if value.startswith("(no "):
             return list(mkfs), kept, f"no{option}", f"mounted without {option}"
-        return list(mkfs), [*kept, option], option, f"mounted with {option}"
+        added = option.split(",")  # "nossd,space_cache=v2": a set of options, one value
+        kept = [o for o in kept if o.partition("=")[0] not in {a.partition("=")[0] for a in added}]
+        return list(mkfs), [*kept, *added], option, f"mounted with {option}"
     _, flag, *keyed = fact.axis.split(" ", 2)
+    if flag == "-O" and value in ("on", "off"):  # an ext4 feature, with and without
+        feature = keyed[0]
+        return (
+            _with_feature(mkfs, feature, value == "on"),
+            list(mount),
+            f"{feature}-{value}",
+            (f"mkfs -O {feature}" if value == "on" else f"mkfs without {feature}"),
+        )
     if not keyed:  # `-d raid0` against `-d raid1`: the flag's whole value
         options = list(mkfs)
         at = next((i for i in range(len(options) - 1) if options[i] == flag), None)
@@ -215,6 +225,36 @@ def _with_value(
             options[index + 1] = setting
             return options, list(mount), f"{key}{value}", shown
     return [*options, flag, setting], list(mount), f"{key}{value}", shown
+
+
+# features mke2fs turns on by default (its ext4 defaults): off is `^feature`
+_EXT4_DEFAULT_FEATURES = frozenset(
+    (
+        *("has_journal", "extent", "flex_bg", "metadata_csum", "64bit", "dir_index"),
+        *("huge_file", "dir_nlink", "extra_isize", "sparse_super", "large_file"),
+        *("filetype", "resize_inode", "ext_attr"),
+    )
+)
+
+
+def _with_feature(mkfs: list[str], feature: str, on: bool) -> list[str]:
+    """mkfs options with an ext4 feature set on or off in one -O list (and -C dropped
+    with bigalloc off: a cluster size needs it)."""
+    options: list[str] = []
+    features: list[str] = []
+    words = iter(mkfs)
+    for word in words:
+        if word == "-O":
+            features += [f for f in next(words, "").split(",") if f.lstrip("^") != feature]
+        elif word == "-C" and not on and feature == "bigalloc":
+            next(words, "")
+        else:
+            options.append(word)
+    if on:
+        features.append(feature)
+    elif feature in _EXT4_DEFAULT_FEATURES:
+        features.append(f"^{feature}")
+    return [*options, "-O", ",".join(features)] if features else options
 
 
 def _options_of(draft: Draft, fs_type: str) -> tuple[list[str], list[str], list[int]]:

@@ -137,6 +137,7 @@ SetupKind = Literal[
     "sync",
     "fio layout",
     "file",
+    "fstrim",
 ]
 
 

@@ -62,20 +62,34 @@ def job_names(texts: list[str]) -> list[str]:
     return names
 
 
-def one_option_apart(jobs: list[fio_mod.FioOptions]) -> tuple[str, list[int]] | None:
-    """The option in which the second job differs from the first, if it is the only one,
-    and the jobs that differ from the first in nothing else (the first included). The
-    option is set in both: one left to fio's default, or to an unset shell variable, is
-    not a value the reporter chose."""
+def one_option_apart(jobs: list[fio_mod.FioOptions]) -> tuple[str | None, list[int]]:
+    """The option in which the second job differs from the first, if it is the only one
+    (None otherwise), and the jobs that differ from the first in nothing else, the first
+    and its repeats included. The option is set in both: one left to fio's default, or to
+    an unset shell variable, is not a value the reporter chose."""
+    same = [i for i, job in enumerate(jobs) if not _differing(jobs[0], job)]
     if len(jobs) < 2:
-        return None
+        return None, same
     differing = _differing(jobs[0], jobs[1])
     if len(differing) != 1:
-        return None
+        return None, same
     (axis,) = differing
     if any(option_value(job, axis) is None for job in jobs[:2]):
-        return None
+        return None, same
     return axis, [i for i, job in enumerate(jobs) if _differing(jobs[0], job) <= {axis}]
+
+
+def distinct(jobs: list[fio_mod.FioOptions]) -> int:
+    """How many different jobs these are, a job run again under another name counted once."""
+    return len({_values(job) for job in jobs})
+
+
+def _values(job: fio_mod.FioOptions) -> tuple[str, ...]:
+    return tuple(
+        f"{fio_mod.canonical_name(k)}={v}"
+        for k, v in sorted(job.items())
+        if fio_mod.canonical_name(k) not in _SAME_RUN
+    )
 
 
 def option_value(job: fio_mod.FioOptions, axis: str) -> str | None:

@@ -69,4 +69,4 @@ def long_words(words: list[str]) -> list[str]:
 
 def single_dash(text: str) -> bool:
     """Whether a fio command spells its options with one dash (`fio -name x -rw=write`)."""
-    return re.search(r"(?:^|\s)fio\s+-[A-Za-z]", text) is not None
+    return re.search(r"(?:^|[\s/])fio\s+-[A-Za-z]", text) is not None

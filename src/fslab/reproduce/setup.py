@@ -12,6 +12,7 @@ All of it is read as text: nothing here is ever run or opened.
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
 
 from fslab.reproduce.facts import FilesystemFact, LayoutFact, SetupFact, SetupKind
 from fslab.reproduce.text import ReportText, without_prompt
@@ -40,6 +41,7 @@ _STEP_RES: tuple[tuple[SetupKind, re.Pattern[str]], ...] = (
     ("sysfs", re.compile(r"^echo\s+.+?(?:>|\|\s*(?:sudo\s+)?tee)\s*/sys/(?:block|fs)/[\w/*.-]+$")),
     ("file", re.compile(r"^echo\s+.+?>\s*[\w.-]+$")),
     ("sync", re.compile(r"^sync$")),
+    ("fstrim", re.compile(r"^fstrim\s+(?:-\w+\s+)*/\S*$")),
 )
 _NUMBER_WORDS = {
     "two": 2,
@@ -59,10 +61,17 @@ _PROSE_LAYOUT_RE = re.compile(
     + r"\s+(?:[\w.-]+\s+){0,2}?(drives|disks|devices|ssds|ramdisks|nvmes?|luns)\b",
     re.I,
 )
+_MDSTAT_RE = re.compile(
+    r"^\s*(md\w+)\s*:\s*active\s+(?:\(\w+\)\s+)?(raid\d+|linear)\s+"
+    r"((?:[\w-]+\[\d+\](?:\([A-Z]\))?\s*)+)$"
+)
 _DISK_PARAM_RE = re.compile(r"^\s*disk:\s*(?:(\d+)(BRD)_\S+|(.*?)\s*\*\s*(\d+))\s*$")
 _MD_PARAM_RE = re.compile(r"^\s*md:\s*(RAID\d+)\s*$", re.I)
 _LVM_LINE_RE = re.compile(r"^\s*LVM:\s*(raid\d+|striped?)\b(.*)$", re.I)
 _BTRFS_PROFILE_RE = re.compile(r"^-[dm]$|^--(?:data|metadata)$")
+
+
+_BEFORE_DD_RE = re.compile(r"\bbefore\b[^.()]{0,60}?\bdd\s*\(\s*((?:\w+=[^\s()]+\s*)+)\)", re.I)
 
 
 def find_setup(
@@ -99,15 +108,28 @@ def find_setup(
                 continue
             if kind is not None:
                 steps.append(SetupFact(kind, segment.strip(), report.line(number)))
+    steps += [step for step in _said_before(report) if step.text not in {x.text for x in steps}]
     return steps[:MAX_SETUP_STEPS]
 
 
+def _said_before(report: ReportText) -> Iterator[SetupFact]:
+    """A step the prose says runs first, its operands in parentheses: "Before doing fio,
+    use dd (if=/dev/zero of=/mnt/testfile bs=1M count=4096) to warm-up the file"."""
+    for number, line, own in report.wrapped():
+        match = _BEFORE_DD_RE.search(line)
+        if match and match.start() < own:
+            step = "dd " + " ".join(match.group(1).split())
+            if _step_kind(step) == "dd":
+                yield SetupFact("dd", step, report.line(number))
+
+
 def _run_line(report: ReportText, filesystems: list[FilesystemFact], workload_line: int) -> int:
-    """Where the workload runs: its own line when the filesystem was made before it, else
-    the first command after the last mkfs or mount that runs a benchmark (a job file
-    pasted above the session runs where `fio JOBFILE` is typed)."""
+    """Where the workload runs: its own line when a filesystem was made before it (a
+    report that makes the next filesystem after it runs it on the first), else the first
+    command after the last mkfs or mount that runs a benchmark (a job file pasted above
+    the session runs where `fio JOBFILE` is typed)."""
     made = [fs.source.number for fs in filesystems if fs.how in ("mkfs", "mount")]
-    if not made or workload_line > max(made):
+    if not made or workload_line > min(made):
         return workload_line
     for number in range(max(made) + 1, len(report.lines) + 1):
         line = without_prompt(report.lines[number - 1])
@@ -166,6 +188,10 @@ def find_layouts(report: ReportText, filesystems: list[FilesystemFact]) -> list[
                     count, f"LVM stripe over {count} devices", line.strip(), report.line(number)
                 )
             )
+        if mdstat := _MDSTAT_RE.match(line):  # /proc/mdstat: "md126 : active raid10 sda1[3] ..."
+            count = len(re.findall(r"\[\d+\]", mdstat.group(3)))
+            layout = f"md {mdstat.group(2)} over {count} devices"
+            layouts.append(LayoutFact(count, layout, line.strip(), report.line(number)))
         disk = _DISK_PARAM_RE.match(line)
         if disk and disk.group(2):
             count = int(disk.group(1))

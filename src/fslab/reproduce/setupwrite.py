@@ -34,6 +34,7 @@ NOT_REPLAYED = {
     "file": "writes a file of the reporter's choosing: fslab does not write report text",
     "sync": "every setup step is followed by the workload's own start: nothing to sync",
     "fio layout": "fio lays out its own files at the start of each point",
+    "fstrim": "a fresh scratch filesystem has nothing to discard",
 }
 
 

@@ -72,6 +72,24 @@ _COMMIT_RE = re.compile(
 _FS_ROW_RE = re.compile(
     r"^\s*(btrfs|xfs|ext[234])(?:\s{2,}|\t|\s*\|\s*)\d[\d.,]*\s*[A-Za-z/%]*", re.I
 )
+# ext4 features as reports name them in prose, and mke2fs -O's name for each
+EXT4_FEATURE_NAMES = {
+    "fast commit": "fast_commit",
+    "fast_commit": "fast_commit",
+    "bigalloc": "bigalloc",
+    "inline data": "inline_data",
+    "inline_data": "inline_data",
+    "metadata checksum": "metadata_csum",
+    "metadata_csum": "metadata_csum",
+}
+_MOUNT_OPTION_LIST = r"[a-z_]+(?:=[\w:.]+)?(?:,[a-z_]+(?:=[\w:.]+)?)*"
+_MOUNT_HEADING_RE = re.compile(
+    r"^\s*(?:btrfs|xfs|ext4)\s+(?:mounted\s+)?with\s+(default\s+mount\s+options|defaults|"
+    + _MOUNT_OPTION_LIST
+    + r")\s*:?\s*$",
+    re.I,
+)
+_OPTION_SET_RE = re.compile(r"\b([a-z][a-z_]{2,})=\w+")
 _NAMED_AXES = {"thread": "numjobs", "threads": "numjobs", "jobs": "numjobs"}
 
 
@@ -95,15 +113,30 @@ def find_sweeps(
         *_dd_alternatives(dd),
         *_mkfs_repeats(report, filesystems),
         *_mkfs_remade(filesystems),
+        *_feature_toggle(report, filesystems),
         *_mount_with_without(report),
         *_mount_option_variable(report),
         *_mount_option_braces(report),
+        *_mount_value_rows(report),
+        *_mount_headings(report),
         *_remount_change(report, filesystems),
     ]
-    if not found and (rows := _filesystem_rows(report)):
-        found.append(rows)
+    if not found and (other := _filesystems_made(filesystems) or _filesystem_rows(report)):
+        found.append(other)
     kernel = _kernel_sweep(report, kernels)
     return [*found, *([kernel] if kernel else [])]
+
+
+def _filesystems_made(filesystems: list[FilesystemFact]) -> SweepFact | None:
+    """Each filesystem made in turn on the same device (`mkfs.btrfs /dev/md/pex`, later
+    `mkfs.ext4 ... /dev/md/pex`): the filesystem is what the report varies."""
+    made = [fs for fs in filesystems if fs.how == "mkfs" and fs.type]
+    devices = {fs.device for fs in made}
+    types = tuple(dict.fromkeys(fs.type for fs in made))
+    if len(types) < 2 or len(devices) > 1:
+        return None
+    second = next(fs for fs in made if fs.type == types[1])
+    return SweepFact("filesystem", types, "the report makes each on the same device", second.source)
 
 
 def _filesystem_rows(report: ReportText) -> SweepFact | None:
@@ -138,12 +171,12 @@ def _fio_sweeps(fio: list[FioFact]) -> Iterator[SweepFact]:
     for job in fio[:1]:
         for axis, values in job.sweeps:
             yield SweepFact(axis, values, "the report's loop or listed values", job.source)
-    apart = fiojobs.one_option_apart([job.options for job in fio])
-    if apart and _sweepable(axis := apart[0]):
+    swept, kept = fiojobs.one_option_apart([job.options for job in fio])
+    if swept is not None and _sweepable(swept):
         values = tuple(
-            dict.fromkeys(str(fiojobs.option_value(fio[i].options, axis)) for i in apart[1])
+            dict.fromkeys(str(fiojobs.option_value(fio[i].options, swept)) for i in kept)
         )
-        yield SweepFact(axis, values, "the report's fio jobs differ only in it", fio[0].source)
+        yield SweepFact(swept, values, "the report's fio jobs differ only in it", fio[0].source)
 
 
 def _sweepable(axis: str) -> bool:
@@ -239,17 +272,27 @@ def _table_rows(report: ReportText, fio: list[FioFact]) -> Iterator[SweepFact]:
         axis = _NAMED_AXES.get(head.group(1).lower(), head.group(1).lower())
         if axis not in written:
             continue
-        values: list[str] = []
-        for row in report.lines[number : number + MAX_LOOP_VALUES]:
-            cell = _TABLE_ROW_RE.match(row)
-            if cell is None:
-                break
-            values.append(cell.group(1))
+        values = _rows_under(report, number)
         if len(values) >= 2:
             yield SweepFact(
                 axis, tuple(values), f"the report's table has a row per {axis}", report.line(number)
             )
             return
+
+
+def _rows_under(report: ReportText, number: int) -> list[str]:
+    """The first cells of a table's rows under its header line (one line of sub-headings,
+    `BW  Latency`, may sit between)."""
+    following = report.lines[number : number + MAX_LOOP_VALUES + 1]
+    if following and not _TABLE_ROW_RE.match(following[0]):
+        following = following[1:]
+    values: list[str] = []
+    for row in following[:MAX_LOOP_VALUES]:
+        cell = _TABLE_ROW_RE.match(row)
+        if cell is None:
+            break
+        values.append(cell.group(1))
+    return values
 
 
 def _listed_after(report: ReportText, name: str, after: int) -> list[str]:
@@ -269,8 +312,17 @@ def _tool_sweeps(report: ReportText, tools: list[ToolWorkload]) -> Iterator[Swee
     for tool in tools[:1]:
         for axis, values in tool.sweeps:
             yield SweepFact(axis, values, "the command lists the alternatives", tool.source)
+        yield from _variables_listed(report, tool)
         if tool.tool != "dbench":
             continue
+        for number, line in report.numbered():  # a results table with a row per client count
+            head = _TABLE_HEAD_RE.match(line)
+            if not (head and head.group(1).lower() in ("clients", "procs", "nprocs")):
+                continue
+            if len(values := _rows_under(report, number)) >= 2:
+                why = "the report's table has a row per client count"
+                yield SweepFact("clients", tuple(values), why, report.line(number))
+                return
         for number, line, own in report.wrapped():
             for regex in _CLIENT_RANGE_RES:
                 match = regex.search(line)
@@ -296,6 +348,27 @@ def _tool_sweeps(report: ReportText, tools: list[ToolWorkload]) -> Iterator[Swee
                 "figures at each client count",
                 report.line(counts[0][0]),
             )
+
+
+def _variables_listed(report: ReportText, tool: ToolWorkload) -> Iterator[SweepFact]:
+    """An option left as a variable whose values the prose lists: `-S $sync_mode` and
+    "$sync_mode takes the values 0, 1, 2, 3, 4, 5 and 6"."""
+    for name, value in tool.options:
+        variable = _VARIABLE_RE.match(value or "")
+        if variable is None:
+            continue
+        listed = re.compile(
+            rf"\$?\{{?{re.escape(variable.group(1))}\}}?\s+(?:takes|took|ran|runs|is|was|goes|"
+            rf"went|=|in|over)\s+(?:through\s+)?(?:the\s+)?(?:values?\s+)?(\d+(?:\s*,\s*\d+)*"
+            rf"(?:,?\s+(?:and|or)\s+\d+)?)"
+        )
+        for number, line, own in report.wrapped():
+            match = listed.search(line)
+            if match and match.start() < own:
+                numbers = tuple(dict.fromkeys(re.findall(r"\d+", match.group(1))))
+                if len(numbers) >= 2:
+                    yield SweepFact(name, numbers, f'"{match.group(0)}"', report.line(number))
+                    return
 
 
 def _commands_differing(tools: list[ToolWorkload]) -> Iterator[SweepFact]:
@@ -387,6 +460,40 @@ def _flag_values_named(
     return None
 
 
+def _feature_toggle(report: ReportText, filesystems: list[FilesystemFact]) -> Iterator[SweepFact]:
+    """An ext4 feature with and without: "Without Fast Commit: 1501.2 files/sec" over
+    "With Fast commits: 3055", or the reporter's `-O ^has_journal,bigalloc` against a
+    filesystem "made without "bigalloc"". One axis, `mkfs -O FEATURE`, on and off."""
+    own = {
+        f.lstrip("^"): "off" if f.startswith("^") else "on"
+        for fs in filesystems
+        if fs.how == "mkfs" and fs.type == "ext4"
+        for flag, value in pairwise(fs.mkfs_options)
+        if flag == "-O"
+        for f in value.split(",")
+    }
+    named = {**{f: f for f in own}, **EXT4_FEATURE_NAMES}
+    if not own and not re.search(r"\bext4\b", report.joined, re.I):
+        return
+    for phrase, feature in named.items():
+        spelled = re.escape(phrase).replace(r"\ ", r"[\s_-]")
+        without = re.compile(rf"\bwithout\s+(?:the\s+)?[\"']?{spelled}s?\b", re.I)
+        with_ = re.compile(rf"(?<![\w-])with\s+(?:the\s+)?[\"']?{spelled}s?\b", re.I)
+        off = next((n for n, line in report.numbered() if without.search(line)), None)
+        on = next((n for n, line in report.numbered() if with_.search(line)), None)
+        if off is None or (on is None and feature not in own):
+            continue
+        first = own.get(feature) or ("off" if on is None or off < on else "on")
+        values = (first, "on" if first == "off" else "off")
+        yield SweepFact(
+            f"mkfs -O {feature}",
+            values,
+            f"the report runs with and without {phrase}",
+            report.line(off),
+        )
+        return
+
+
 def _mkfs_remade(filesystems: list[FilesystemFact]) -> Iterator[SweepFact]:
     """The reporter's filesystem made again with other options (`mkfs.btrfs -d raid5 ...`,
     then `mkfs.btrfs -d raid6 ...`): a sweep of the whole option lists."""
@@ -474,6 +581,48 @@ def _mount_option_braces(report: ReportText) -> Iterator[SweepFact]:
                 report.line(number),
             )
             return
+
+
+def _mount_value_rows(report: ReportText) -> Iterator[SweepFact]:
+    """A result per value of a mount option the prose sets ("set logbsize=256k by hand
+    on the mount command line"), each row led by the value: "32k  logbsize (default):
+    3027.4 files/sec", "256k logbsize (...): 4768.4 files/sec"."""
+    names = dict.fromkeys(
+        name
+        for _, line, _ in report.wrapped()  # "set logbsize=256k by hand" / "on the mount"
+        if "mount" in line.lower()
+        for name in _OPTION_SET_RE.findall(line)
+    )
+    for name in names:
+        row = re.compile(rf"^\s*([\w.]+)\s+{re.escape(name)}\b[^:\n]*:\s*\d")
+        rows = [(n, m.group(1)) for n, line in report.numbered() if (m := row.match(line))]
+        values = tuple(dict.fromkeys(f"{name}={value}" for _, value in rows))
+        if len(values) > 1:
+            yield SweepFact(
+                "mount_options",
+                values,
+                f"the report's results have a row per {name}",
+                report.line(rows[0][0]),
+            )
+            return
+
+
+def _mount_headings(report: ReportText) -> Iterator[SweepFact]:
+    """Results under a heading per set of mount options: "BTRFS with default mount
+    options", "BTRFS with nossd,space_cache=v2", "BTRFS with nodatacow"."""
+    found = [
+        (n, "defaults" if m.group(1).lower().startswith("default") else m.group(1))
+        for n, line in report.numbered()
+        if (m := _MOUNT_HEADING_RE.match(line))
+    ]
+    values = tuple(dict.fromkeys(value for _, value in found))
+    if len(values) > 1:
+        yield SweepFact(
+            "mount_options",
+            values,
+            "the report's results have a heading per mount option set",
+            report.line(found[0][0]),
+        )
 
 
 def _mount_with_without(report: ReportText) -> Iterator[SweepFact]:

@@ -23,7 +23,7 @@ MAX_TOOL_WORDS = 512
 """Words of one benchmark command read (fs_mark with 64 `-d` is 140)."""
 
 _TOOL_RE = re.compile(
-    r"(?:^|(?<=[\s;`(|]))(?:(?:sudo|time|nohup)\s+)*(?:[\w./-]*/)?"
+    r"(?:^|(?<=[\s;`(|\"']))(?:(?:sudo|time|nohup)\s+)*(?:[\w./-]*/)?"
     # an option, sysbench's test, or dbench's client count (a whole number: "fs_mark 17.6%"
     # in a sentence is no command)
     r"(fs_mark|fsmark|sysbench|dbench|filebench|compilebench)\s+(?=-|fileio\b|\d+(?:\s|$))"
@@ -192,7 +192,12 @@ def _commands(report: ReportText) -> Iterator[ToolWorkload]:
         if match is None or echoed(raw):
             continue
         tool = _CANONICAL[match.group(1)]
-        text = _joined(report, number, line[match.start(1) :])
+        quote = (
+            line[match.start() - 1] if match.start() and line[match.start() - 1] in "\"'`" else ""
+        )
+        text = _quoted(report, number, line[match.start(1) :], quote) or _joined(
+            report, number, line[match.start(1) :]
+        )
         if "$" in text:  # `dbench -t 300 -D $MNT $THREADS` after `THREADS=16`: 16 clients
             if loops is None:  # the report's loops and assignments, read once
                 loops = shell.find_loops(report)
@@ -239,6 +244,20 @@ def _in_a_sentence(words: list[str]) -> bool:
 
 
 _SYSBENCH_WORDS = frozenset(("fileio", "prepare", "run", "cleanup", "help"))
+
+
+def _quoted(report: ReportText, number: int, first: str, quote: str) -> str:
+    """A command quoted in a sentence, up to its closing quote a line or two on:
+    `running "fs_mark -n 1000000 ... -s 16384` / `-d /mnt/xfs/" shows ...`."""
+    if not quote:
+        return ""
+    parts = [first]
+    index = number
+    while quote not in parts[-1] and index < min(len(report.lines), number + 3):
+        parts.append(report.lines[index].strip())
+        index += 1
+    text = " ".join(p.strip() for p in parts)
+    return text[: text.index(quote)].strip() if quote in text else ""
 
 
 def _joined(report: ReportText, number: int, first: str) -> str:

@@ -39,6 +39,7 @@ _ECHO_CLOSE_RE = re.compile(r"['\"]\s*\|\s*(?:sudo\s+)?(?:[\w./-]*/)?fio\b.*$")
 _ELIDED_RE = re.compile(r"^\s*(?:\.\.\.|\u2026|\[\.\.\.\])\s*$")
 _SECTION_RE = re.compile(r"^\s*\[([A-Za-z0-9_.+-][A-Za-z0-9_.+ -]*)\]\s*$")
 _JOB_LINE_RE = re.compile(r"^\s*([A-Za-z][A-Za-z0-9_.-]*)\s*(?:=\s*(.*))?$")
+_JOINERS = frozenset(("or", "and", "vs", "vs.", "then", "also", "/"))
 _SWEEP_COMMENT_RE = re.compile(r"^\s*(?:[0-9A-Za-z_.]+\s*){1,8}$")
 _OTHER_TOOLS = {
     "iozone": "iozone is not a workload fslab runs (it runs fio and dd)",
@@ -149,8 +150,7 @@ def _in_turn_kept(
     the second changes (a sweep of it); the others are asked about."""
     if len(jobs) < 2:
         return jobs
-    apart = fiojobs.one_option_apart([job.options for job in jobs])
-    kept = apart[1] if apart else [0]
+    axis, kept = fiojobs.one_option_apart([job.options for job in jobs])
     names = [str(job.options.get("name")) for job in jobs]
     left = [f"[{names[i]}]" for i in range(len(jobs)) if i not in kept]
     if left:
@@ -159,7 +159,7 @@ def _in_turn_kept(
                 "fio workload",
                 f"the report's fio runs {len(jobs)} jobs one after another; "
                 f"{', '.join(left)} {'changes' if len(left) == 1 else 'change'} more than "
-                + (f"{apart[0]}" if apart else "one option")
+                + (axis or "one option")
                 + f" from [{names[0]}]",
                 f"measured: {', '.join(f'[{names[i]}]' for i in kept)}; the others are left "
                 "out (a spec of their own compares them)",
@@ -200,8 +200,13 @@ def _fio_candidates(
 def _command_text(report: ReportText, number: int, start: int) -> str:
     """A command from `start` on its line, through backslash and indented continuations."""
     parts = [report.lines[number - 1][start:]]
-    # `fio -name x -rw=write` wraps without backslashes onto indented `-iodepth 1` lines
-    continuation = r"^\s+-[A-Za-z]" if fiosyntax.single_dash(parts[0]) else r"^\s*--\w"
+    # `fio -name x -rw=write` wraps without backslashes onto indented `-iodepth 1` lines,
+    # or onto lines of nothing but such options (a mail's hard wrap at column 0)
+    continuation = (
+        r"^\s+-[A-Za-z]|^(?:\s*-[A-Za-z][\w.-]*(?:=\S*)?)+\s*$"
+        if fiosyntax.single_dash(parts[0])
+        else r"^\s*--\w"
+    )
     index = number
     while index < len(report.lines):
         current = parts[-1].rstrip()
@@ -286,8 +291,8 @@ def _comment_sweeps(block: Sequence[str]) -> dict[str, list[str]]:
         match = _JOB_LINE_RE.match(value_part)
         if not comment or match is None or match.group(2) is None:
             continue
-        if _SWEEP_COMMENT_RE.match(comment):
-            values = [match.group(2).strip(), *comment.split()]
+        if _SWEEP_COMMENT_RE.match(comment):  # "bs=8k  # or 16k": the words are not values
+            values = [match.group(2).strip(), *(w for w in comment.split() if w not in _JOINERS)]
             sweeps[match.group(1)] = list(dict.fromkeys(values))
     return sweeps
 

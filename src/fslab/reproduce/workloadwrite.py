@@ -220,22 +220,22 @@ def _one_fio_job(draft: Draft) -> tuple[FioFact, dict[str, list[str]]]:
     """The report's fio job; several that differ in one option become a sweep of it."""
     jobs = draft.facts.fio
     first = jobs[0]
-    apart = fiojobs.one_option_apart([job.options for job in jobs])
-    kept = apart[1] if apart else [0]
+    jobs_options = [job.options for job in jobs]
+    axis, kept = fiojobs.one_option_apart(jobs_options)
     others = [job for i, job in enumerate(jobs) if i not in kept]
     if others:
         lines = ", ".join(str(j.source.number) for j in others)
         draft.questions.append(
             QuestionFact(
                 "fio workload",
-                f"the report shows {len(others) + 1} different fio jobs (also lines {lines})",
+                f"the report shows {fiojobs.distinct(jobs_options)} different fio jobs "
+                f"(the others at lines {lines})",
                 f"the first one (line {first.source.number}); run the others as their own specs",
                 first.source,
             )
         )
-    if apart is None:
+    if axis is None:
         return first, {}
-    axis, _ = apart
     return first, {
         axis: list(dict.fromkeys(str(fiojobs.option_value(jobs[i].options, axis)) for i in kept))
     }
