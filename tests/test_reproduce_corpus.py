@@ -264,6 +264,12 @@ SPEC_KIND: dict[str, str | None] = {
     "ext4-fio-4k-dio-fdatasync-fallocated-vs-rewritten.txt": "fio",
     "btrfs-fio-randwrite-4k-posixaio-mount-options.txt": "fio",
     "btrfs-vs-ext4-md-raid0-nvme-fio-seqread-32m.txt": "fio",
+    "ext4-lkp-fio-dax-2pmem-overwrite.txt": "fio",
+    "btrfs-lkp-filebench-rwritedsync-size-class.txt": None,
+    "btrfs-lkp-stress-ng-iomix-eb-writeback.txt": None,
+    "xfs-lkp-stress-ng-dir-inodegc-push.txt": None,
+    "ext4-lkp-fileio-seqwr-jbd2-ioprio.txt": "sysbench",
+    "xfs-lkp-filebench-nfsv4-rwritefsync-mgtime.txt": None,
 }
 
 

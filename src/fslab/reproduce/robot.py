@@ -11,8 +11,12 @@ from fslab.base.units import parse_size_bytes
 from fslab.reproduce.facts import NOT_RUNNABLE, QuestionFact, ToolName, ToolWorkload
 from fslab.reproduce.text import ReportText
 
-_LKP_TESTCASE_RE = re.compile(r"^\s*testcase:\s*([\w-]+)\s*$")
-_LKP_METRIC_RE = re.compile(r"\b(aim7|reaim|postmark|fsmark|dbench|sysbench)\.[\w-]+")
+# "testcase: fsmark" in older mails, "in testcase: stress-ng" in newer ones
+_LKP_TESTCASE_RE = re.compile(r"^\s*(?:in\s+)?testcase:\s*([\w-]+)\s*$")
+_LKP_METRIC_RE = re.compile(
+    r"\b(aim7|reaim|postmark|fsmark|dbench|sysbench|stress-ng|filebench)\.[\w-]+"
+)
+_SUBJECT_LINES = 6  # the robot's subject: the retold title, or a Subject: line under it
 _LKP_PARAM_RE = re.compile(r"^\s+([a-z_]+):\s*(\S+)\s*$")
 
 
@@ -22,24 +26,38 @@ _LKP_BLOCK_KEYS: dict[str, tuple[ToolName, tuple[str, ...]]] = {
     "reaim": ("reaim", ("runtime", "nr_task", "test")),
     "postmark": ("postmark", ("number", "trans", "subdirs")),
     "stress-ng": ("stress-ng", ("test", "nr_threads", "testtime")),
+    "filebench": ("filebench", ("test",)),
 }
+# a robot's older names for a testcase
+_TESTCASE_ALIASES = {"fileio": "sysbench-fileio"}
+
+
+def testcase(report: ReportText) -> tuple[str, int] | None:
+    """The robot's `testcase:` line: the benchmark and the line's number."""
+    return next(
+        (
+            (m.group(1), number)
+            for number, line in report.numbered()
+            if (m := _LKP_TESTCASE_RE.match(line))
+        ),
+        None,
+    )
 
 
 def _testcase(report: ReportText) -> str | None:
-    """The robot's `testcase:` line."""
-    return next(
-        (m.group(1) for _, line in report.numbered() if (m := _LKP_TESTCASE_RE.match(line))),
-        None,
-    )
+    """The robot's benchmark: its `testcase:` line, else its subject's metric."""
+    if found := testcase(report):
+        return _TESTCASE_ALIASES.get(found[0], found[0])
+    for line in report.lines[:_SUBJECT_LINES]:
+        if metric := _LKP_METRIC_RE.search(line):
+            return metric.group(1)
+    return None
 
 
 def lkp_block(report: ReportText) -> Iterator[ToolWorkload]:
     """A kernel test robot's `parameters:` block for dbench, sysbench-fileio, aim7, reaim,
     postmark or stress-ng (fio-basic is workload.py's; fsmark's is lkp_fsmark's)."""
     testcase = _testcase(report)
-    if testcase is None:
-        metric = _LKP_METRIC_RE.search(report.lines[0] if report.lines else "")
-        testcase = metric.group(1) if metric else None
     if testcase == "dbench":
         yield from _lkp_dbench(report)
         return
@@ -49,7 +67,7 @@ def lkp_block(report: ReportText) -> Iterator[ToolWorkload]:
     if testcase not in _LKP_BLOCK_KEYS:
         return
     tool, keys = _LKP_BLOCK_KEYS[testcase]
-    params = {k: v for k, v in _lkp_params(report).items() if k in keys}
+    params = {k: v for k, v in lkp_params(report).items() if k in keys}
     if not params:
         return
     first = min(n for _, n in params.values())
@@ -64,10 +82,10 @@ def lkp_block(report: ReportText) -> Iterator[ToolWorkload]:
     )
 
 
-_LKP_MACHINE_RE = re.compile(r"^test machine:\s*(\d+)\s+threads\b")
+_LKP_MACHINE_RE = re.compile(r"^(?:on\s+)?test machine:\s*(\d+)\s+threads\b")
 
 
-def _lkp_params(report: ReportText) -> dict[str, tuple[str, int]]:
+def lkp_params(report: ReportText) -> dict[str, tuple[str, int]]:
     """A robot's `parameters:` block: each key's first value and its line."""
     params: dict[str, tuple[str, int]] = {}
     for number, line in report.numbered():
@@ -76,7 +94,7 @@ def _lkp_params(report: ReportText) -> dict[str, tuple[str, int]]:
     return params
 
 
-def _lkp_count(report: ReportText, share: str) -> str | None:
+def lkp_count(report: ReportText, share: str) -> str | None:
     """`nr_threads: 100%` as a count of the test machine's CPUs; `32t` as 32."""
     percent = re.fullmatch(r"(\d+)%", share)
     if percent is None:
@@ -92,11 +110,11 @@ def _lkp_count(report: ReportText, share: str) -> str | None:
 def _lkp_dbench(report: ReportText) -> Iterator[ToolWorkload]:
     """A robot's dbench block: `nr_threads: 100%` is that many clients per CPU of the test
     machine (lkp-tests' dbench runs one client per thread, its own loadfile and 600s)."""
-    params = _lkp_params(report)
+    params = lkp_params(report)
     if "nr_threads" not in params:
         return
     share, first = params["nr_threads"]
-    clients = _lkp_count(report, share)
+    clients = lkp_count(report, share)
     options = (("clients", clients),) if clients else ()
     yield ToolWorkload("dbench", options, f"nr_threads: {share}", report.line(first))
 
@@ -115,14 +133,14 @@ _LKP_SYSBENCH = {
 def _lkp_sysbench(report: ReportText) -> Iterator[ToolWorkload]:
     """A robot's sysbench-fileio block: the options lkp-tests runs sysbench fileio with
     (prepare, then run for `period`)."""
-    params = _lkp_params(report)
+    params = lkp_params(report)
     found = {k: v for k, v in params.items() if k in _LKP_SYSBENCH}
     if "rwmode" not in found:
         return
     options: list[tuple[str, str | None]] = [("test", "fileio")]
     for key, (value, _) in found.items():
         if key == "nr_threads":
-            value = _lkp_count(report, value) or ""
+            value = lkp_count(report, value) or ""
         value = re.sub(r"(?<=\d)[fs]$", "", value)  # 1024f files, 600s
         if value:
             options.append((_LKP_SYSBENCH[key], value))
@@ -160,14 +178,14 @@ def lkp_fsmark(report: ReportText) -> list[ToolWorkload]:
     one -d per thread and test_size / filesize files spread over the threads."""
     if _testcase(report) != "fsmark":
         return []
-    params = {k: v for k, v in _lkp_params(report).items() if k in _LKP_FSMARK_KEYS}
+    params = {k: v for k, v in lkp_params(report).items() if k in _LKP_FSMARK_KEYS}
     value = {key: text for key, (text, _) in params.items()}
     try:
         size = parse_size_bytes(value["filesize"])
         total = parse_size_bytes(value["test_size"])
     except (KeyError, ValueError):
         return []
-    threads = int(_lkp_count(report, value.get("nr_threads", "1")) or 1)
+    threads = int(lkp_count(report, value.get("nr_threads", "1")) or 1)
     options: list[tuple[str, str | None]] = [("-d", f"({max(threads, 1)} directories)")]
     options += [("-n", str(max(1, total // size // max(threads, 1)))), ("-s", str(size))]
     if (loops := re.sub(r"x$", "", value.get("iterations", ""))).isdigit():

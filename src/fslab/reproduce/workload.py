@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 
 from fslab.base.errors import UsageError
 from fslab.base.units import parse_size_bytes
-from fslab.reproduce import fiojobs, fiosyntax, shell
+from fslab.reproduce import fiojobs, fiosyntax, robot, shell
 from fslab.reproduce.ddtext import dd_runs
 from fslab.reproduce.facts import (
     DdFact,
@@ -250,7 +250,7 @@ def _job_files(report: ReportText) -> Iterator[tuple[FioForm, str, Line, dict[st
             text = lines[probe - 1]
             if not text.strip():  # a blank line, maybe comments, then the next section
                 following = next((x for x in lines[probe:] if _is_content(x)), "")
-                if not (_SECTION_RE.match(following) or "=" in following):
+                if not (_SECTION_RE.match(following) or _is_job_option_line(following)):
                     break
             elif _ELIDED_RE.match(text):  # "..." between [job2] and [job12]: one file
                 probe += 1
@@ -552,16 +552,10 @@ def _show(name: str, value: str | None) -> str:
 
 def _lkp_parameters(report: ReportText, questions: list[QuestionFact]) -> Iterator[FioFact]:
     """A kernel test robot's `testcase: fio-basic` with `key: value` parameters."""
-    testcase = next(
-        (n for n, line in report.numbered() if re.match(r"^\s*testcase:\s*fio", line)), None
-    )
-    if testcase is None:
+    found = robot.testcase(report)
+    if found is None or not found[0].startswith("fio"):
         return
-    params: dict[str, tuple[str, int]] = {}
-    for number, line in report.numbered():
-        match = re.match(r"^\s*([a-z_]+):\s*(\S+)\s*$", line)
-        if match and match.group(1) in _LKP_KEYS and match.group(1) not in params:
-            params[match.group(1)] = (match.group(2), number)
+    params = {k: v for k, v in robot.lkp_params(report).items() if k in _LKP_KEYS}
     if not {"rw", "bs"} <= params.keys():
         return
     first = min(number for _, number in params.values())
@@ -575,7 +569,8 @@ def _lkp_parameters(report: ReportText, questions: list[QuestionFact]) -> Iterat
             options[key] = params[key][0]
     if params.get("direct", ("",))[0] == "direct":
         options["direct"] = "1"
-    tasks = int(params["nr_task"][0]) if params.get("nr_task", ("",))[0].isdigit() else 1
+    # `nr_task: 50%` is half the test machine's CPUs, as lkp-tests counts them
+    tasks = int(robot.lkp_count(report, params["nr_task"][0]) or 1) if "nr_task" in params else 1
     options["numjobs"] = str(tasks)  # 0 is asked about with the spec's job counts
     if "test_size" in params:
         try:
