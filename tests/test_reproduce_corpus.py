@@ -61,6 +61,22 @@ _FIO_WORD_LIST = (
     "filesystem fslab makes"
 )
 KNOWN_GAPS: dict[tuple[str, str], str] = {
+    ("ext4-discard-rm-1m-files-dmcrypt.txt", "sweep"): (
+        "discard on and off is said in prose ('with and without discard', 'if discard is "
+        "enabled'), with no mount line; fslab reads the kernels the thread names"
+    ),
+    ("ext4-discard-rm-1m-files-dmcrypt.txt", "setup"): (
+        "the million files the rm removes are made by a timed python one-liner before it; "
+        "fslab lists setup steps it knows (mkdir here), not another timed command"
+    ),
+    ("btrfs-raid1-read-policy-defrag.txt", "sweep"): (
+        "the variable is btrfs's sysfs read_policy (pid, rotation, latency, devid:1), the "
+        "first column of both tables; no spec field sets a filesystem's sysfs knob"
+    ),
+    ("xfs-dsync-extend-vs-overwrite-buffered-loop.txt", "sweep"): (
+        "the loop crosses --buffered (outer) with --overwrite, and the report is about "
+        "overwrite; fslab sweeps both and records the outer loop first"
+    ),
     ("ext4-fio-4k-dio-fdatasync-fallocated-vs-rewritten.txt", "sweep"): (
         "the variable is the target file's state (freshly fallocated against already "
         "written by the run before), said in prose; fio's overwrite=1 would make it, but "
@@ -112,10 +128,6 @@ KNOWN_GAPS: dict[tuple[str, str], str] = {
     ("xfs-fallocate-pwrite-alternating.txt", "sweep"): (
         "the variable is the argument of the report's own C program (`./test test.1 1`, "
         "then `./test test.2 2`), which a spec's command cannot sweep; fslab reads kernels"
-    ),
-    ("btrfs-zstd-extract-compress-force.txt", "workload"): (
-        "the script times three steps (copy, extract, read); fslab takes the first timed "
-        "command, the copy, while the report's figure is the extract's"
     ),
     ("btrfs-send-after-sparse-overwrites.txt", "tool"): _SEND_PIPE,
     ("btrfs-send-after-sparse-overwrites.txt", "workload"): _SEND_PIPE,
@@ -270,6 +282,12 @@ SPEC_KIND: dict[str, str | None] = {
     "xfs-lkp-stress-ng-dir-inodegc-push.txt": None,
     "ext4-lkp-fileio-seqwr-jbd2-ioprio.txt": "sysbench",
     "xfs-lkp-filebench-nfsv4-rwritefsync-mgtime.txt": None,
+    "btrfs-dbench-sync-open-max-latency-6.7.txt": "dbench",
+    "btrfs-max-inline-3k-files-xfs-io-loop.txt": "command",
+    "btrfs-raid1-read-policy-defrag.txt": "fio",
+    "ext4-discard-rm-1m-files-dmcrypt.txt": "command",
+    "xfs-dsync-extend-vs-overwrite-buffered-loop.txt": "fio",
+    "xfs-mdraid5-direct-dd-sunit-swalloc.txt": "dd",
 }
 
 

@@ -157,13 +157,15 @@ def _remade(draft: Draft, reporter: Config) -> list[Config]:
     for value in fact.values:
         fs = made[value]
         mkfs = _buildable(draft, fs, fs.mkfs_options)
+        mount = _mounted_after(draft, fs)
+        mount = reporter.mount_options if mount is None else mount
         name = "-".join(w.lstrip("-") for w in mkfs) or "default"
         label = re.sub(r"[^A-Za-z0-9_.+-]+", "", f"{reporter.type}-{name}")[:64]
         shown = f"mkfs {' '.join(mkfs)}" if mkfs else "mkfs defaults"
         description = (
             f"the reporter's setup, {shown}" if not configs else f"the report's change: {shown}"
         ) + f" (line {fs.source.number})"
-        configs.append(_config(label, reporter.type, description, mkfs, reporter.mount_options))
+        configs.append(_config(label, reporter.type, description, mkfs, mount))
         spans = 1 + len(fs.extra_devices)
         if draft.devices > 1 and spans != draft.devices:
             draft.questions.append(
@@ -178,6 +180,26 @@ def _remade(draft: Draft, reporter: Config) -> list[Config]:
     if len({c.label for c in configs}) < len(configs):
         return []
     return configs
+
+
+def _mounted_after(draft: Draft, made: FilesystemFact) -> list[str] | None:
+    """The options of the mount that follows this mkfs (before the next mkfs): a report
+    that remakes its filesystem mounts each one its own way. None when none follows."""
+    facts = [f for f in draft.facts.filesystems if f.type == made.type]
+    after = [f for f in facts if f.source.number > made.source.number]
+    following = next((f for f in after if f.how == "mkfs"), None)
+    mount = next(
+        (
+            f
+            for f in after
+            if f.how == "mount" and (following is None or f.source.number < following.source.number)
+        ),
+        None,
+    )
+    if mount is None:
+        return None
+    taken = _still_taken(draft, made.type, mount.mount_options, mount.source)
+    return _no_paths(draft, taken, mount.source)
 
 
 def _with_value(

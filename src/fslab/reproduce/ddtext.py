@@ -13,6 +13,7 @@ from fslab.reproduce.text import ReportText, echoed, without_prompt
 from fslab.workload.dd import parse as dd_mod
 
 _CACHED_RE = re.compile(r"#.*\b(?:cached|cache hit|warm)\b", re.I)  # "# 2nd run, data is cached"
+_OPERANDS_RE = re.compile(r"^\s*(?:[a-z]+=\S+\s*)+$")
 _DD_RE = re.compile(r"(?:^|(?<=[\s`'\"(]))dd\s+((?:[a-z]+=\S+\s*)+)")
 
 
@@ -21,9 +22,11 @@ def dd_runs(report: ReportText, other: list[OtherToolFact]) -> Iterator[DdFact]:
         match = _DD_RE.search(without_prompt(line))
         if not match or echoed(line):
             continue
-        operands = tuple(
-            tuple(word.split("=", 1)) for word in match.group(1).split() if "=" in word
-        )
+        words = match.group(1).split()
+        following = report.lines[number] if number < len(report.lines) else ""
+        if not without_prompt(line)[match.end() :].strip() and _OPERANDS_RE.match(following):
+            words += following.split()  # a mail wrapped the operands: `oflag=direct` / `bs=1M`
+        operands = tuple(tuple(word.split("=", 1)) for word in words if "=" in word)
         values = dict(operands)
         target = values.get("of", "")
         source = values.get("if", "")

@@ -48,9 +48,13 @@ def experiment_of(facts: ReportFacts) -> Experiment:
     filesystem = types[0] if types else ""
     mkfs: list[str] | None = None
     mount: list[str] = []
+    mounted = False
     for fs in reporters(facts.filesystems, filesystem):
-        if fs.how == "mkfs" and mkfs is None:  # the first mkfs is the reporter's setup
-            mkfs = list(fs.mkfs_options)  # (defaults too); the others are the sweep's
+        if fs.how == "mkfs" and mounted:
+            break  # made again after a run: the sweep's, mounted its own way
+        if fs.how == "mkfs" and mkfs is None:  # the first is the reporter's (defaults too)
+            mkfs = list(fs.mkfs_options)
+        mounted = mounted or (fs.how == "mount" and mkfs is not None)
         if fs.how in ("mkfs", "mount"):
             mount += [o for o in fs.mount_options if o not in mount]
     layout = max(facts.layouts, key=lambda x: x.devices).layout if facts.layouts else ""

@@ -57,6 +57,7 @@ _PROSE_MKFS_RE = re.compile(
     r"((?:\s+-{1,2}[A-Za-z][\w-]*(?:[ =][\w=.,^:+-]+?)?)+)\.?\s*$"
 )
 _PROSE_MOUNT_RE = re.compile(r"\bmounted\s+(?:with\s+)?-o\s+([\w=.,:+-]+?)\.?\s*$")
+_MKFS_OUTPUT_RE = re.compile(r"^(?:meta-data|data|naming|log|realtime)\s*=")
 _LISTED_MKFS_RE = re.compile(r"^\s+(ext4|xfs|btrfs):\s+(-[A-Za-z].*)$")
 # mkfs flags fslab passes itself (force, quiet), so a pasted one is not kept twice.
 _FORCE_FLAGS = {"-f", "-F", "-q"}
@@ -208,8 +209,11 @@ def _unwrapped(report: ReportText, number: int, command: str) -> str:
     while number < last:
         following = report.lines[number].strip()
         paths = [w for w in command.split()[1:] if w.startswith(("/", "$"))]
-        flag_last = re.search(r"\s-\w$", command)
-        if not (flag_last or (len(paths) < needed and re.match(r"^[-/$]", following))):
+        # a flag that takes a value (`-l`), not one that takes none (`-f`), nor mkfs's output
+        flag_last = re.search(r"\s-\w$", command) and command.split()[-1] not in _FORCE_FLAGS
+        if _MKFS_OUTPUT_RE.match(following) or not (
+            flag_last or (len(paths) < needed and re.match(r"^[-/$]", following))
+        ):
             break
         command = f"{command} {following}"
         number += 1

@@ -17,7 +17,7 @@ _LKP_METRIC_RE = re.compile(
     r"\b(aim7|reaim|postmark|fsmark|dbench|sysbench|stress-ng|filebench)\.[\w-]+"
 )
 _SUBJECT_LINES = 6  # the robot's subject: the retold title, or a Subject: line under it
-_LKP_PARAM_RE = re.compile(r"^\s+([a-z_]+):\s*(\S+)\s*$")
+_LKP_PARAM_RE = re.compile(r"^\s*([a-z_]+):\s*(\S+)\s*$")  # indented or not, as mails wrap
 
 
 # the parameters of a robot's block for a benchmark fslab reads but does not run

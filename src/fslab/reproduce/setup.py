@@ -61,9 +61,19 @@ _PROSE_LAYOUT_RE = re.compile(
     + r"\s+(?:[\w.-]+\s+){0,2}?(drives|disks|devices|ssds|ramdisks|nvmes?|luns)\b",
     re.I,
 )
+_MDADM_CREATE_RE = re.compile(
+    r"\bmdadm\s+(?:--create|-C)\b(?=.*?(?:-n\s*|--raid-devices[= ])(?P<n>\d+))"
+    r"(?=.*?(?:-l\s*|--level[= ])(?P<level>(?:raid)?\d+))"
+)
 _MDSTAT_RE = re.compile(
     r"^\s*(md\w+)\s*:\s*active\s+(?:\(\w+\)\s+)?(raid\d+|linear)\s+"
     r"((?:[\w-]+\[\d+\](?:\([A-Z]\))?\s*)+)$"
+)
+# "a two-device RAID1 filesystem", "4-disk raid10": the count before the level
+_COUNTED_LAYOUT_RE = re.compile(
+    _COUNT.replace("(", "(?P<count>", 1)
+    + r"[- ](?:device|disk|drive|ssd|nvme)s?\s+(?:btrfs\s+|md\s+)?(?P<level>raid[\s-]?\d+)\b",
+    re.I,
 )
 _DISK_PARAM_RE = re.compile(r"^\s*disk:\s*(?:(\d+)(BRD)_\S+|(.*?)\s*\*\s*(\d+))\s*$")
 _MD_PARAM_RE = re.compile(r"^\s*md:\s*(RAID\d+)\s*$", re.I)
@@ -188,6 +198,10 @@ def find_layouts(report: ReportText, filesystems: list[FilesystemFact]) -> list[
                     count, f"LVM stripe over {count} devices", line.strip(), report.line(number)
                 )
             )
+        if created := _MDADM_CREATE_RE.search(line):  # mdadm --create /dev/md10 -n 3 -l 5
+            count = int(created.group("n"))
+            layout = f"md raid{created.group('level').removeprefix('raid')} over {count} devices"
+            layouts.append(LayoutFact(count, layout, line.strip(), report.line(number)))
         if mdstat := _MDSTAT_RE.match(line):  # /proc/mdstat: "md126 : active raid10 sda1[3] ..."
             count = len(re.findall(r"\[\d+\]", mdstat.group(3)))
             layout = f"md {mdstat.group(2)} over {count} devices"
@@ -203,6 +217,10 @@ def find_layouts(report: ReportText, filesystems: list[FilesystemFact]) -> list[
             layouts.append(
                 LayoutFact(count, f"{count} x {disk.group(3)}", line.strip(), report.line(number))
             )
+        if counted := _COUNTED_LAYOUT_RE.search(line):
+            count = _count(counted.group("count"))
+            layout = f"{counted.group('level')} over {count} devices"
+            layouts.append(LayoutFact(count, layout, counted.group(0), report.line(number)))
         following = report.lines[number] if number < len(report.lines) else ""
         wrapped = f"{line} {following.strip()}"  # a mail wraps "RAID5 / array ... from 4 SSDs"
         for match in _PROSE_LAYOUT_RE.finditer(wrapped):

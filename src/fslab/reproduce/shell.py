@@ -71,27 +71,29 @@ class Expansion:
 
 
 def find_loops(report: ReportText) -> list[Loop]:
-    """The report's `for` loops with literal values, each up to its `done`."""
+    """The report's `for` loops with literal values, each up to its `done`; loops nested
+    on one line (`for b in 0 1; do for o in 0 1; do fio ...;done;done`) outer first."""
     loops: list[Loop] = []
     for number, raw in report.numbered():
         line = without_prompt(raw)
-        found = _loop_head(line)
-        if found is None:
-            continue
-        variable, values = found
-        if not values or len(values) > MAX_LOOP_VALUES:
-            continue
-        loops.append(Loop(variable, tuple(values), number, _loop_end(report, number)))
+        for variable, values in _loop_heads(line):
+            if values and len(values) <= MAX_LOOP_VALUES:
+                loops.append(Loop(variable, tuple(values), number, _loop_end(report, number)))
     return loops
 
 
-def _loop_head(line: str) -> tuple[str, list[str]] | None:
-    arith = _FOR_ARITH_RE.search(line)
-    if arith:
-        return arith.group(1), _arith_values(arith)
-    head = _FOR_IN_RE.search(line)
-    if head is None:
-        return None
+def _loop_heads(line: str) -> list[tuple[str, list[str]]]:
+    """Each loop head on a line, in order."""
+    heads: list[tuple[int, str, list[str]]] = []
+    for arith in _FOR_ARITH_RE.finditer(line):
+        heads.append((arith.start(), arith.group(1), _arith_values(arith)))
+    for head in _FOR_IN_RE.finditer(line):
+        if (found := _loop_head(head)) is not None:
+            heads.append((head.start(), *found))
+    return [(variable, values) for _, variable, values in sorted(heads, key=lambda h: h[0])]
+
+
+def _loop_head(head: re.Match[str]) -> tuple[str, list[str]] | None:
     values: list[str] = []
     for word in _LOOP_WORD_RE.findall(head.group(2)):
         expanded = _word_values(word)

@@ -119,6 +119,7 @@ def find_sweeps(
         *_mount_option_braces(report),
         *_mount_value_rows(report),
         *_mount_headings(report),
+        *_mounts_differing(filesystems),
         *_remount_change(report, filesystems),
     ]
     if not found and (other := _filesystems_made(filesystems) or _filesystem_rows(report)):
@@ -319,9 +320,9 @@ def _tool_sweeps(report: ReportText, tools: list[ToolWorkload]) -> Iterator[Swee
             head = _TABLE_HEAD_RE.match(line)
             if not (head and head.group(1).lower() in ("clients", "procs", "nprocs")):
                 continue
-            if len(values := _rows_under(report, number)) >= 2:
+            if len(rows := _rows_under(report, number)) >= 2:
                 why = "the report's table has a row per client count"
-                yield SweepFact("clients", tuple(values), why, report.line(number))
+                yield SweepFact("clients", tuple(rows), why, report.line(number))
                 return
         for number, line, own in report.wrapped():
             for regex in _CLIENT_RANGE_RES:
@@ -605,6 +606,28 @@ def _mount_value_rows(report: ReportText) -> Iterator[SweepFact]:
                 report.line(rows[0][0]),
             )
             return
+
+
+def _mounts_differing(filesystems: list[FilesystemFact]) -> Iterator[SweepFact]:
+    """The filesystem mounted again with one option's value changed (`-o
+    ssd,max_inline=2048`, later `-o ssd,max_inline=3072`): a sweep of that option."""
+    mounts = [fs for fs in filesystems if fs.how == "mount" and fs.mount_options]
+    for fs_type in dict.fromkeys(fs.type for fs in mounts):
+        same = [fs for fs in mounts if fs.type == fs_type]
+        sets = [dict(o.partition("=")[::2] for o in fs.mount_options) for fs in same]
+        keys = {k for s in sets for k in s}
+        changed = [k for k in keys if len({s.get(k) for s in sets}) > 1]
+        if len(changed) != 1 or any(changed[0] not in s for s in sets):
+            continue
+        key = changed[0]
+        values = tuple(dict.fromkeys(f"{key}={s[key]}" if s[key] else key for s in sets))
+        second = next(
+            fs for fs, s in zip(same, sets, strict=True) if f"{key}={s[key]}" != values[0]
+        )
+        yield SweepFact(
+            "mount_options", values, "the report mounts again with another value", second.source
+        )
+        return
 
 
 def _mount_headings(report: ReportText) -> Iterator[SweepFact]:

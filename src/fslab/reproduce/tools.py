@@ -70,16 +70,37 @@ def find_timed_command(report: ReportText) -> ToolWorkload | None:
     script = _script(report)
     if script is not None:
         return script
+    timed = list(_timed_commands(report))
+    if timed:  # several timed steps: the one the report's title names (untarring: tar)
+        title = report.lines[0].lower() if report.lines else ""
+        named = [t for t in timed if (program := _program(t.text)) and program in title]
+        return (named or timed)[0]
+    return _prompt_loop(report)
+
+
+def _timed_commands(report: ReportText) -> Iterator[ToolWorkload]:
+    """Each timed command of the report, in order."""
     for number, raw in report.numbered():
         line = without_prompt(raw)
         if not _TIMED_RE.search(line):
             continue
-        if line == raw.strip() and ";" not in line and not _TIMED_COMMAND_RE.match(line):
+        defined = _function_defined(report, line)
+        if (
+            line == raw.strip()
+            and ";" not in line
+            and not _TIMED_COMMAND_RE.match(line)
+            and defined is None
+        ):
             continue  # "time" in a sentence, not at a prompt
+        if defined is not None:  # `time fill_dir $mnt`: the function the report defines
+            text = f"{defined}\n{line}"
+            yield ToolWorkload("command", (("command", text),), text, report.line(number))
+            continue
         block = _continued_block(report, number)
         if block is not None:  # a loop written over `\`-continued lines: the whole loop
             first, text = block
-            return ToolWorkload("command", (("command", text),), text, report.line(first))
+            yield ToolWorkload("command", (("command", text),), text, report.line(first))
+            continue
         segments = _SEGMENT_SPLIT_RE.split(line)
         lead = 0
         while lead < len(segments) and setup_segment(segments[lead]):
@@ -87,8 +108,35 @@ def find_timed_command(report: ReportText) -> ToolWorkload | None:
         if segments[:lead] == ["sync"]:  # a lone sync flushes what came before: timed with it
             lead = 0
         text = "; ".join(segments[lead:]) if lead else line
-        return ToolWorkload("command", (("command", text),), text, report.line(number))
-    return _prompt_loop(report)
+        yield ToolWorkload("command", (("command", text),), text, report.line(number))
+
+
+def _program(command: str) -> str:
+    """The program a timed command runs: `time sh -c "sudo tar -C ..."` runs tar."""
+    words = [w.strip("\"'") for w in command.split()]
+    words = [w for w in words if w and w not in ("time", "sh", "bash", "-c", "sudo", "nohup")]
+    return words[0].rsplit("/", 1)[-1] if words and len(words[0]) > 1 else ""
+
+
+def _function_defined(report: ReportText, line: str) -> str | None:
+    """The shell function a timed line calls (`time fill_dir $mnt`), as the report
+    defines it (`fill_dir()` / `{` ... `}`), or None."""
+    called = re.match(r"^time\s+([A-Za-z_]\w*)(?:\s|$)", line)
+    if called is None:
+        return None
+    head = re.compile(rf"^\s*(?:function\s+)?{re.escape(called.group(1))}\s*\(\)\s*\{{?\s*$")
+    start = next((n for n, raw in report.numbered() if head.match(raw)), None)
+    if start is None:
+        return None
+    end = next(
+        (
+            n
+            for n in range(start + 1, min(len(report.lines), start + 60) + 1)
+            if report.lines[n - 1].strip() == "}"
+        ),
+        None,
+    )
+    return "\n".join(report.lines[start - 1 : end]) if end is not None else None
 
 
 # a loop typed at a prompt that makes files where it runs: `# for i in {1..200}; echo x >

@@ -193,7 +193,8 @@ def _fio_candidates(
             if any(start <= offset < end for start, end in brace_spans):
                 continue
             text = _command_text(report, number, match.start())
-            yield "command line", text, report.line(number), {}
+            if not _in_a_sentence(text):  # "fio --overwrite 0 -> 1 (extend a new file vs"
+                yield "command line", text, report.line(number), {}
     yield from _job_files(report)
 
 
@@ -221,6 +222,14 @@ def _command_text(report: ReportText, number: int, start: int) -> str:
     return _cut_at_shell_end(text)
 
 
+def _in_a_sentence(text: str) -> bool:
+    """fio and an option named in the mail's prose: plain words no command line has."""
+    words = text.split()
+    program = next((i for i, w in enumerate(words) if w.rsplit("/", 1)[-1] == "fio"), -1)
+    _, stray = fiosyntax.option_pairs(words[program + 1 :])
+    return sum(1 for w in stray if re.fullmatch(r"\(?[a-z]{2,}[,.;:)]*", w)) >= 3
+
+
 def _cut_at_shell_end(text: str) -> str:
     """The command alone: up to a closing backtick or parenthesis, a redirect, a pipe."""
     cut = len(text)
@@ -228,6 +237,8 @@ def _cut_at_shell_end(text: str) -> str:
         at = text.find(marker)
         if at >= 0:
             cut = min(cut, at)
+    if separator := re.search(r"\s\|(?!\|)|;", text):  # `... |grep IOPS;done;done`
+        cut = min(cut, separator.start())
     if redirect := re.search(r"\s(?:\d?>>?|&>)", text):  # > f, >> f, 2>&1, &> f
         cut = min(cut, redirect.start())
     if text.count(")") > text.count("("):
