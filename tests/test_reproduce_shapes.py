@@ -160,6 +160,11 @@ def test_long_runs_a_mutated_report_can_hold_are_read_in_linear_time():
         "ext4\n" + "mke2fs /dev/sda\n" * 20_000,
         "mkfs.xfs -f -l\n" * 20_000,
         "X=1\n" + "dbench -t $X 4\n" * 20_000,
+        # flags that could be values, operands that could split at any '='
+        "xfs was formatted with mkfs.xfs" + " -a" * 3_000 + " X!\n",
+        "Before doing fio, use dd (" + "a=" * 3_000 + "\n",
+        "dd if=/dev/zero of=f\n" + "a=" * 5_000 + " x\n",
+        "fio -name x -rw=write\n" + "-a-a" * 3_000 + " x\n",
     ]
     for text in shapes:
         started = time.monotonic()

@@ -54,7 +54,7 @@ _REDIRECT_RE = re.compile(r"\s(?:\d?>>?|&>|\|)")  # one space: `\s+` backtracks 
 # a sentence quoting the options: "formatted with mkfs.xfs -d agcount=1 -l size=128m."
 _PROSE_MKFS_RE = re.compile(
     r"\b(?:formatted|made|created|built)\s+with\s+(mkfs\.(?:ext4|xfs|btrfs)|mke2fs)"
-    r"((?:\s+-{1,2}[A-Za-z][\w-]*(?:[ =][\w=.,^:+-]+?)?)+)\.?\s*$"
+    r"((?:\s+-{1,2}[A-Za-z][\w-]*(?:[ =][\w=.,^:+][\w=.,^:+-]*)?)+)\s*$"
 )
 _PROSE_MOUNT_RE = re.compile(r"\bmounted\s+(?:with\s+)?-o\s+([\w=.,:+-]+?)\.?\s*$")
 _MKFS_OUTPUT_RE = re.compile(r"^(?:meta-data|data|naming|log|realtime)\s*=")
@@ -352,7 +352,7 @@ def _said_in_prose(line: str, report: ReportText, number: int) -> FilesystemFact
     was mounted -o logbsize=256k": a sentence that quotes the options, not a device."""
     made = _PROSE_MKFS_RE.search(line)
     if made:
-        program, rest = made.group(1), made.group(2)
+        program, rest = made.group(1), made.group(2).rstrip(".")  # the sentence's stop
         fs_type = program.removeprefix("mkfs.") if "." in program else _fs_named(line) or ""
         words = [w for w in _words(rest) if w not in _FORCE_FLAGS]
         if fs_type in FS_TYPES:

@@ -50,18 +50,6 @@ def split_command_line(words: list[str]) -> list[str]:
     ]
 
 
-def job_names(texts: list[str]) -> list[str]:
-    """The job names of split texts, as they will be imported."""
-    names = []
-    for text in texts:
-        if text.startswith("["):
-            names.append(text[1 : text.index("]")])
-        else:
-            words = shlex.split(text)
-            names.append(next((w[7:] for w in words if w.startswith("--name=")), "?"))
-    return names
-
-
 def one_option_apart(jobs: list[fio_mod.FioOptions]) -> tuple[str | None, list[int]]:
     """The option in which the second job differs from the first, if it is the only one
     (None otherwise), and the jobs that differ from the first in nothing else, the first

@@ -81,7 +81,9 @@ _LVM_LINE_RE = re.compile(r"^\s*LVM:\s*(raid\d+|striped?)\b(.*)$", re.I)
 _BTRFS_PROFILE_RE = re.compile(r"^-[dm]$|^--(?:data|metadata)$")
 
 
-_BEFORE_DD_RE = re.compile(r"\bbefore\b[^.()]{0,60}?\bdd\s*\(\s*((?:\w+=[^\s()]+\s*)+)\)", re.I)
+_BEFORE_DD_RE = re.compile(
+    r"\bbefore\b[^.()]{0,60}?\bdd\s*\(\s*(\w+=[^\s()]+(?:\s+\w+=[^\s()]+)*)\s*\)", re.I
+)
 
 
 def find_setup(

@@ -204,7 +204,7 @@ def _command_text(report: ReportText, number: int, start: int) -> str:
     # `fio -name x -rw=write` wraps without backslashes onto indented `-iodepth 1` lines,
     # or onto lines of nothing but such options (a mail's hard wrap at column 0)
     continuation = (
-        r"^\s+-[A-Za-z]|^(?:\s*-[A-Za-z][\w.-]*(?:=\S*)?)+\s*$"
+        r"^\s+-[A-Za-z]|^\s*-[A-Za-z][\w.-]*(?:=\S*)?(?:\s+-[A-Za-z][\w.-]*(?:=\S*)?)*\s*$"
         if fiosyntax.single_dash(parts[0])
         else r"^\s*--\w"
     )
