@@ -28,8 +28,10 @@ from fslab.base.format import (
     format_ratio,
     format_share,
     format_size,
+    format_size_exact,
     format_tick_ms,
 )
+from fslab.base.units import parse_size_bytes
 
 SRC = Path(__file__).resolve().parents[1] / "src" / "fslab"
 FORMATTER = SRC / "base" / "format.py"
@@ -251,3 +253,9 @@ def test_the_scan_leaves_words_and_counts_alone() -> None:
         'f"score {c.score:.2f}, p {format_p(p)}, {format_share(x)} busy"\n'
     )
     assert offences(clean) == []
+
+
+def test_a_size_a_spec_holds_reads_back_to_the_same_bytes():
+    for n_bytes in (16 << 30, 1200 << 20, (27 << 20) + (1 << 19), 4473924266, 512):
+        assert parse_size_bytes(format_size_exact(n_bytes)) == n_bytes
+    assert format_size_exact(1200 << 20) == "1200MiB" and format_size_exact(16 << 30) == "16GiB"

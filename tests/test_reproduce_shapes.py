@@ -189,5 +189,8 @@ def test_a_warm_up_the_prose_puts_before_the_run_is_a_setup_step():
 
 def test_option_variables_of_a_script_without_its_mkfs_line_are_its_configurations():
     spec, _ = _spec("ext4-zram-no-journal-dd.txt")
+    # "a 1200M zram disk": written exactly (1.2GiB reads back as 1288490188 bytes, which
+    # preflight refused as no multiple of 512 when the spec ran)
+    assert spec["target"]["size"] == "1200MiB"
     assert [fs["mkfs_options"][2:] for fs in spec["filesystems"]] == [[], ["-O", "^has_journal"]]
     assert {tuple(fs["mount_options"]) for fs in spec["filesystems"]} == {("noatime",)}

@@ -147,9 +147,24 @@ def format_bytes(n_bytes: float) -> str:
     raise AssertionError("unreachable")
 
 
+_BINARY_UNITS = (("TiB", 1 << 40), ("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10))
+
+
 def format_size(n_bytes: float) -> str:
     """A size as a spec writes it: format_bytes without a trailing .0 (16GiB, 27.5MiB)."""
     return re.sub(r"\.0(?=[A-Za-z])", "", format_bytes(n_bytes))
+
+
+def format_size_exact(n_bytes: int) -> str:
+    """A size a spec field holds: format_size when it reads back to the same bytes, else
+    the largest unit that divides them (1200MiB, not 1.2GiB: a device size must stay a
+    multiple of 512)."""
+    short = format_size(n_bytes)
+    shown = re.fullmatch(r"([\d.]+)([A-Za-z]+)", short)
+    factor = dict(_BINARY_UNITS).get(shown.group(2), 1) if shown else 0
+    if shown and float(shown.group(1)) * factor == n_bytes:
+        return short
+    return next((f"{n_bytes // f}{u}" for u, f in _BINARY_UNITS if n_bytes % f == 0), f"{n_bytes}B")
 
 
 def format_bytes_per_s(value: float | None) -> str:

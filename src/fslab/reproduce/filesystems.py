@@ -58,6 +58,12 @@ _PROSE_MKFS_RE = re.compile(
 )
 _PROSE_MOUNT_RE = re.compile(r"\bmounted\s+(?:with\s+)?-o\s+([\w=.,:+-]+?)\.?\s*$")
 _MKFS_OUTPUT_RE = re.compile(r"^(?:meta-data|data|naming|log|realtime)\s*=")
+_OPTION = r"[a-z_][a-z0-9_]*(?:=[\w:.]+)?"
+_OPTIONS_LISTED_RE = re.compile(
+    r"^\s*[-*]?\s*(mkfs|mount)\s+(?:parameters|options|opts|args)\s*:?\s+"
+    rf"(?:(-[A-Za-z][\w=.,^:+ -]*?)\s*$|({_OPTION}(?:,{_OPTION})+)\b)",
+    re.I,
+)
 _LISTED_MKFS_RE = re.compile(r"^\s+(ext4|xfs|btrfs):\s+(-[A-Za-z].*)$")
 # mkfs flags fslab passes itself (force, quiet), so a pasted one is not kept twice.
 _FORCE_FLAGS = {"-f", "-F", "-q"}
@@ -84,6 +90,9 @@ def find_filesystems(report: ReportText) -> tuple[list[FilesystemFact], list[Que
                 0
             ].rstrip()  # `> /dev/null`: no device
             command = _unwrapped(report, number, command)
+        if (said := _options_listed(line, report, number)) is not None:
+            facts.append(said)
+            continue
         listed = _LISTED_MKFS_RE.match(line)
         if listed:
             facts.append(
@@ -345,6 +354,20 @@ def _words(text: str) -> list[str]:
         return shlex.split(text, comments=False)
     except ValueError:
         return text.split()
+
+
+def _options_listed(line: str, report: ReportText, number: int) -> FilesystemFact | None:
+    """A harness's list of its settings: "- mkfs parameters -f -d agcount=8", "- mount
+    options inode64,delaylog,logbsize=262144,nobarrier for the most part"."""
+    listed = _OPTIONS_LISTED_RE.match(line)
+    if listed is None:
+        return None
+    fs_type = _fs_named(line) or ""
+    if listed.group(1).lower() == "mkfs":
+        words = [w for w in _words(listed.group(2)) if w not in _FORCE_FLAGS]
+        return FilesystemFact(fs_type, report.line(number), "mkfs", mkfs_options=tuple(words))
+    options = tuple(o for o in listed.group(3).split(",") if o)
+    return FilesystemFact(fs_type, report.line(number), "mount", mount_options=options)
 
 
 def _said_in_prose(line: str, report: ReportText, number: int) -> FilesystemFact | None:

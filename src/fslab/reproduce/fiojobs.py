@@ -32,9 +32,14 @@ def split_job_file(text: str) -> list[str]:
     first_job = next((i for i, s in enumerate(sections) if s.name != "global"), len(sections))
     if any(s.name == "global" for s in sections[first_job:]):
         return [text]  # a [global] between jobs applies to the later ones only: kept whole
-    pairs = [p for s in sections[:first_job] for p in s.pairs]
-    for section in sections[first_job:]:
-        pairs += [("name", section.name), *section.pairs]
+    # the section headers name the jobs: a name= line (`name=${DST}.name` in [global])
+    # is not where a job starts
+    unnamed = [[p for p in s.pairs if fio_mod.canonical_name(p[0]) != "name"] for s in sections]
+    pairs = [p for kept in unnamed[:first_job] for p in kept]
+    for section, kept in zip(sections[first_job:], unnamed[first_job:], strict=True):
+        pairs += [("name", section.name), *kept]
+    if copies := _copies_at_once(pairs):
+        return [_job_file(copies)]
     return [_job_file(job) for job in _one_after_another(pairs)] or [text]
 
 
@@ -105,6 +110,25 @@ def _one_after_another(pairs: list[Pair]) -> list[list[Pair]]:
     return [
         [p for p in (*head, *job) if fio_mod.canonical_name(p[0]) not in _WAITS] for job in jobs
     ]
+
+
+def _copies_at_once(pairs: list[Pair]) -> list[Pair]:
+    """Jobs that run at once with the same options under other names (`[j1]` ... `[j4]`,
+    each with its own file) are what fio's numjobs makes: one job with numjobs times as
+    many. [] unless there are several such jobs and nothing else."""
+    starts = [i for i, (n, _) in enumerate(pairs) if fio_mod.canonical_name(n) == "name"]
+    if len(starts) < 2:
+        return []
+    head = pairs[: starts[0]]
+    jobs = [pairs[a:b] for a, b in pairwise([*starts, len(pairs)])]
+    options = [dict((*head, *job)) for job in jobs]
+    if any(_differing(options[0], o) for o in options[1:]) or _waits(list(options[0].items())):
+        return []
+    each = option_value(options[0], "numjobs") or "1"
+    if not each.isdigit():
+        return []
+    merged = {k: v for k, v in options[0].items() if fio_mod.canonical_name(k) != "numjobs"}
+    return [*merged.items(), ("numjobs", str(int(each) * len(jobs)))]
 
 
 def _waits(pairs: list[Pair]) -> bool:

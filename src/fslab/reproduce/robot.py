@@ -1,5 +1,5 @@
 """Kernel test robot reports: the `parameters:` block of each benchmark lkp-tests runs,
-read as the options lkp-tests gives the benchmark (fio-basic is workload.py's), and
+read as the options lkp-tests gives the benchmark (fio-basic's as fio options), and
 the network export (`fs2: nfsv4`) a robot ran it through."""
 
 from __future__ import annotations
@@ -8,8 +8,11 @@ import re
 from collections.abc import Iterator
 
 from fslab.base.units import parse_size_bytes
-from fslab.reproduce.facts import NOT_RUNNABLE, QuestionFact, ToolName, ToolWorkload
+from fslab.reproduce import shell
+from fslab.reproduce.facts import NOT_RUNNABLE, FioFact, QuestionFact, ToolName, ToolWorkload
+from fslab.reproduce.scale import fio_size_text
 from fslab.reproduce.text import ReportText
+from fslab.workload.fio import trust as fio_trust
 
 # "testcase: fsmark" in older mails, "in testcase: stress-ng" in newer ones
 _LKP_TESTCASE_RE = re.compile(r"^\s*(?:in\s+)?testcase:\s*([\w-]+)\s*$")
@@ -218,3 +221,74 @@ def lkp_export(report: ReportText) -> QuestionFact | None:
                 report.line(number),
             )
     return None
+
+
+# --- fio-basic: the parameters as fio options -------------------------------------------
+
+
+_LKP_KEYS = ("runtime", "rw", "bs", "ioengine", "nr_task", "test_size", "fs", "disk", "direct")
+
+
+def lkp_fio(report: ReportText, questions: list[QuestionFact]) -> Iterator[FioFact]:
+    """A kernel test robot's `testcase: fio-basic` with `key: value` parameters."""
+    found = testcase(report)
+    if found is None or not found[0].startswith("fio"):
+        return
+    params = {k: v for k, v in lkp_params(report).items() if k in _LKP_KEYS}
+    if not {"rw", "bs"} <= params.keys():
+        return
+    first = min(number for _, number in params.values())
+    options: dict[str, str | None] = {"name": "fio-basic"}
+    notes = [
+        "lkp-tests fio-basic parameters read as fio options (nr_task -> numjobs, "
+        "test_size split over the tasks -> size, runtime -> runtime with time_based)"
+    ]
+    for key in ("rw", "bs", "ioengine"):
+        if key in params and _lkp_value_passes(key, *params[key], report, questions):
+            options[key] = params[key][0]
+    if params.get("direct", ("",))[0] == "direct":
+        options["direct"] = "1"
+    # `nr_task: 50%` is half the test machine's CPUs, as lkp-tests counts them
+    tasks = int(lkp_count(report, params["nr_task"][0]) or 1) if "nr_task" in params else 1
+    options["numjobs"] = str(tasks)  # 0 is asked about with the spec's job counts
+    if "test_size" in params:
+        try:
+            total = parse_size_bytes(params["test_size"][0])
+            options["size"] = fio_size_text(total // max(tasks, 1))
+        except ValueError:
+            questions.append(
+                QuestionFact(
+                    item="test_size",
+                    question=f"test_size {params['test_size'][0]} is not a size",
+                    assumed="fio's default size",
+                    source=report.line(params["test_size"][1]),
+                )
+            )
+    if "runtime" in params and _lkp_value_passes("runtime", *params["runtime"], report, questions):
+        options["runtime"] = params["runtime"][0].removesuffix("s")
+        options["time_based"] = None
+    text = "\n".join(f"{key}: {value}" for key, (value, _) in params.items())
+    yield FioFact(
+        options=options,
+        form="lkp parameters",
+        text=text,
+        source=report.line(first),
+        notes=tuple(notes),
+    )
+
+
+def _lkp_value_passes(
+    key: str, value: str, number: int, report: ReportText, questions: list[QuestionFact]
+) -> bool:
+    """An lkp parameter passes as a fio option as any report's option does: fio_trust's
+    allowlist, and no shell syntax; otherwise it is left out and asked about."""
+    found = fio_trust.judge(key, value)
+    if found is None and not shell.leftover_expansion(value):
+        return True
+    why = found.reason if found is not None else "it needs the shell to compute"
+    questions.append(
+        QuestionFact(
+            f"lkp {key}", f"the report's {key}: {value}: {why}", "left out", report.line(number)
+        )
+    )
+    return False

@@ -61,6 +61,17 @@ _PROSE_LAYOUT_RE = re.compile(
     + r"\s+(?:[\w.-]+\s+){0,2}?(drives|disks|devices|ssds|ramdisks|nvmes?|luns)\b",
     re.I,
 )
+_FI_DF_DATA_RE = re.compile(r"^\s*Data,\s*(RAID1C3|RAID1C4|RAID10|RAID1|RAID0|RAID5|RAID6):", re.I)
+# the fewest devices each btrfs data profile can be made on
+_PROFILE_DEVICES = {
+    "raid0": 2,
+    "raid1": 2,
+    "raid1c3": 3,
+    "raid1c4": 4,
+    "raid10": 4,
+    "raid5": 2,
+    "raid6": 3,
+}
 _MDADM_CREATE_RE = re.compile(
     r"\bmdadm\s+(?:--create|-C)\b(?=.*?(?:-n\s*|--raid-devices[= ])(?P<n>\d+))"
     r"(?=.*?(?:-l\s*|--level[= ])(?P<level>(?:raid)?\d+))"
@@ -200,6 +211,11 @@ def find_layouts(report: ReportText, filesystems: list[FilesystemFact]) -> list[
                     count, f"LVM stripe over {count} devices", line.strip(), report.line(number)
                 )
             )
+        if profile := _FI_DF_DATA_RE.match(line):  # `btrfs fi df`: "Data, RAID1: total=..."
+            level = profile.group(1).lower()
+            count = _PROFILE_DEVICES[level]
+            layout = f"btrfs {level} (btrfs fi df) over at least {count} devices"
+            layouts.append(LayoutFact(count, layout, line.strip(), report.line(number)))
         if created := _MDADM_CREATE_RE.search(line):  # mdadm --create /dev/md10 -n 3 -l 5
             count = int(created.group("n"))
             layout = f"md raid{created.group('level').removeprefix('raid')} over {count} devices"

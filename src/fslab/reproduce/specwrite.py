@@ -20,7 +20,7 @@ import tomlkit
 from tomlkit.items import Table
 
 from fslab.base.errors import SpecError, UsageError
-from fslab.base.format import format_size
+from fslab.base.format import format_size_exact
 from fslab.reproduce import pending
 from fslab.reproduce.configwrite import Config, config_table, configurations
 from fslab.reproduce.draft import Draft, md_layout
@@ -129,7 +129,7 @@ def _document(draft: Draft, source_name: str) -> tomlkit.TOMLDocument:
     doc["description"] = f"reproduces: {facts.title}"[:200]
     target = tomlkit.table()
     target["kind"] = "ram"
-    add(target, "size", format_size(int(size.value)), size.comment)
+    add(target, "size", format_size_exact(int(size.value)), size.comment)
     _target_limits(draft, target)
     if draft.array is not None:
         array = draft.array

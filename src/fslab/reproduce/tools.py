@@ -43,6 +43,12 @@ _FS_MARK_VALUES = frozenset(
 _COMPILEBENCH_VALUES = frozenset(("-D", "-i", "-r", "-s", "-t", "-m"))
 _DBENCH_VALUES = frozenset(("-t", "-D", "-c", "-B", "-T", "-e", "-o"))
 _SYSBENCH_STEPS = ("prepare", "run", "cleanup")
+# a row of MMTests' compare table: its mean, the row's client count (`creat_clo-7`), the
+# first kernel's value and its "(   0.00%)" against itself
+_MMTESTS_ROW_RE = re.compile(
+    r"^(?:(?:Hmean|Amean|BAmean|Gmean)\s+)?(?:[a-z_]+-)?(\d+)\s+\d[\d.]*\s+\(\s*-?0\.00%\)"
+)
+_MMTESTS_TOOL_RE = re.compile(r"\b(dbench|reaim)\b", re.I)
 _MMTESTS_RE = re.compile(r"\bMMTests config\s+([\w.-]*dbench[\w.-]*)", re.I)
 _TIMED_RE = re.compile(r"(?:^|;\s*|\bdo\s+)time\s+\S")
 # `time sh -c "..."`, `time sudo tar ...` on a line of its own, with no prompt
@@ -59,8 +65,33 @@ def find_tools(report: ReportText) -> list[ToolWorkload]:
         else robot.lkp_fsmark(report) or _fsmark_table(report)
     )
     found = [*commands, *robot.lkp_block(report), *fsmark, *_mmtests(report)]
+    if not found:
+        found = list(_mmtests_table(report))
     found.sort(key=lambda t: t.source.number)
     return found
+
+
+def _mmtests_table(report: ReportText) -> Iterator[ToolWorkload]:
+    """An MMTests compare table with no command (`Amean 8  610.95 (0.00%)  363.86 ...`, a
+    row per client count) of a benchmark the report names (dbench, reaim): the tool at
+    those client counts, with MMTests' defaults for the rest."""
+    rows = [(n, m.group(1)) for n, line in report.numbered() if (m := _MMTESTS_ROW_RE.match(line))]
+    counts = tuple(dict.fromkeys(count for _, count in rows))
+    named = _MMTESTS_TOOL_RE.search(report.joined)
+    if len(counts) < 2 or named is None:
+        return
+    tool: ToolName = "dbench" if named.group(1).lower() == "dbench" else "reaim"
+    first = rows[0][0]
+    text = "\n".join(report.lines[first - 1 : rows[-1][0]])
+    yield ToolWorkload(
+        tool,
+        (),
+        text,
+        report.line(first),
+        runnable=tool not in NOT_RUNNABLE,
+        why=NOT_RUNNABLE.get(tool, ""),
+        sweeps=(("clients", counts),),
+    )
 
 
 def find_timed_command(report: ReportText) -> ToolWorkload | None:

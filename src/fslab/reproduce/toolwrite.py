@@ -136,11 +136,11 @@ def _swept_options(
 ) -> dict[str, tuple[str, ...]]:
     """The report's sweeps of the tool's own options (or of its axes: dbench's clients)."""
     names = {name for name, _ in tool.options}
-    return {
-        s.axis: s.values
-        for s in draft.facts.sweeps
-        if s.axis in names or s.axis in bench.axes or s.axis == "clients"
-    }
+    swept: dict[str, tuple[str, ...]] = {}
+    for s in draft.facts.sweeps:  # the first reading of an axis is the report's own
+        if s.axis in names or s.axis in bench.axes or s.axis == "clients":
+            swept.setdefault(s.axis, s.values)
+    return swept
 
 
 def _first_values(options: ReportOptions, swept: dict[str, tuple[str, ...]]) -> ReportOptions:

@@ -14,7 +14,6 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 
 from fslab.base.errors import UsageError
-from fslab.base.units import parse_size_bytes
 from fslab.reproduce import fiojobs, fiosyntax, robot, shell
 from fslab.reproduce.ddtext import dd_runs
 from fslab.reproduce.facts import (
@@ -25,7 +24,6 @@ from fslab.reproduce.facts import (
     OtherToolFact,
     QuestionFact,
 )
-from fslab.reproduce.scale import fio_size_text
 from fslab.reproduce.text import ReportText
 from fslab.workload.fio import options as fio_mod
 from fslab.workload.fio import trust as fio_trust
@@ -39,6 +37,7 @@ _ECHO_CLOSE_RE = re.compile(r"['\"]\s*\|\s*(?:sudo\s+)?(?:[\w./-]*/)?fio\b.*$")
 _ELIDED_RE = re.compile(r"^\s*(?:\.\.\.|\u2026|\[\.\.\.\])\s*$")
 _SECTION_RE = re.compile(r"^\s*\[([A-Za-z0-9_.+-][A-Za-z0-9_.+ -]*)\]\s*$")
 _JOB_LINE_RE = re.compile(r"^\s*([A-Za-z][A-Za-z0-9_.-]*)\s*(?:=\s*(.*))?$")
+_NAMED_NOT_PASTED = "is named but its contents are not in the report"
 _JOINERS = frozenset(("or", "and", "vs", "vs.", "then", "also", "/"))
 _SWEEP_COMMENT_RE = re.compile(r"^\s*(?:[0-9A-Za-z_.]+\s*){1,8}$")
 _OTHER_TOOLS = {
@@ -60,7 +59,6 @@ MAX_FIO_JOBS = 64
 """fio jobs read from one report; a reply compares a few."""
 MAX_FIO_OPTIONS = 512
 """Options of one fio job (fio itself knows about 400)."""
-_LKP_KEYS = ("runtime", "rw", "bs", "ioengine", "nr_task", "test_size", "fs", "disk", "direct")
 
 
 @dataclass
@@ -121,7 +119,9 @@ def find_workloads(
             if fact is not None and not _lays_out_only(fact):
                 jobs.append(fact)
         fio.extend(_in_turn_kept(jobs, questions, source))
-    fio.extend(_lkp_parameters(report, questions))
+    fio.extend(robot.lkp_fio(report, questions))
+    if any(f.form == "job file" for f in fio):  # `fio ./4k-write.fio` runs the file pasted
+        other = [o for o in other if not o.why.endswith(_NAMED_NOT_PASTED)]
     other.extend(_other_tools(report))
     fio.sort(key=lambda f: f.source.number)
     return fio, list(dd_runs(report, other)), other, questions
@@ -397,7 +397,7 @@ def _rewrite_words(
         other.append(
             OtherToolFact(
                 tool=f"fio {named[0]}",
-                why=f"the job file {named[0]} is named but its contents are not in the report",
+                why=f"the job file {named[0]} {_NAMED_NOT_PASTED}",
                 source=context.source,
             )
         )
@@ -556,74 +556,6 @@ def _path_option(name: str, value: str | None, context: _Options) -> str | None:
 
 def _show(name: str, value: str | None) -> str:
     return f"--{name}" if value is None else f"--{name}={value}"
-
-
-# --- fio: lkp-tests parameter lists ---------------------------------------------------------
-
-
-def _lkp_parameters(report: ReportText, questions: list[QuestionFact]) -> Iterator[FioFact]:
-    """A kernel test robot's `testcase: fio-basic` with `key: value` parameters."""
-    found = robot.testcase(report)
-    if found is None or not found[0].startswith("fio"):
-        return
-    params = {k: v for k, v in robot.lkp_params(report).items() if k in _LKP_KEYS}
-    if not {"rw", "bs"} <= params.keys():
-        return
-    first = min(number for _, number in params.values())
-    options: dict[str, str | None] = {"name": "fio-basic"}
-    notes = [
-        "lkp-tests fio-basic parameters read as fio options (nr_task -> numjobs, "
-        "test_size split over the tasks -> size, runtime -> runtime with time_based)"
-    ]
-    for key in ("rw", "bs", "ioengine"):
-        if key in params and _lkp_value_passes(key, *params[key], report, questions):
-            options[key] = params[key][0]
-    if params.get("direct", ("",))[0] == "direct":
-        options["direct"] = "1"
-    # `nr_task: 50%` is half the test machine's CPUs, as lkp-tests counts them
-    tasks = int(robot.lkp_count(report, params["nr_task"][0]) or 1) if "nr_task" in params else 1
-    options["numjobs"] = str(tasks)  # 0 is asked about with the spec's job counts
-    if "test_size" in params:
-        try:
-            total = parse_size_bytes(params["test_size"][0])
-            options["size"] = fio_size_text(total // max(tasks, 1))
-        except ValueError:
-            questions.append(
-                QuestionFact(
-                    item="test_size",
-                    question=f"test_size {params['test_size'][0]} is not a size",
-                    assumed="fio's default size",
-                    source=report.line(params["test_size"][1]),
-                )
-            )
-    if "runtime" in params and _lkp_value_passes("runtime", *params["runtime"], report, questions):
-        options["runtime"] = params["runtime"][0].removesuffix("s")
-        options["time_based"] = None
-    text = "\n".join(f"{key}: {value}" for key, (value, _) in params.items())
-    yield FioFact(
-        options=options,
-        form="lkp parameters",
-        text=text,
-        source=report.line(first),
-        notes=tuple(notes),
-    )
-
-
-def _lkp_value_passes(
-    key: str, value: str, number: int, report: ReportText, questions: list[QuestionFact]
-) -> bool:
-    """An lkp parameter passes as a fio option as any report's option does: fio_trust's
-    allowlist, and no shell syntax; otherwise it is left out and asked about."""
-    found = fio_trust.judge(key, value)
-    if found is None and not shell.leftover_expansion(value):
-        return True
-    why = found.reason if found is not None else "it needs the shell to compute"
-    questions.append(
-        QuestionFact(
-            f"lkp {key}", f"the report's {key}: {value}: {why}", "left out", report.line(number)
-        )
-    )
-    return False
 
 
 # --- other tools ----------------------------------------------------------------------------

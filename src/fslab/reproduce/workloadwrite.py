@@ -16,7 +16,7 @@ from typing import Any
 import tomlkit
 from tomlkit.items import Table
 
-from fslab.base.format import format_size
+from fslab.base.format import format_size, format_size_exact
 from fslab.base.units import MIB, parse_size_bytes
 from fslab.reproduce import fiojobs
 from fslab.reproduce.configwrite import Config
@@ -224,13 +224,19 @@ def _one_fio_job(draft: Draft) -> tuple[FioFact, dict[str, list[str]]]:
     axis, kept = fiojobs.one_option_apart(jobs_options)
     others = [job for i, job in enumerate(jobs) if i not in kept]
     if others:
-        lines = ", ".join(str(j.source.number) for j in others)
+        numbers = list(dict.fromkeys(str(j.source.number) for j in others))
+        these = (
+            f"the one at line {numbers[0]} differs"
+            if len(numbers) == 1
+            else f"the ones at lines {', '.join(numbers)} differ"
+        )
+        swept = f", swept over {axis}" if axis else ""
         draft.questions.append(
             QuestionFact(
                 "fio workload",
-                f"the report shows {fiojobs.distinct(jobs_options)} different fio jobs "
-                f"(the others at lines {lines})",
-                f"the first one (line {first.source.number}); run the others as their own specs",
+                f"the report shows {fiojobs.distinct(jobs_options)} different fio jobs; {these} "
+                f"from line {first.source.number}'s in more than " + (axis or "one option"),
+                f"line {first.source.number}'s job{swept}; run the others as their own specs",
                 first.source,
             )
         )
@@ -361,7 +367,7 @@ def _dd(draft: Draft, configs: list[Config], target_bytes: int) -> tuple[Table, 
                 f"(4x what one dd writes, at least 64 MiB)"
             ):
                 sweep.add(tomlkit.comment(line))
-            sweep["fill_leave_free"] = ["", format_size(leave)]
+            sweep["fill_leave_free"] = ["", format_size_exact(leave)]
             draft.reported_point["fill_leave_free"] = ""
     run = tomlkit.table()
     add(run, "runtime", "10s", "sustained dd for 10 s per point")
@@ -403,7 +409,7 @@ def _dd_read(draft: Draft, first: DdFact, target_bytes: int) -> tuple[Table, Tab
         if reported and reported > size
         else said
     )
-    add(workload, "size", format_size(size), why if reported else "half the device")
+    add(workload, "size", format_size_exact(size), why if reported else "half the device")
     if first.operand("iflag"):
         workload["iflag"] = first.operand("iflag")
     add(workload, "mode", "sustained", "read again (cold) for the runtime, for a stable figure")
