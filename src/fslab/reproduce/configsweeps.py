@@ -383,12 +383,7 @@ def _mount_with_without(
         option = without.group(1)
         tried.add(option)  # each option's "with" is looked for once
         if re.search(rf"\bwith\s+{option}\b", report.joined, re.I):
-            yield SweepFact(
-                "mount_options",
-                (f"(no {option})", option),
-                f"results without {option} and with it",
-                report.line(number),
-            )
+            yield _without_and_with(option, report.line(number))
             return
     yield from _own_option_with_without(report, filesystems)
 
@@ -405,14 +400,14 @@ def _own_option_with_without(
         spelled = rf"(?:the\s+)?[\"']?(?:-o\s+)?{re.escape(option)}\b"
         without = re.search(rf"\bwithout\s+{spelled}", report.joined, re.I)
         if without and re.search(rf"(?<![\w-])with\s+{spelled}", report.joined, re.I):
-            number = report.offset_to_line(without.start())
-            yield SweepFact(
-                "mount_options",
-                (f"(no {option})", option),
-                f"results without {option} and with it",
-                report.line(number),
-            )
+            yield _without_and_with(option, report.line(report.offset_to_line(without.start())))
             return
+
+
+def _without_and_with(option: str, source: Line) -> SweepFact:
+    return SweepFact(
+        "mount_options", (f"(no {option})", option), f"results without {option} and with it", source
+    )
 
 
 # `mount -o remount,stripe=0 /data1`, or a root filesystem's `rootflags="mb_optimize_scan=0"`:
