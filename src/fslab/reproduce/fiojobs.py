@@ -97,15 +97,19 @@ def _differing(a: fio_mod.FioOptions, b: fio_mod.FioOptions) -> set[str]:
     return {k for k in names if canon_a.get(k) != canon_b.get(k)}
 
 
+def _split(pairs: list[Pair]) -> tuple[list[Pair], list[list[Pair]]]:
+    """The options every job shares (before the first name=) and each job's own."""
+    starts = [i for i, (n, _) in enumerate(pairs) if fio_mod.canonical_name(n) == "name"]
+    if not starts:
+        return pairs, []
+    return pairs[: starts[0]], [pairs[a:b] for a, b in pairwise([*starts, len(pairs)])]
+
+
 def _one_after_another(pairs: list[Pair]) -> list[list[Pair]]:
     """Each job's options (the shared ones first) when every job after the first waits
     for those before it; [] for one job or jobs that run at once."""
-    starts = [i for i, (n, _) in enumerate(pairs) if fio_mod.canonical_name(n) == "name"]
-    if len(starts) < 2:
-        return []
-    head = pairs[: starts[0]]
-    jobs = [pairs[a:b] for a, b in pairwise([*starts, len(pairs)])]
-    if not (_waits(head) or all(_waits(job) for job in jobs[1:])):
+    head, jobs = _split(pairs)
+    if len(jobs) < 2 or not (_waits(head) or all(_waits(job) for job in jobs[1:])):
         return []
     return [
         [p for p in (*head, *job) if fio_mod.canonical_name(p[0]) not in _WAITS] for job in jobs
@@ -116,11 +120,9 @@ def _copies_at_once(pairs: list[Pair]) -> list[Pair]:
     """Jobs that run at once with the same options under other names (`[j1]` ... `[j4]`,
     each with its own file) are what fio's numjobs makes: one job with numjobs times as
     many. [] unless there are several such jobs and nothing else."""
-    starts = [i for i, (n, _) in enumerate(pairs) if fio_mod.canonical_name(n) == "name"]
-    if len(starts) < 2:
+    head, jobs = _split(pairs)
+    if len(jobs) < 2:
         return []
-    head = pairs[: starts[0]]
-    jobs = [pairs[a:b] for a, b in pairwise([*starts, len(pairs)])]
     options = [dict((*head, *job)) for job in jobs]
     if any(_differing(options[0], o) for o in options[1:]) or _waits(list(options[0].items())):
         return []
