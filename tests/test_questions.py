@@ -426,3 +426,30 @@ def test_no_run_is_asked_of_a_configuration_that_never_ran(tmp_path):
     remedy = _by_asks(questions)["Does xfs-log8m differ from xfs-default at numjobs=1024?"]
     assert remedy.status == "stuck" and "Log size must be at least 64MB" in remedy.answer
     assert not [w for q in questions for w in q.wants if w.config == "xfs-log8m"]
+
+
+def test_with_no_falloff_the_reports_change_is_asked_at_the_reporters_point(tmp_path):
+    """A reproduced report whose configurations do not fall off (ext4 without and with
+    fast_commit under fs_mark, tests/data/questions, the planned runs only): its question
+    is whether the change moved the figure, asked at the reporter's point (8 threads),
+    and the rounds add clean runs of both configurations there and nowhere else. Before,
+    nothing was asked once no configuration fell off, and the campaign stopped at 4 runs
+    a side with +10% unsettled."""
+    case = DATA_DIR / "questions" / "fast-commit-fsmark-plan.json"
+    with Store(tmp_path / "q.db") as store:
+        cid = import_campaign(store, json.loads(case.read_text()))
+        questions = _by_asks(campaign_questions(store, load_campaign(store, cid)))
+        asks = "Does ext4-fast_commit-on differ from ext4-fast_commit-off at threads=8?"
+        assert questions[asks].status == "open"
+        assert {w.label for w in questions[asks].wants} <= {
+            "ext4-fast_commit-on threads=8",
+            "ext4-fast_commit-off threads=8",
+        }
+        before = len(store.points(cid))
+        result = adaptive.run_until_answered(store, cid, budget_s=3600.0, run=Replay(store, cid))
+        added = store.points(cid)[before:]
+    assert result.rounds >= 1 and added
+    assert {(p.sweep["threads"], p.role) for p in added} == {(8, "clean")}
+    assert {p.config for p in added} == {"ext4-fast_commit-on", "ext4-fast_commit-off"}
+    final = _by_asks(result.questions)[asks]
+    assert final.status in ("settled", "stuck")

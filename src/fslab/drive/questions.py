@@ -15,6 +15,9 @@ to the mechanism's evidence first, then to each other configuration in turn.
    stats.MIN_REPS runs there (and, with evidence runs, until the other
    configuration has one there, for the counterfactual), or while the
    verdict reads "needs more runs": a clean run more on the side with fewer.
+   When nothing falls off, the same question is asked at the reporter's point
+   (a reproduced report is about whether its change moved the figure it
+   quoted), else at the heaviest point, against the first configuration.
 3. Is the first mechanism's lead stable? (`diagnose.diagnosis.Stability`:
    first in every evidence run at the bad point, ahead in each.) Open without
    an evidence run at the good and the bad point, with fewer than two at the
@@ -54,6 +57,7 @@ from fslab.analyze.curve.falloff import (
     focus_config,
     steepest_fall,
 )
+from fslab.analyze.versus.reported import reporter_point
 from fslab.analyze.versus.within import verdicts_at
 from fslab.base.format import format_change_pct, format_p, format_ratio, format_share
 from fslab.base.roles import PointRole, counts_for_headline, is_evidence
@@ -141,13 +145,43 @@ def campaign_questions(store: Store, data: CampaignData) -> list[Question]:
         return questions
     focus = focus_config(falloffs)
     if focus is None or not focus.has_falloff:
-        return questions
+        baseline = data.baseline_config()
+        key = _compared_point(data, baseline) if baseline else None
+        if baseline is None or key is None:
+            return questions
+        return questions + _remedy_questions(data, baseline, key, counts, separate=False)
     separate = _collects_evidence(data)
     if separate:  # before the remedies: a round the budget cuts short keeps the mechanism
         diagnosis = diagnose_config(store, data, falloffs, focus.config, load_rules())
         questions.append(_mechanism_question(diagnosis, focus, counts))
-    questions += _remedy_questions(data, focus, counts, separate)
+    questions += _remedy_questions(data, focus.config, focus.worst.key, counts, separate)
     return questions
+
+
+def _compared_point(data: CampaignData, baseline: str) -> PointKey | None:
+    """Where configurations are compared when none falls off: the reporter's point (a
+    reproduced report's question is whether its change moved the figure it quoted), else
+    the heaviest point, each axis at its last swept value. None with one configuration."""
+    if len(data.configs()) < 2 or data.headline is None:
+        return None
+    keys = list(data.values(data.headline, baseline))
+    if not keys:
+        return None
+    reported = data.campaign.spec.reported
+    if reported is not None and reported.point:
+        matched, _ = reporter_point(data, baseline, reported.point)
+        if matched is not None:
+            return matched.key
+    sweep = data.campaign.spec.sweep
+
+    def heaviness(key: PointKey) -> tuple[int, ...]:
+        return tuple(_index(sweep.get(axis, []), value) for axis, value in key)
+
+    return max(keys, key=heaviness)
+
+
+def _index(values: Sequence[Any], value: ScalarValue) -> int:
+    return values.index(value) if value in values else -1
 
 
 def _collects_evidence(data: CampaignData) -> bool:
@@ -195,31 +229,32 @@ def _falloff_question(found: Falloff, counts: Mapping[tuple[str, PointKey, str],
 
 def _remedy_questions(
     data: CampaignData,
-    focus: Falloff,
+    baseline: str,
+    key: PointKey,
     counts: Mapping[tuple[str, PointKey, str], int],
     separate: bool,
 ) -> list[Question]:
-    bad = focus.worst
-    verdicts = {v.candidate: v.row for v in verdicts_at(data, focus.config, bad.key)}
+    """Does each other configuration differ from `baseline` at `key` (the falloff's bad
+    point, or where a campaign with none compares them)?"""
+    label = point_label(key)
+    verdicts = {v.candidate: v.row for v in verdicts_at(data, baseline, key)}
     questions = []
     failing = _never_ran(data)
     for candidate in data.configs():
-        if candidate == focus.config:
+        if candidate == baseline:
             continue
-        asks = f"Does {candidate} differ from {focus.config} at {bad.label}?"
+        asks = f"Does {candidate} differ from {baseline} at {label}?"
         if candidate in failing:  # more runs would fail the same way
             answer = f"no run of {candidate} succeeded: {failing[candidate]}"
             questions.append(Question("remedy", asks, "stuck", answer))
             continue
-        wants = _up_to(MIN_REPS, candidate, bad.key, counts) + _up_to(
-            MIN_REPS, focus.config, bad.key, counts
-        )
-        if separate and not counts.get((candidate, bad.key, "evidence")):
-            wants.append(Want(candidate, bad.key, "evidence"))  # for the counterfactual
+        wants = _up_to(MIN_REPS, candidate, key, counts) + _up_to(MIN_REPS, baseline, key, counts)
+        if separate and not counts.get((candidate, key, "evidence")):
+            wants.append(Want(candidate, key, "evidence"))  # for the counterfactual
         row = verdicts.get(candidate)
         if row is None or wants:
-            runs = counts.get((candidate, bad.key, "clean"), 0)
-            answer = f"{runs} run(s) of {candidate} at {bad.label}"
+            runs = counts.get((candidate, key, "clean"), 0)
+            answer = f"{runs} run(s) of {candidate} at {label}"
             questions.append(Question("remedy", asks, _status(wants, False), answer, wants))
             continue
         answer = (
@@ -229,7 +264,7 @@ def _remedy_questions(
         if row.verdict != "needs more runs":
             questions.append(Question("remedy", asks, "settled", answer))
             continue
-        wants = _fewer_side(candidate, focus.config, bad.key, counts)
+        wants = _fewer_side(candidate, baseline, key, counts)
         questions.append(Question("remedy", asks, _status(wants, False), answer, wants))
     return questions
 
