@@ -91,11 +91,6 @@ KNOWN_GAPS: dict[tuple[str, str], str] = {
         "the loop crosses --buffered (outer) with --overwrite, and the report is about "
         "overwrite; fslab sweeps both and records the outer loop first"
     ),
-    ("ext4-fio-4k-dio-fdatasync-fallocated-vs-rewritten.txt", "sweep"): (
-        "the variable is the target file's state (freshly fallocated against already "
-        "written by the run before), said in prose; fio's overwrite=1 would make it, but "
-        "fslab does not read a file's state as that option"
-    ),
     ("ext4-vs-f2fs-femu-blackbox-ssd-fio.txt", "tool"): _FIO_WORD_LIST,
     ("ext4-vs-f2fs-femu-blackbox-ssd-fio.txt", "workload"): _FIO_WORD_LIST,
     ("ext4-vs-f2fs-femu-blackbox-ssd-fio.txt", "sweep"): _FIO_WORD_LIST,

@@ -51,6 +51,13 @@ _BUFFERED_RE = re.compile(
     r"\bpage\s+cache\s+I/?O\b",
     re.I,
 )
+# the report's writing job run again over the file its first run left: "run the same test
+# again, this time the file already exists", "rerun ... onto the already written file"
+_WRITTEN_AGAIN_RE = re.compile(
+    r"\b(?:again|second\s+run|re-?run)\b[^.]{0,80}?\bfile\b[^.]{0,40}?\balready\s+"
+    r"(?:exists|written|there|holds\s+data)\b|\balready[- ]written\s+file\b",
+    re.I,
+)
 _LKP_IDS_RE = re.compile(r"^\s*([0-9a-f]{10,40})\s+([0-9a-f]{10,40})\s*$")
 _LKP_TITLE_RE = re.compile(r"\]\s+([0-9a-f]{10}):\s")
 _COMMIT_RE = re.compile(
@@ -58,6 +65,9 @@ _COMMIT_RE = re.compile(
     r"\(([0-9a-f]{12,40})\)",
     re.I,
 )
+# fio options a sweep may add to a job that did not write them: the first value is fio's
+# default, what the job ran with
+IMPLIED_FIO_AXES = frozenset({"overwrite"})
 _NAMED_AXES = {"thread": "numjobs", "threads": "numjobs", "jobs": "numjobs"}
 
 
@@ -74,6 +84,7 @@ def find_sweeps(
         *_fio_sweeps(fio),
         *_sed_edits(report, fio),
         *_direct_then_buffered(report, fio),
+        *_written_again(report, fio),
         *_variable_values(report, fio),
         *_table_rows(report, fio),
         *_tool_sweeps(report, tools),
@@ -118,6 +129,21 @@ def _direct_then_buffered(report: ReportText, fio: list[FioFact]) -> Iterator[Sw
         if match and number != fio[0].source.number:
             why = f'the report runs it buffered too: "{match.group(0)}"'
             yield SweepFact("direct", ("1", "0"), why, report.line(number))
+            return
+
+
+def _written_again(report: ReportText, fio: list[FioFact]) -> Iterator[SweepFact]:
+    """A writing job the report ran again onto the file its first run wrote: fio's
+    overwrite, 0 (a new file each run, as fslab's fresh filesystem gives) then 1 (fio
+    writes the file out first)."""
+    if len(fio) != 1 or "write" not in str(fio[0].options.get("rw", "")):
+        return
+    if "overwrite" in fio[0].options or any(a == "overwrite" for a, _ in fio[0].sweeps):
+        return
+    for number, line in report.numbered():
+        if (match := _WRITTEN_AGAIN_RE.search(line)) and number > fio[0].source.number:
+            why = f'the report runs it again onto the written file: "{match.group(0)}"'
+            yield SweepFact("overwrite", ("0", "1"), why, report.line(number))
             return
 
 

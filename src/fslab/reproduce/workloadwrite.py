@@ -18,7 +18,7 @@ from tomlkit.items import Table
 
 from fslab.base.format import format_size, format_size_exact
 from fslab.base.units import MIB, parse_size_bytes
-from fslab.reproduce import fiojobs
+from fslab.reproduce import fiojobs, sweeps
 from fslab.reproduce.configwrite import Config
 from fslab.reproduce.ddtext import writes_of
 from fslab.reproduce.draft import Draft
@@ -113,7 +113,8 @@ def _fio(draft: Draft, target_bytes: int) -> tuple[Table, Table, Table, dict]:
     swept_size = "size" in sweep or "filesize" in sweep
     comments = {} if swept_size else _scale_files(draft, options, jobs_max, target_bytes)
     for key, value in options.items():
-        add(table, key, True if value is None else toml_value(value), comments.get(key, ""))
+        typed = str(value) if key in _FIO_NAMES else toml_value(value)
+        add(table, key, True if value is None else typed, comments.get(key, ""))
     workload["options"] = table
     run = tomlkit.table()
     reported_runtime = fio_seconds(options.get("runtime")) or None
@@ -135,14 +136,17 @@ def _fio(draft: Draft, target_bytes: int) -> tuple[Table, Table, Table, dict]:
     return workload, sweep, run, quick
 
 
+_FIO_NAMES = frozenset({"name", "filename", "filename_format", "description"})
+"""fio options that name something: a name of digits (`-filename=1`) stays a string."""
+
+
 def _experiment_sweeps(draft: Draft, job: FioFact) -> list[tuple[str, tuple[str, ...], int]]:
     """What the reporter varied beyond a loop (an edit between runs, values the figures are
     listed under), where it is a fio option that passes the allowlist."""
     found = []
     for fact in draft.facts.sweeps:
-        if fact.source.number < job.source.number and fact.axis not in dict(job.written):
-            continue
-        if fact.axis not in dict(job.written) or fio_mod.is_owned(fact.axis):
+        written = fact.axis in dict(job.written) or fact.axis in sweeps.IMPLIED_FIO_AXES
+        if not written or fio_mod.is_owned(fact.axis):
             continue
         if all(fio_trust.judge(fact.axis, v) is None and "$" not in v for v in fact.values):
             found.append((fact.axis, fact.values, fact.source.number))
@@ -298,6 +302,30 @@ def _dd_amount(draft: Draft, run: DdFact) -> tuple[str, int]:
     return bs, int(count)
 
 
+# dd's operands (GNU coreutils 9.1) the spec has no field for, or sets itself
+_DD_OTHER_OPERANDS = frozenset(
+    {"if", "of", "ibs", "obs", "cbs", "skip", "seek", "iseek", "oseek", "status"}
+)
+
+
+def _dd_left_out(draft: Draft, run: DdFact) -> None:
+    """A question for each operand of the report's dd that no spec field carries: a
+    misspelt one (`oflags=dsync`) dd itself would refuse, so the reporter's figures did
+    not come from that command as written."""
+    for name, value in run.operands:
+        if name in ("bs", "count", "conv", "oflag", "iflag") or name in _DD_OTHER_OPERANDS:
+            continue
+        draft.questions.append(
+            QuestionFact(
+                f"dd {name}",
+                f"the report's dd '{name}={value}' is not an operand dd takes (dd answers "
+                f"\"unrecognized operand\"), so the run it quotes was not this command",
+                "left out of [workload]",
+                run.source,
+            )
+        )
+
+
 def _dd(draft: Draft, configs: list[Config], target_bytes: int) -> tuple[Table, Table, Table, dict]:
     runs = draft.facts.dd
     first = runs[0]
@@ -324,6 +352,7 @@ def _dd(draft: Draft, configs: list[Config], target_bytes: int) -> tuple[Table, 
     for operand in ("conv", "oflag"):
         if first.operand(operand):
             workload[operand] = first.operand(operand)
+    _dd_left_out(draft, first)
     others = {(r.operand("bs"), r.operand("count")) for r in runs[1:]}
     others.discard((first.operand("bs"), first.operand("count")))
     if others:
