@@ -64,6 +64,10 @@ _READER_AND_WRITER = (
     "the job file runs a reader and a writer at once (no stonewall), and only XFS's was "
     "posted; fslab runs one job per point and refuses it, saying why"
 )
+_DATA_BY_DISCARD = (
+    "a two-by-two of data mode and discard; fslab sweeps discard at data=writeback "
+    "(0.440s -> 3.763s, one true contrast of four), the reader the data mode with discard on"
+)
 KNOWN_GAPS: dict[tuple[str, str], str] = {
     ("xfs-vs-ext4-buffered-randrw-8k-psync-iolock.txt", "tool"): _READER_AND_WRITER,
     ("xfs-vs-ext4-buffered-randrw-8k-psync-iolock.txt", "sweep"): _READER_AND_WRITER,
@@ -165,6 +169,37 @@ KNOWN_GAPS: dict[tuple[str, str], str] = {
     ("xfs-preallocation-randwrite-qcow2.txt", "sweep"): (
         "the target file's preparation (sparse, fallocated, written) is named in words and "
         "qemu-img terms only; fslab reads the kernels the thread mentions instead"
+    ),
+    ("ext4-cfq-blkio-cgroup-dd-512-dsync.txt", "workload"): (
+        "the first dd has the reporter's typo oflags=dsync, which dd refuses; fslab asks "
+        "about it rather than correct it (the follow-up's oflag=dsync is read as XFS's)"
+    ),
+    ("ext4-cfq-blkio-cgroup-dd-512-dsync.txt", "sweep"): (
+        "the variable is the I/O scheduler (noop or deadline against CFQ), set in sysfs; CFQ "
+        "left the kernel in 5.0 and no spec field sets a scheduler"
+    ),
+    ("ext4-vs-ext3-fio-randwrite-fsync3-32jobs.txt", "sweep"): (
+        "the variable is ext3 on 3.2 against ext4 on 4.4, and ext3 is not a filesystem "
+        "fslab makes; fslab reads the two kernels"
+    ),
+    ("xfs-md-raid5-5nvme-fio-1m-write-vs-raw.txt", "sweep"): (
+        "the variable is the raw md device against XFS on it; fslab never writes to a "
+        "device, so it runs the XFS command and has no raw baseline"
+    ),
+    ("ext4-discard-data-writeback-rm-rf-kernel-tree.txt", "mount_options"): _DATA_BY_DISCARD,
+    ("ext4-discard-data-writeback-rm-rf-kernel-tree.txt", "sweep"): _DATA_BY_DISCARD,
+    ("ext4-discard-data-writeback-rm-rf-kernel-tree.txt", "setup"): (
+        "the tree the timed rm removes is unpacked by `tar xf ~/linux-5.10.tar` from the "
+        "reporter's home before it; fslab lists setup steps it knows, not an archive of "
+        "the reporter's"
+    ),
+    ("ext4-dax-overwrite-jobfile-numjobs-barchart.txt", "mount_options"): (
+        "-o dax is implied by 'simulated pmem (fsdax)' in words, never written; a loop "
+        "device cannot do DAX in any case"
+    ),
+    ("btrfs-fsmark-nproc-dirs-unlock-parent-early.txt", "workload"): (
+        "the script appends one -d per thread in a loop bounded by $THREADS, a CPU count "
+        "($(nproc --all)); fslab keeps the one -d word as written ($MNT/d$i)"
     ),
 }
 
@@ -308,6 +343,22 @@ SPEC_KIND: dict[str, str | None] = {
     "xfs-dbench-bfq-megaraid-hw-queues.txt": "dbench",
     "ext4-orphan-file-reaim-creat-clo.txt": None,
     "xfs-fsmark-single-allocation-workqueue-3.4.txt": "fs_mark",
+    "ext4-iomap-dio-4k-write-fio-terse-kernels.txt": "fio",
+    "btrfs-root-dd-1g-dsync-4.15-vs-5.4.txt": "dd",
+    "ext4-cfq-blkio-cgroup-dd-512-dsync.txt": "dd",
+    "ext4-lts-readdir-commit-fio-time-while-loop.txt": "fio",
+    "ext4-vs-ext3-fio-randwrite-fsync3-32jobs.txt": "fio",
+    "xfs-md-raid5-5nvme-fio-1m-write-vs-raw.txt": "fio",
+    "ext4-discard-data-writeback-rm-rf-kernel-tree.txt": "command",
+    "btrfs-raid0-6ssd-workqueue-max-active-fio.txt": "fio",
+    "ext4-lazytime-ftruncate-brd-32-jobdirs.txt": "fio",
+    "ext4-lkp-fxmark-no-jnl-dbench-client-empty-reproduce.txt": None,
+    "ext4-dax-overwrite-jobfile-numjobs-barchart.txt": "fio",
+    "xfs-reflink-always-cow-ramdisk-fio-iops-5-runs.txt": "fio",
+    "btrfs-fsmark-nproc-dirs-unlock-parent-early.txt": "fs_mark",
+    "xfs-lkp-fio-2pmem-readahead-quoted-reply.txt": "fio",
+    "xfs-lkp-fsmark-32dirs-alloc-trylock-xfs-debug.txt": "fs_mark",
+    "btrfs-buffered-randwrite-over-ram-perf-trace-writeback.txt": "fio",
 }
 
 

@@ -13,8 +13,8 @@ from fslab.reproduce.text import ReportText, echoed, without_prompt
 from fslab.workload.dd import parse as dd_mod
 
 _CACHED_RE = re.compile(r"#.*\b(?:cached|cache hit|warm)\b", re.I)  # "# 2nd run, data is cached"
-_OPERANDS_RE = re.compile(r"^\s*[a-z]+=\S+(?:\s+[a-z]+=\S+)*\s*$")
-_DD_RE = re.compile(r"(?:^|(?<=[\s`'\"(]))dd\s+((?:[a-z]+=\S+\s*)+)")
+_OPERANDS_RE = re.compile(r"^\s*[a-z]+=[^\s;&|]+(?:\s+[a-z]+=[^\s;&|]+)*\s*$")
+_DD_RE = re.compile(r"(?:^|(?<=[\s`'\"(]))dd\s+((?:[a-z]+=[^\s;&|]+\s*)+)")
 
 
 def dd_runs(report: ReportText, other: list[OtherToolFact]) -> Iterator[DdFact]:

@@ -52,7 +52,8 @@ def experiment_of(facts: ReportFacts) -> Experiment:
     for fs in reporters(facts.filesystems, filesystem):
         if fs.how == "mkfs" and mounted:
             break  # made again after a run: the sweep's, mounted its own way
-        if fs.how == "mkfs" and mkfs is None:  # the first is the reporter's (defaults too)
+        made = fs.how == "mkfs" or (fs.how == "parameters" and fs.mkfs_options)
+        if made and mkfs is None:  # the first is the reporter's (defaults too)
             mkfs = list(fs.mkfs_options)
         mounted = mounted or (fs.how == "mount" and mkfs is not None)
         if fs.how in ("mkfs", "mount"):

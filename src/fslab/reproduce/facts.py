@@ -84,6 +84,7 @@ ToolName = Literal[
     "postmark",
     "compilebench",
     "stress-ng",
+    "fxmark",
     "command",
 ]
 
@@ -97,6 +98,8 @@ NOT_RUNNABLE = {
     "check; not runnable here",
     "compilebench": "compilebench is not packaged for the distributions fslab runs on; not "
     "runnable here",
+    "fxmark": "FxMark (a multicore scalability suite built from its own sources) is not "
+    "packaged for the distributions fslab runs on; not runnable here",
 }
 
 
@@ -310,6 +313,12 @@ class ReportFacts:
     @property
     def has_workload(self) -> bool:
         return bool(self.fio or self.dd)
+
+    @property
+    def reporter_cpus(self) -> CpuFact | None:
+        """The reporter's machine's CPU count: the first named (a robot's side tables of
+        other machines, and second machines in a mail, follow it)."""
+        return self.cpus[0] if self.cpus else None
 
     def filesystem_types(self) -> list[str]:
         """The filesystems the report names: the one its commands made and mounted first

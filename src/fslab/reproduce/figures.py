@@ -32,6 +32,10 @@ _FROM_TO_RE = re.compile(
 _IOPS_RE = re.compile(
     r"(?:\bIOPS\s*[=:]\s*" + NUMBER + r"|(?<![\w.])" + NUMBER + r"\s?IOPS\b)", re.I
 )
+# fio's running status line, `Jobs: 32 (f=32): [w(32)][100.0%][r=0KiB/s,w=290MiB/s]
+# [r=0,w=74.2k IOPS][eta 00m:00s]` (older fio: `[0/75.4K/0 iops] [eta 00m:00s]`), wrapped
+# or not: a moment of the run, not its result
+_FIO_STATUS_RE = re.compile(r"\biops\]\s*\[eta\b|\[eta\s+\d+[hms]?:|^\s*Jobs:\s*\d+\s*\(f=", re.I)
 _BW_RE = re.compile(r"(?<![\w.=])(\d+(?:[.,]\d+)?)\s?" + _BW_UNIT + r"(?!\w)")
 # Patterns that start with a number start at a number's first digit, (?<!\d): starting
 # at every digit of a long run of digits backtracked quadratically (fuzzed reports).
@@ -64,7 +68,7 @@ def find_figures(report: ReportText) -> list[FigureFact]:
     table_lines = _table_line_numbers(report)
     for number, line in report.numbered():
         source = report.line(number)
-        if number in table_lines:
+        if number in table_lines or _FIO_STATUS_RE.search(line):
             continue
         found = [_with_heading(f, report, number) for f in _fio_output(line, source)]
         found = found or _perf_lines(report, number, source)

@@ -36,10 +36,11 @@ _OPTION_VARIABLE_RE = re.compile(
 )
 _MOUNTS_DEFAULTS = re.compile(
     r"^(?:rw|defaults|relatime|seclabel|attr2|inode64|noquota|logbufs=8|logbsize=32k|"
-    r"sunit=\d+|swidth=\d+|data=ordered|space_cache(?:=v\d)?|subvolid=\d+|subvol=/|ssd)$"
+    r"sunit=\d+|swidth=\d+|data=ordered|space_cache(?:=v\d)?|subvolid=\d+|subvol=/?|ssd)$"
 )
 _PROSE_FS_RE = re.compile(r"(?<![\w/.-])(ext4|xfs|btrfs)(?![\w/-]|\.\w)", re.IGNORECASE)
-_PARAMETER_FS_RE = re.compile(r"^\s*fs:\s*(ext4|xfs|btrfs)\s*$")
+# a robot's `fs: xfs`; FxMark's `fstype: ext4_no_jnl` is ext4 made without a journal
+_PARAMETER_FS_RE = re.compile(r"^\s*(?:fs|fstype):\s*(ext4|xfs|btrfs)(_no_jnl)?\s*$")
 # "  btrfs: -m raid1 -d raid0" in a test-case list: the mkfs options without the command
 # "Both filesystems are mounted with ...": a mount fact for each filesystem the report names
 _EVERY_FS_RE = re.compile(
@@ -64,6 +65,9 @@ _OPTIONS_LISTED_RE = re.compile(
     rf"(?:(-[A-Za-z][\w=.,^:+ -]*?)\s*$|({_OPTION}(?:,{_OPTION})+)\b)",
     re.I,
 )
+_OPTIONS_HEADING_RE = re.compile(r"^\s*(?:(ext4|xfs|btrfs)\s+)?(?:mount\s+)?options\s*:?\s*$", re.I)
+_ROW_OPTION = r"[a-z_][a-z0-9_]*(?:=[\w:./-]*)?"
+_OPTIONS_ROW_RE = re.compile(rf"^\s*{_ROW_OPTION}(?:,{_ROW_OPTION})+,?\s*$")
 _LISTED_MKFS_RE = re.compile(r"^\s+(ext4|xfs|btrfs):\s+(-[A-Za-z].*)$")
 # mkfs flags fslab passes itself (force, quiet), so a pasted one is not kept twice.
 _FORCE_FLAGS = {"-f", "-F", "-q"}
@@ -361,13 +365,25 @@ def _options_listed(line: str, report: ReportText, number: int) -> FilesystemFac
     options inode64,delaylog,logbsize=262144,nobarrier for the most part"."""
     listed = _OPTIONS_LISTED_RE.match(line)
     if listed is None:
-        return None
+        return _options_under_heading(line, report, number)
     fs_type = _fs_named(line) or ""
     if listed.group(1).lower() == "mkfs":
         words = [w for w in _words(listed.group(2)) if w not in _FORCE_FLAGS]
         return FilesystemFact(fs_type, report.line(number), "mkfs", mkfs_options=tuple(words))
     options = tuple(o for o in listed.group(3).split(",") if o)
     return FilesystemFact(fs_type, report.line(number), "mount", mount_options=options)
+
+
+def _options_under_heading(line: str, report: ReportText, number: int) -> FilesystemFact | None:
+    """A heading "BTRFS options" (or "Mount options:") alone on its line, the options on
+    the next as /proc/mounts shows them: "rw,noatime,compress=lzo,ssd,subvol="."""
+    heading = _OPTIONS_HEADING_RE.match(line)
+    below = report.lines[number] if number < len(report.lines) else ""
+    if heading is None or not _OPTIONS_ROW_RE.match(below):
+        return None
+    options = tuple(o for o in below.strip().split(",") if o and not _MOUNTS_DEFAULTS.match(o))
+    fs_type = (heading.group(1) or "").lower()
+    return FilesystemFact(fs_type, report.line(number + 1), "mount", mount_options=options)
 
 
 def _said_in_prose(line: str, report: ReportText, number: int) -> FilesystemFact | None:
@@ -401,11 +417,12 @@ def _prose_mentions(report: ReportText) -> Iterator[FilesystemFact]:
         found = (
             [parameter.group(1)] if parameter else [m.lower() for m in _PROSE_FS_RE.findall(line)]
         )
+        journal = ("-O", "^has_journal") if parameter and parameter.group(2) else ()
         for fs_type in found:
-            if fs_type not in seen:
+            if fs_type not in seen or journal:  # how it was made, after the subject named it
                 seen.add(fs_type)
                 how: FilesystemHow = "parameters" if parameter else "prose"
-                yield FilesystemFact(type=fs_type, source=report.line(number), how=how)
+                yield FilesystemFact(fs_type, report.line(number), how, mkfs_options=journal)
 
 
 def _typed(facts: list[FilesystemFact], questions: list[QuestionFact]) -> list[FilesystemFact]:

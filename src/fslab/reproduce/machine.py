@@ -20,7 +20,7 @@ _KERNEL_RES = (
         r"(?:\bv|\blinux[- ]|\bkernel[- ]?(?:version\s*)?)" + _VERSION + r"(?![\d.]*\w)", re.I
     ),
     re.compile(_VERSION + r"\s+kernel", re.I),
-    re.compile(r"(?<![\w.])(\d\.\d{1,2}\.\d{1,3})(?![\w.%/]|\s?(?:[kKMGT]i?B|s\b|ms\b))"),
+    re.compile(r"(?<![\w.])(\d\.\d{1,2}\.\d{1,3})(?![\w%/]|\.\w|\s?(?:[kKMGT]i?B|s\b|ms\b))"),
 )
 _BARE_VERSION_RE = re.compile(
     r"(?<![\w.])(\d\.\d{1,2})(?![\w%/]|\.\d|\s?(?:[kKMGT]i?B|s\b|ms\b|x\b))"
@@ -35,6 +35,10 @@ _NOT_KERNEL_RE = re.compile(
 # "files of the same names and sizes as the 2.6.20 tree": a kernel's sources as the
 # workload's data, not a kernel that ran
 _SOURCE_TREE_RE = re.compile(r"\s*(?:kernel\s+)?(?:source\s+)?(?:trees?|tarballs?|sources)\b", re.I)
+_FILE_COMMAND_RE = re.compile(
+    r"(?:^|[\s`'\"(;])(?:rm|tar|cd|cp|mv|ls|du|find|make|git|xz|unxz|bzip2|gzip)"
+    r"(?:\s+-\S+)*\s+(?:\S*/)?$"
+)
 _KERNEL_WORDS_RE = re.compile(r"\b(kernels?|linux|regression|bisect\w*)\b", re.I)
 _CPU_RE = re.compile(
     r"(?<![\w.])(\d{1,5})\s?(?:x\s?)?(?:-?\s?(?:virtual|logical|online|hardware)\s+)?"
@@ -101,11 +105,23 @@ def find_kernels(report: ReportText) -> list[KernelFact]:
             for m in matches
             if not _NOT_KERNEL_RE.search(line[: m.start(1)])
             and not _SOURCE_TREE_RE.match(line[m.end(1) :])
+            and not _source_tree_operand(line, m)
         ]
         for version in sorted(set(found), key=line.find):
             if _plausible_kernel(version):
                 seen.setdefault(version, KernelFact(version, report.line(number)))
     return list(seen.values())
+
+
+def _source_tree_operand(line: str, match: re.Match[str]) -> bool:
+    """`rm -rf linux-5.10`, `tar xf linux-6.1.tar`: a source tree or tarball that a
+    command works on (the workload's data), not a kernel that ran."""
+    before = line[: match.start(1)]
+    if not before.lower().endswith("linux-"):
+        return False
+    return line[match.end(1) :].startswith((".tar", "/")) or bool(
+        _FILE_COMMAND_RE.search(before[: -len("linux-")])
+    )
 
 
 def _plausible_kernel(version: str) -> bool:

@@ -32,8 +32,8 @@ def guest_fields(facts: ReportFacts) -> dict[str, str | int]:
     fields: dict[str, str | int] = {}
     if facts.kernels:
         fields["kernel"] = facts.kernels[-1].version  # the kernel the report is about: its last
-    if facts.cpus:
-        count = facts.cpus[0].count  # the reporter's machine: the first (side tables follow)
+    if facts.reporter_cpus is not None:
+        count = facts.reporter_cpus.count
         fields["cpus"] = GUEST_CPUS  # what this machine can run; the count acts as possible_cpus
         fields["possible_cpus"] = count
     if facts.memory:

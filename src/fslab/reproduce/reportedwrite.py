@@ -62,8 +62,7 @@ def _vm_why(draft: Draft, section: dict[str, str | int]) -> str:
             f"the report's kernel {kernel.version} (line {kernel.source.number}) as "
             f"Debian's {section['kernel']}"
         )
-    if "possible_cpus" in section:
-        cpu = max(facts.cpus, key=lambda c: c.count)
+    if "possible_cpus" in section and (cpu := facts.reporter_cpus) is not None:
         reasons.append(
             f"its {cpu.count} CPUs (line {cpu.source.number}) as the guest's possible "
             f"CPUs (nr_cpu_ids), {section['cpus']} of them online"
@@ -89,16 +88,15 @@ def unreproducible(draft: Draft) -> None:
                 f"{runs}; fslab's guests boot Debian's {', '.join(OFFERED_SERIES)} "
                 "(or your own build: vm.kernel = PATH)",
             )
-    if facts.cpus and vm is None:
-        cpu = max(facts.cpus, key=lambda c: c.count)
-        if cpu.count != host.online_cpus:
-            _cannot(
-                draft,
-                "cpus",
-                str(cpu.count),
-                cpu.source.number,
-                f"this host has {host.online_cpus} CPUs (nr_cpu_ids {host.nr_cpu_ids})",
-            )
+    cpu = facts.reporter_cpus
+    if cpu is not None and vm is None and cpu.count != host.online_cpus:
+        _cannot(
+            draft,
+            "cpus",
+            str(cpu.count),
+            cpu.source.number,
+            f"this host has {host.online_cpus} CPUs (nr_cpu_ids {host.nr_cpu_ids})",
+        )
     for memory in facts.memory[:1]:
         if vm is None or memory.size_bytes > host.memory_bytes:
             _cannot(
@@ -144,7 +142,7 @@ def reported_table(draft: Draft, source_name: str, configs: list[Config]) -> Tab
         workload=tool.text if tool else text,
         workload_line=tool.source.number if tool else _source_line(workload or dd),
         kernels=[k.version for k in facts.kernels],
-        cpus=max((c.count for c in facts.cpus), default=None),
+        cpus=facts.reporter_cpus.count if facts.reporter_cpus else None,
         memory=facts.memory[0].text if facts.memory else "",
         device=next((d.text for d in facts.devices if d.size_bytes), ""),
         point=draft.reported_point,

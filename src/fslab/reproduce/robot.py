@@ -17,7 +17,7 @@ from fslab.workload.fio import trust as fio_trust
 # "testcase: fsmark" in older mails, "in testcase: stress-ng" in newer ones
 _LKP_TESTCASE_RE = re.compile(r"^\s*(?:in\s+)?testcase:\s*([\w-]+)\s*$")
 _LKP_METRIC_RE = re.compile(
-    r"\b(aim7|reaim|postmark|fsmark|dbench|sysbench|stress-ng|filebench)\.[\w-]+"
+    r"\b(aim7|reaim|postmark|fsmark|dbench|sysbench|stress-ng|filebench|fxmark)\.[\w-]+"
 )
 _SUBJECT_LINES = 6  # the robot's subject: the retold title, or a Subject: line under it
 _LKP_PARAM_RE = re.compile(r"^\s*([a-z_]+):\s*(\S+)\s*$")  # indented or not, as mails wrap
@@ -30,6 +30,7 @@ _LKP_BLOCK_KEYS: dict[str, tuple[ToolName, tuple[str, ...]]] = {
     "postmark": ("postmark", ("number", "trans", "subdirs")),
     "stress-ng": ("stress-ng", ("test", "nr_threads", "testtime")),
     "filebench": ("filebench", ("test",)),
+    "fxmark": ("fxmark", ("test", "fstype", "directio", "media")),
 }
 # a robot's older names for a testcase
 _TESTCASE_ALIASES = {"fileio": "sysbench-fileio"}

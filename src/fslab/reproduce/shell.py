@@ -191,6 +191,31 @@ def assignment_lines(report: ReportText) -> list[tuple[int, str, str]]:
     return found
 
 
+def option_lists(
+    report: ReportText, before: int, lines: list[tuple[int, str, str]], loops: Sequence[Loop]
+) -> dict[str, str]:
+    """Variables the report builds a command's options in, as they stand at line `before`:
+    `OPTS="-S 0 -L 10 -n $FILES"`, then `OPTS="$OPTS -d $MNT/d$i"` appended in a loop
+    (once per value of a loop with literal values, else once)."""
+    built: dict[str, str] = {}
+    for number, name, value in lines:
+        if number >= before:
+            break
+        own = re.match(rf"^\$(?:\{{{name}\}}|{name}\b)\s*(.*)$", value)
+        if own is None:
+            if value.lstrip().startswith("-"):
+                built[name] = value.strip()
+            continue
+        if name not in built:
+            continue
+        added = own.group(1)
+        loop = next(iter(enclosing(loops, number)[-1:]), None)
+        if loop is not None and "$" in added:
+            added = " ".join(substituted(added, {loop.variable: v}) or "" for v in loop.values)
+        built[name] = f"{built[name]} {added}".strip()
+    return built
+
+
 def spliced(words: list[str], assigned: dict[str, str]) -> list[str]:
     """A command's words with each word that is only a variable the report assigns a list
     of options to (`fio --bs=4k ${param}`) replaced by those options' words."""

@@ -24,9 +24,10 @@ MAX_TOOL_WORDS = 512
 
 _TOOL_RE = re.compile(
     r"(?:^|(?<=[\s;`(|\"']))(?:(?:sudo|time|nohup)\s+)*(?:[\w./-]*/)?"
-    # an option, sysbench's test, or dbench's client count (a whole number: "fs_mark 17.6%"
-    # in a sentence is no command)
-    r"(fs_mark|fsmark|sysbench|dbench|filebench|compilebench)\s+(?=-|fileio\b|\d+(?:\s|$))"
+    # an option, sysbench's test, dbench's client count (a whole number: "fs_mark 17.6%"
+    # in a sentence is no command), or a variable the script put the options in
+    r"(fs_mark|fsmark|sysbench|dbench|filebench|compilebench)\s+"
+    r"(?=-|fileio\b|\d+(?:\s|$)|\$\{?[A-Za-z_])"
 )
 _CANONICAL: dict[str, ToolName] = {
     "fs_mark": "fs_mark",
@@ -282,6 +283,8 @@ def _commands(report: ReportText) -> Iterator[ToolWorkload]:
                 loops = shell.find_loops(report)
                 assigned_at = shell.assignment_lines(report)
             looped = {x.variable for x in shell.enclosing(loops, number)}
+            lists = shell.option_lists(report, number, assigned_at, loops)
+            text = " ".join(shell.spliced(text.split(" "), lists))
             counts = {
                 k: v
                 for k, v in shell.assignments(report, number, assigned_at).items()

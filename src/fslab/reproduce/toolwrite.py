@@ -58,6 +58,7 @@ STAND_INS: dict[str, str] = {
     'nrfiles = 1000, filesize = "16k", numjobs = 16 }',
 }
 STAND_INS["reaim"] = STAND_INS["aim7"]  # reaim runs the AIM7 workloads
+STAND_INS["fxmark"] = STAND_INS["dbench"]  # its file-server tests drive dbench's clients
 STAND_INS["compilebench"] = (  # a kernel tree's many small files, made and unlinked
     'kind = "fio", options = { name = "compilebench-like", rw = "write", nrfiles = 2000, '
     'filesize = "4k-64k", openfiles = 64, create_on_open = 1, unlink = 1 }'

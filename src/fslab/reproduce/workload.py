@@ -14,7 +14,7 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 
 from fslab.base.errors import UsageError
-from fslab.reproduce import fiojobs, fiosyntax, robot, shell
+from fslab.reproduce import fiojobs, fiosyntax, jobnotes, robot, shell
 from fslab.reproduce.ddtext import dd_runs
 from fslab.reproduce.facts import (
     DdFact,
@@ -29,8 +29,9 @@ from fslab.workload.fio import options as fio_mod
 from fslab.workload.fio import trust as fio_trust
 
 _FIO_START_RE = re.compile(
-    r"(?:^|(?<=[\s`'\"(:>{#;]))(?:sudo\s+)?(?:[\w./-]*/)?fio\s+(?=--|-[A-Za-z]|\S+\.fio\b)"
+    r"(?:^|(?<=[\s`'\"(:>{#;]))(?:sudo\s+)?(?:[\w./-]*/)?fio(?:\s+(?=--|-[A-Za-z]|\S+\.fio\b)|$)"
 )
+_OPTION_LINE_RE = re.compile(r"^\s*--?[A-Za-z]")  # `time fio` wrapped: its options below
 _BRACES_RE = re.compile(r"\{\s*(--[^{}]*)\}")  # no lazy run before \s*: linear
 _ECHO_OPEN_RE = re.compile(r"^\s*echo\s+['\"](?=\[)")
 _ECHO_CLOSE_RE = re.compile(r"['\"]\s*\|\s*(?:sudo\s+)?(?:[\w./-]*/)?fio\b.*$")
@@ -123,8 +124,14 @@ def find_workloads(
     if any(f.form == "job file" for f in fio):  # `fio ./4k-write.fio` runs the file pasted
         other = [o for o in other if not o.why.endswith(_NAMED_NOT_PASTED)]
     other.extend(_other_tools(report))
-    fio.sort(key=lambda f: f.source.number)
+    # a run on the raw device beside one on the filesystem (the report's baseline) is
+    # not one fslab runs: the filesystem's run comes first
+    fio.sort(key=lambda f: (_on_a_device(f), f.source.number))
     return fio, list(dd_runs(report, other)), other, questions
+
+
+def _on_a_device(fact: FioFact) -> bool:
+    return str(dict(fact.written).get("filename") or "").startswith("/dev/")
 
 
 def _option_count(form: FioForm, text: str) -> int:
@@ -192,6 +199,9 @@ def _fio_candidates(
             offset = sum(len(x) + 1 for x in report.lines[: number - 1]) + match.start()
             if any(start <= offset < end for start, end in brace_spans):
                 continue
+            below = report.lines[number] if number < len(report.lines) else ""
+            if match.end() == len(line) and not _OPTION_LINE_RE.match(below):
+                continue
             text = _command_text(report, number, match.start())
             if not _in_a_sentence(text):  # "fio --overwrite 0 -> 1 (extend a new file vs"
                 yield "command line", text, report.line(number), {}
@@ -250,6 +260,8 @@ def _job_files(report: ReportText) -> Iterator[tuple[FioForm, str, Line, dict[st
     """ini-style job files: [section] headers followed by option lines (also one echoed
     into `fio -` on stdin: `echo '[global]` ... `numjobs=1' | fio --output-format=json -`)."""
     lines = tuple(_ECHO_CLOSE_RE.sub("", _ECHO_OPEN_RE.sub("", x)) for x in report.lines)
+    notes = {n: jobnotes.cut_note(x) for n, x in enumerate(lines, start=1)}
+    lines = tuple(notes[n][0] for n in range(1, len(lines) + 1))
     number = 1
     while number <= len(lines):
         if not _SECTION_RE.match(lines[number - 1]):
@@ -272,7 +284,13 @@ def _job_files(report: ReportText) -> Iterator[tuple[FioForm, str, Line, dict[st
             probe += 1
         block = [x for x in lines[start - 1 : end] if not _ELIDED_RE.match(x)]
         if any("=" in fio_mod.strip_job_file_comment(x) for x in block):
-            yield "job file", "\n".join(block), report.line(start), _comment_sweeps(block)
+            sweeps = _comment_sweeps(block)
+            for n in range(start, end + 1):  # `numjobs=16 --> changed this for ...`
+                name = lines[n - 1].split("=", 1)[0].strip()
+                changed = jobnotes.says_changed(notes[n][1]) and name not in sweeps
+                if changed and (values := jobnotes.axis_values(report, name)):
+                    sweeps[name] = values
+            yield "job file", "\n".join(block), report.line(start), sweeps
         number = end + 1
 
 

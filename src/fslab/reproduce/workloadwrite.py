@@ -319,7 +319,7 @@ def _dd_left_out(draft: Draft, run: DdFact) -> None:
             QuestionFact(
                 f"dd {name}",
                 f"the report's dd '{name}={value}' is not an operand dd takes (dd answers "
-                f"\"unrecognized operand\"), so the run it quotes was not this command",
+                f'"unrecognized operand"), so the run it quotes was not this command',
                 "left out of [workload]",
                 run.source,
             )

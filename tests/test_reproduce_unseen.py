@@ -1,0 +1,78 @@
+"""Shapes from reports fslab had not seen (the corpus's batches 25 and 26), each through
+what `fslab reproduce` reads or writes: a script that builds fs_mark's options in a
+variable, a robot's side table of another machine, a pasted job file's `-->` note and a
+chart's thread axis, fio's running status line, a kernel tarball's directory, a dd
+operand dd refuses, and a fio file named by digits."""
+
+from __future__ import annotations
+
+import tomllib
+from pathlib import Path
+
+from fslab.reproduce.extract import extract_facts
+from fslab.reproduce.scale import GIB, HostShape
+from fslab.reproduce.specwrite import build_spec
+
+REPORTS = Path(__file__).parent / "data" / "reports"
+HOST = HostShape(kernel_release="6.18.0-test", online_cpus=2, nr_cpu_ids=2, memory_bytes=24 * GIB)
+
+
+def _facts(name: str):
+    return extract_facts((REPORTS / name).read_text())
+
+
+def _spec(name: str, *, guests: bool = True) -> tuple[dict, list]:
+    reproduction = build_spec(_facts(name), source_name=name, host=HOST, guests=guests)
+    return tomllib.loads(reproduction.toml), reproduction.questions
+
+
+def test_fs_mark_options_built_in_a_script_variable_are_the_command():
+    """`OPTS="-S 0 -L 10 -n $FILES ..."`, appended to in a loop, then `fs_mark $OPTS`:
+    before, fslab took the results table's first row (-n 1200000) for the command."""
+    (tool,) = _facts("btrfs-fsmark-nproc-dirs-unlock-parent-early.txt").tools
+    assert tool.tool == "fs_mark" and tool.source.number == 41
+    options = dict(tool.options)
+    assert options["-n"] == "100000" and options["-L"] == "10" and options["-s"] == "0"
+    spec, _ = _spec("btrfs-fsmark-nproc-dirs-unlock-parent-early.txt")
+    assert spec["workload"]["files"] == 100000 and spec["workload"]["iterations"] == 10
+
+
+def test_the_reporters_cpus_are_the_first_machine_not_a_side_table():
+    spec, _ = _spec("xfs-lkp-fsmark-32dirs-alloc-trylock-xfs-debug.txt")
+    assert spec["vm"]["possible_cpus"] == 96
+    assert spec["reported"]["cpus"] == 96  # the side table's machine has 224
+
+
+def test_a_job_file_note_and_a_charts_axis_give_the_sweep():
+    spec, _ = _spec("ext4-dax-overwrite-jobfile-numjobs-barchart.txt", guests=False)
+    assert spec["sweep"]["numjobs"] == [1, 2, 4, 8, 12, 16]
+    assert "numjobs" not in spec["workload"]["options"]  # not "16 --> changed this ..."
+
+
+def test_fios_running_status_line_is_not_a_figure():
+    figures = _facts("ext4-vs-ext3-fio-randwrite-fsync3-32jobs.txt").figures
+    assert figures and all(f.value > 0 for f in figures if f.metric.endswith("iops"))
+
+
+def test_a_kernel_trees_directory_is_not_a_kernel():
+    kernels = [
+        k.version for k in _facts("ext4-discard-data-writeback-rm-rf-kernel-tree.txt").kernels
+    ]
+    assert kernels == ["5.10.1"]  # "vanilla 5.10.1." ends a sentence; `rm -rf linux-5.10`
+
+
+def test_a_dd_operand_dd_refuses_is_asked_about():
+    spec, questions = _spec("ext4-cfq-blkio-cgroup-dd-512-dsync.txt", guests=False)
+    assert "oflag" not in spec["workload"]
+    (asked,) = [q for q in questions if q.item == "dd oflags"]
+    assert "not an operand dd takes" in asked.question
+
+
+def test_a_fio_file_named_by_digits_stays_a_string():
+    spec, _ = _spec("xfs-reflink-always-cow-ramdisk-fio-iops-5-runs.txt", guests=False)
+    assert spec["workload"]["options"]["filename"] == "1"
+
+
+def test_the_run_on_the_filesystem_comes_before_the_raw_devices():
+    (first, *_) = _facts("xfs-md-raid5-5nvme-fio-1m-write-vs-raw.txt").fio
+    assert "filename" not in dict(first.written) and first.source.number > 40
