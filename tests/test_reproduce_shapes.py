@@ -194,3 +194,11 @@ def test_option_variables_of_a_script_without_its_mkfs_line_are_its_configuratio
     assert spec["target"]["size"] == "1200MiB"
     assert [fs["mkfs_options"][2:] for fs in spec["filesystems"]] == [[], ["-O", "^has_journal"]]
     assert {tuple(fs["mount_options"]) for fs in spec["filesystems"]} == {("noatime",)}
+
+
+def test_two_crossed_loops_of_two_values_stay_whole_under_quick():
+    """`for buffered in 0 1; do for overwrite in 0 1; do fio ...`: the report is about the
+    inner loop's overwrite; --quick keeps the 2 x 2 rather than the outer loop alone."""
+    spec, _ = _spec("xfs-dsync-extend-vs-overwrite-buffered-loop.txt")
+    assert spec["sweep"] == {"buffered": [0, 1], "overwrite": [0, 1]}
+    assert not any(key.startswith("sweep.") for key in spec["quick"]["set"])

@@ -26,6 +26,7 @@ QUICK_MAX_NUMJOBS = 1024
 # a comparison verdict needs 3 runs a side (analyze.campaign.verdicts.MIN_REPS); with 4, one run
 # spread wide does not leave the verdict on the remedy undecided (the fsync-storm preset)
 QUICK_REPEAT = 4
+QUICK_CROSS_POINTS = 4  # crossed loops this small stay whole in --quick (2 x 2)
 
 
 @dataclass(frozen=True)

@@ -10,6 +10,7 @@ gives that fslab cannot run becomes a question with what was assumed.
 from __future__ import annotations
 
 import contextlib
+import math
 from collections.abc import Sequence
 from typing import Any
 
@@ -25,6 +26,7 @@ from fslab.reproduce.draft import Draft
 from fslab.reproduce.facts import DdFact, FioFact, QuestionFact
 from fslab.reproduce.scale import (
     DEFAULT_RAMP_S,
+    QUICK_CROSS_POINTS,
     QUICK_RAMP_S,
     QUICK_REPEAT,
     QUICK_RUNTIME_S,
@@ -75,8 +77,11 @@ def _fio(draft: Draft, target_bytes: int) -> tuple[Table, Table, Table, dict]:
         sweep.add(tomlkit.comment(f"the reporter ran these one by one (line {said_at})"))
         points = [toml_value(v) for v in values]
         sweep[axis] = points
-        # --quick shows the report's main variable: an inner loop's axis keeps one value
-        picked = quick_points(points) if len(sweep) == 1 else points[:1]
+        # --quick shows the report's main variable: an inner loop's axis keeps one value,
+        # unless the loops cross in a few points (either may be the report's variable)
+        others = [len(quick.get(f"sweep.{a}", sweep[a])) for a in sweep if a != axis]
+        crossed = math.prod(others) * len(points) <= QUICK_CROSS_POINTS
+        picked = quick_points(points) if len(sweep) == 1 else points if crossed else points[:1]
         if picked != points:
             quick[f"sweep.{axis}"] = picked
         options.pop(axis, None)
