@@ -24,7 +24,7 @@ from fslab.base.format import format_size_exact
 from fslab.reproduce import pending
 from fslab.reproduce.configwrite import Config, config_table, configurations
 from fslab.reproduce.draft import Draft, md_layout
-from fslab.reproduce.facts import QuestionFact, ReportFacts
+from fslab.reproduce.facts import NOT_RUNNABLE, QuestionFact, ReportFacts
 from fslab.reproduce.reportedwrite import reported_table, unreproducible, vm_table
 from fslab.reproduce.scale import QUICK_REPEAT, HostShape, target_size_bytes
 from fslab.reproduce.setupwrite import replay_all, scaled_files
@@ -45,9 +45,10 @@ LOOKED_FOR = (
     "a fio job file (a section line, then option=value lines), lkp-tests fio parameters "
     "(testcase: fio-basic with rw:, bs:), dd writing or reading a file "
     "(dd if=/dev/zero of=FILE bs= count=, dd if=FILE of=/dev/null bs=), or a shell command "
-    "timed with `time` (written switched off); "
-    "it reads fs_mark (and testcase: fsmark), sysbench fileio, dbench, aim7, reaim, "
-    "filebench and compilebench too, and says why it cannot run them"
+    "timed with `time` (written into the spec switched off, for you to review and allow); "
+    "it reads fs_mark (and testcase: fsmark), sysbench fileio and dbench too, and names "
+    f"{', '.join(sorted(NOT_RUNNABLE)[:-1])} and {sorted(NOT_RUNNABLE)[-1]}, saying why it "
+    "cannot run them"
 )
 
 
