@@ -76,3 +76,12 @@ def test_a_fio_file_named_by_digits_stays_a_string():
 def test_the_run_on_the_filesystem_comes_before_the_raw_devices():
     (first, *_) = _facts("xfs-md-raid5-5nvme-fio-1m-write-vs-raw.txt").fio
     assert "filename" not in dict(first.written) and first.source.number > 40
+
+
+def test_a_benchmark_count_set_to_the_reporters_cpus_takes_this_hosts():
+    """`THREADS=$(nproc --all)` ... `-t $THREADS`: this host's CPUs, asked about, not an
+    option left out as "not a valid integer"."""
+    spec, questions = _spec("btrfs-fsmark-nproc-dirs-unlock-parent-early.txt")
+    (asked,) = [q for q in questions if q.item == "fs_mark -t"]
+    assert "counts the reporter's CPUs" in asked.question and asked.assumed == "this host's 2"
+    assert spec["sweep"]["threads"][-1] == 2

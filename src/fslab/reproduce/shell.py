@@ -31,6 +31,10 @@ _CPU_COUNT_RE = re.compile(
     r"^(?:\$\(|`)\s*(?:nproc(?:\s+--all)?|getconf\s+_NPROCESSORS_ONLN|"
     r"grep\s+-c\s+['\"]?\^?processor['\"]?\s+/proc/cpuinfo)\s*(?:\)|`)$"
 )
+_CPU_ASSIGN_RE = re.compile(
+    r"^\s*(?:(?:export|local|readonly)\s+)?([A-Za-z_]\w*)=(\"?(?:\$\([^()]*\)|`[^`]*`)\"?)"
+    r"\s*(?:#.*)?$"
+)
 _FOR_IN_RE = re.compile(
     r"\bfor\s+([A-Za-z_][A-Za-z0-9_]*)\s+in\s+([^;]*?)\s*(?:;|\n|$)\s*(?:do\b)?"
 )
@@ -189,6 +193,21 @@ def assignment_lines(report: ReportText) -> list[tuple[int, str, str]]:
             value = next(g for g in match.groups()[1:] if g is not None)
             found.append((number, match.group(1), value))
     return found
+
+
+def is_cpu_count(value: str) -> bool:
+    """`$(nproc)`, `$(nproc --all)`, `` `getconf _NPROCESSORS_ONLN` ``: the reporter's CPUs."""
+    return _CPU_COUNT_RE.match(value.strip("\"'")) is not None
+
+
+def cpu_count_names(report: ReportText) -> set[str]:
+    """Variables the report sets to its machine's CPU count (`THREADS=$(nproc --all)`)."""
+    names = set()
+    for _, raw in report.numbered():
+        match = _CPU_ASSIGN_RE.match(without_prompt(raw))
+        if match and is_cpu_count(match.group(2)):
+            names.add(match.group(1))
+    return names
 
 
 def option_lists(

@@ -266,6 +266,7 @@ def setup_segment(segment: str) -> bool:
 def _commands(report: ReportText) -> Iterator[ToolWorkload]:
     loops: list[shell.Loop] | None = None
     assigned_at: list[tuple[int, str, str]] = []
+    cpu_names: set[str] = set()
     for number, raw in report.numbered():
         line = re.sub(r'"([^"\s]+)"', r"\1", without_prompt(raw).lstrip("#$ "))
         match = _TOOL_RE.search(line)
@@ -282,6 +283,7 @@ def _commands(report: ReportText) -> Iterator[ToolWorkload]:
             if loops is None:  # the report's loops and assignments, read once
                 loops = shell.find_loops(report)
                 assigned_at = shell.assignment_lines(report)
+                cpu_names = shell.cpu_count_names(report)
             looped = {x.variable for x in shell.enclosing(loops, number)}
             lists = shell.option_lists(report, number, assigned_at, loops)
             text = " ".join(shell.spliced(text.split(" "), lists))
@@ -290,6 +292,7 @@ def _commands(report: ReportText) -> Iterator[ToolWorkload]:
                 for k, v in shell.assignments(report, number, assigned_at).items()
                 if v.isdigit() and k not in looped
             }
+            counts |= {k: "$(nproc)" for k in cpu_names if k not in looped}
             text = " ".join(shell.substituted(w, counts) or w for w in text.split(" "))
         words = _words(text)[1:MAX_TOOL_WORDS]
         if _in_a_sentence(words):  # "dbench -s reports more throughput than ..."

@@ -27,6 +27,7 @@ from tomlkit.items import Table
 from fslab.base.errors import UsageError
 from fslab.base.format import format_size
 from fslab.base.units import parse_size_bytes
+from fslab.reproduce import shell
 from fslab.reproduce.draft import Draft
 from fslab.reproduce.facts import QuestionFact, ToolWorkload
 from fslab.reproduce.scale import (
@@ -98,7 +99,7 @@ def tool_tables(
     tool = draft.facts.tools[0]
     bench = registry.benchmark_for(tool.tool)
     swept = _swept_options(draft, tool, bench)
-    options = _first_values(tool.options, swept)
+    options = _host_cpus(draft, tool, _first_values(tool.options, swept))
     try:
         imported = bench.from_report(options)
     except ValueError as exc:
@@ -147,6 +148,25 @@ def _swept_options(
 def _first_values(options: ReportOptions, swept: dict[str, tuple[str, ...]]) -> ReportOptions:
     """The command with each swept option at its first value (`[rndwr|seqwr]` is rndwr)."""
     return [(n, swept[n][0] if swept.get(n) else v) for n, v in options]
+
+
+def _host_cpus(draft: Draft, tool: ToolWorkload, options: ReportOptions) -> ReportOptions:
+    """An option the report set to its machine's CPU count (`-t $(nproc)`) takes this
+    host's, asked about."""
+    kept: list[tuple[str, str | None]] = []
+    for name, value in options:
+        if value is not None and shell.is_cpu_count(value):
+            value = str(draft.host.online_cpus)
+            draft.questions.append(
+                QuestionFact(
+                    f"{tool.tool} {name}",
+                    f"the report's {tool.tool} {name} counts the reporter's CPUs",
+                    f"this host's {value}",
+                    tool.source,
+                )
+            )
+        kept.append((name, value))
+    return kept
 
 
 def _with(options: ReportOptions, name: str, value: str) -> ReportOptions:
