@@ -85,3 +85,14 @@ def test_a_benchmark_count_set_to_the_reporters_cpus_takes_this_hosts():
     (asked,) = [q for q in questions if q.item == "fs_mark -t"]
     assert "counts the reporter's CPUs" in asked.question and asked.assumed == "this host's 2"
     assert spec["sweep"]["threads"][-1] == 2
+
+
+def test_a_job_that_ends_by_its_size_is_not_made_time_based():
+    """The reflink report's job writes its 1G once (no time_based): fslab's runtime only
+    caps it, and no warm-up is cut from a figure the reporter's first seconds are in."""
+    spec, _ = _spec("xfs-reflink-always-cow-ramdisk-fio-iops-5-runs.txt", guests=False)
+    assert spec["workload"]["options"]["time_based"] == 0
+    assert spec["run"]["ramp"] == "0s" and spec["quick"]["set"]["run.ramp"] == "0s"
+    founding, _ = _spec("ext4-fsync-storm.txt", guests=False)  # --time_based: unchanged
+    assert founding["workload"]["options"]["time_based"] is True
+    assert founding["run"]["ramp"] == "5s"

@@ -117,6 +117,12 @@ def _fio(draft: Draft, target_bytes: int) -> tuple[Table, Table, Table, dict]:
     table = tomlkit.table()
     swept_size = "size" in sweep or "filesize" in sweep
     comments = {} if swept_size else _scale_files(draft, options, jobs_max, target_bytes)
+    by_size = "time_based" not in options  # fio stops when the job's size is written
+    if by_size:
+        options["time_based"] = "0"
+        comments["time_based"] = (
+            "the report's job ends when its size is written; fslab's runtime only caps it"
+        )
     for key, value in options.items():
         typed = str(value) if key in _FIO_NAMES else toml_value(value)
         add(table, key, True if value is None else typed, comments.get(key, ""))
@@ -128,6 +134,8 @@ def _fio(draft: Draft, target_bytes: int) -> tuple[Table, Table, Table, dict]:
     ramp = fio_seconds(options.get("ramp_time"))
     if ramp:
         add(run, "ramp", f"{ramp:g}s", "the reporter's ramp_time")
+    elif by_size:
+        add(run, "ramp", "0s", "none: the job's first seconds are in the report's figure")
     else:
         add(
             run,
@@ -136,7 +144,7 @@ def _fio(draft: Draft, target_bytes: int) -> tuple[Table, Table, Table, dict]:
             "fslab's warm-up, left out of the figures (the report had none)",
         )
     quick["run.runtime"] = f"{QUICK_RUNTIME_S}s"
-    quick["run.ramp"] = f"{QUICK_RAMP_S}s"
+    quick["run.ramp"] = f"{0 if by_size and not ramp else QUICK_RAMP_S}s"
     quick["run.repeat"] = QUICK_REPEAT
     return workload, sweep, run, quick
 
