@@ -79,10 +79,6 @@ KNOWN_GAPS: dict[tuple[str, str], str] = {
         "the variable is the state of the file before the run (unwritten, written), given "
         "only as a comment; fslab reads the patch as a kernel change"
     ),
-    ("ext4-discard-rm-1m-files-dmcrypt.txt", "sweep"): (
-        "discard on and off is said in prose ('with and without discard', 'if discard is "
-        "enabled'), with no mount line; fslab reads the kernels the thread names"
-    ),
     ("ext4-discard-rm-1m-files-dmcrypt.txt", "setup"): (
         "the million files the rm removes are made by a timed python one-liner before it; "
         "fslab lists setup steps it knows (mkdir here), not another timed command"
@@ -200,6 +196,204 @@ KNOWN_GAPS: dict[tuple[str, str], str] = {
     ("btrfs-fsmark-nproc-dirs-unlock-parent-early.txt", "workload"): (
         "the script appends one -d per thread in a loop bounded by $THREADS, a CPU count "
         "($(nproc --all)); fslab keeps the one -d word as written ($MNT/d$i)"
+    ),
+    ("ext4-dioread-nolock-vs-default-fio-jobfiles-threads.txt", "workload"): (
+        "the job files write bs=$bs and numjobs=$numjobs, set outside them per run; "
+        "fslab leaves a job file's unset variables out (a command line's stay as "
+        "written)"
+    ),
+    ("btrfs-sectorsize-4k-vs-64k-pagesize-fio-io-uring-jobfile.txt", "mkfs_options"): (
+        "the variable is btrfs's sector size (mkfs -s 64k against 4k), said in words "
+        "with no mkfs line, and 64k mounts only on a 64K-page host; fslab sweeps the "
+        "buffered run instead"
+    ),
+    ("btrfs-sectorsize-4k-vs-64k-pagesize-fio-io-uring-jobfile.txt", "sweep"): (
+        "the variable is btrfs's sector size (mkfs -s 64k against 4k), said in words "
+        "with no mkfs line, and 64k mounts only on a 64K-page host; fslab sweeps the "
+        "buffered run instead"
+    ),
+    ("ext4-data-journal-vs-ordered-fio-optane-rate-iops-latency.txt", "sweep"): (
+        "data=journal against data=ordered is said by the runs' headings in words "
+        "('data journaling enabled'), with no mount line; fslab reads no variable"
+    ),
+    ("btrfs-vs-ext4-rm-64gib-files-time-for-loop-md-raid0.txt", "mount_options"): (
+        "ssd_spread is said in prose (remounted with it), with no mount line"
+    ),
+    ("btrfs-vs-ext4-rm-64gib-files-time-for-loop-md-raid0.txt", "sweep"): (
+        "btrfs on the md array against ext4 on the same disks is said in prose; fslab "
+        "reads two kernels the thread names (5.7.1 belongs to another test)"
+    ),
+    ("btrfs-vs-ext4-rm-64gib-files-time-for-loop-md-raid0.txt", "setup"): (
+        "the ten 64GiB files the loop removes are made by a command the report does not show"
+    ),
+    ("xfs-fallocate-vs-overwrite-dd-direct-dsync-4096-count-bytes.txt", "sweep"): (
+        "the variable is the file's state, set by fallocate, a first dd, then fallocate "
+        "-z between the timed dd runs; fslab lists the first fallocate and sweeps "
+        "nothing"
+    ),
+    ("xfs-fallocate-vs-overwrite-dd-direct-dsync-4096-count-bytes.txt", "setup"): (
+        "the variable is the file's state, set by fallocate, a first dd, then fallocate "
+        "-z between the timed dd runs; fslab lists the first fallocate and sweeps "
+        "nothing"
+    ),
+    ("xfs-vs-ext4-btrfs-will-it-scale-cc-24-compiles-agi-lock.txt", "tool"): (
+        "the workload is will-it-scale's cc test (a C file pasted into its tree, then "
+        "./cc_processes -t 24), which fslab neither builds nor runs; it exits 2 saying "
+        "so"
+    ),
+    ("xfs-vs-ext4-btrfs-will-it-scale-cc-24-compiles-agi-lock.txt", "mount_options"): (
+        "the workload is will-it-scale's cc test (a C file pasted into its tree, then "
+        "./cc_processes -t 24), which fslab neither builds nor runs; it exits 2 saying "
+        "so"
+    ),
+    ("xfs-vs-ext4-btrfs-will-it-scale-cc-24-compiles-agi-lock.txt", "workload"): (
+        "the workload is will-it-scale's cc test (a C file pasted into its tree, then "
+        "./cc_processes -t 24), which fslab neither builds nor runs; it exits 2 saying "
+        "so"
+    ),
+    ("xfs-vs-ext4-btrfs-will-it-scale-cc-24-compiles-agi-lock.txt", "sweep"): (
+        "the workload is will-it-scale's cc test (a C file pasted into its tree, then "
+        "./cc_processes -t 24), which fslab neither builds nor runs; it exits 2 saying "
+        "so"
+    ),
+    ("xfs-vs-ext4-btrfs-will-it-scale-cc-24-compiles-agi-lock.txt", "setup"): (
+        "the workload is will-it-scale's cc test (a C file pasted into its tree, then "
+        "./cc_processes -t 24), which fslab neither builds nor runs; it exits 2 saying "
+        "so"
+    ),
+    ("xfs-realtime-extsize-sweep-truncate-4k-xfs-io-loop.txt", "tool"): (
+        "the timed step is an xfs_io truncate loop after a dd fill loop, on a realtime "
+        "device fslab does not make; fslab takes the dd fill for the workload"
+    ),
+    ("xfs-realtime-extsize-sweep-truncate-4k-xfs-io-loop.txt", "devices"): (
+        "the timed step is an xfs_io truncate loop after a dd fill loop, on a realtime "
+        "device fslab does not make; fslab takes the dd fill for the workload"
+    ),
+    ("xfs-realtime-extsize-sweep-truncate-4k-xfs-io-loop.txt", "workload"): (
+        "the timed step is an xfs_io truncate loop after a dd fill loop, on a realtime "
+        "device fslab does not make; fslab takes the dd fill for the workload"
+    ),
+    ("xfs-realtime-extsize-sweep-truncate-4k-xfs-io-loop.txt", "setup"): (
+        "the timed step is an xfs_io truncate loop after a dd fill loop, on a realtime "
+        "device fslab does not make; fslab takes the dd fill for the workload"
+    ),
+    ("xfs-realtime-extsize-sweep-truncate-4k-xfs-io-loop.txt", "sweep"): (
+        "the variable is the realtime extent size ($rtextsize, 8k to 1024k), set "
+        "outside the commands shown; fslab reads the patch as a kernel change"
+    ),
+    ("btrfs-bg-tree-mount-time-ftrace-fallocate-16-subvols.txt", "workload"): (
+        "the measured step is the mount after the fill script, timed with ftrace; fslab "
+        "takes the whole script for a timed command"
+    ),
+    ("btrfs-bg-tree-mount-time-ftrace-fallocate-16-subvols.txt", "setup"): (
+        "the measured step is the mount after the fill script, timed with ftrace; fslab "
+        "takes the whole script for a timed command"
+    ),
+    ("btrfs-bg-tree-mount-time-ftrace-fallocate-16-subvols.txt", "sweep"): (
+        "the variable is mkfs -O bg-tree, on a commented-out mkfs line; fslab reads the "
+        "patch as a kernel change"
+    ),
+    ("xfs-ext4-btrfs-git-make-test-hdd-vs-ssd.txt", "setup"): (
+        "`cd git` and `make clean` before the timed make are steps in the reporter's "
+        "tree, which fslab does not list; it keeps the drop_caches"
+    ),
+    ("btrfs-vs-ext4-mmap-4k-sync-rewrite-raid1-rust-tool.txt", "tool"): (
+        "the benchmark is a Rust program built from its repository (hdd-speed-test), "
+        "which fslab does not name; it exits 2, no workload found"
+    ),
+    ("btrfs-vs-ext4-mmap-4k-sync-rewrite-raid1-rust-tool.txt", "runnable"): (
+        "the benchmark is a Rust program built from its repository (hdd-speed-test), "
+        "which fslab does not name; it exits 2, no workload found"
+    ),
+    ("btrfs-vs-ext4-mmap-4k-sync-rewrite-raid1-rust-tool.txt", "workload"): (
+        "the benchmark is a Rust program built from its repository (hdd-speed-test), "
+        "which fslab does not name; it exits 2, no workload found"
+    ),
+    ("btrfs-vs-ext4-mmap-4k-sync-rewrite-raid1-rust-tool.txt", "setup"): (
+        "the benchmark is a Rust program built from its repository (hdd-speed-test), "
+        "which fslab does not name; it exits 2, no workload found"
+    ),
+    ("btrfs-vs-ext4-mmap-4k-sync-rewrite-raid1-rust-tool.txt", "filesystem"): (
+        "btrfs against ext4 is said in prose and a README table fslab does not read; it "
+        "takes the first filesystem named and reads a commit as a kernel change"
+    ),
+    ("btrfs-vs-ext4-mmap-4k-sync-rewrite-raid1-rust-tool.txt", "sweep"): (
+        "btrfs against ext4 is said in prose and a README table fslab does not read; it "
+        "takes the first filesystem named and reads a commit as a kernel change"
+    ),
+    ("btrfs-vs-xfs-kernel-unpack-build-remove-time-html-table.txt", "tool"): (
+        "the phases (unpack, make defconfig, build, remove) and XFS against btrfs are "
+        "in an HTML table with no command lines; fslab exits 2, no workload found"
+    ),
+    ("btrfs-vs-xfs-kernel-unpack-build-remove-time-html-table.txt", "runnable"): (
+        "the phases (unpack, make defconfig, build, remove) and XFS against btrfs are "
+        "in an HTML table with no command lines; fslab exits 2, no workload found"
+    ),
+    ("btrfs-vs-xfs-kernel-unpack-build-remove-time-html-table.txt", "filesystem"): (
+        "the phases (unpack, make defconfig, build, remove) and XFS against btrfs are "
+        "in an HTML table with no command lines; fslab exits 2, no workload found"
+    ),
+    ("btrfs-vs-xfs-kernel-unpack-build-remove-time-html-table.txt", "workload"): (
+        "the phases (unpack, make defconfig, build, remove) and XFS against btrfs are "
+        "in an HTML table with no command lines; fslab exits 2, no workload found"
+    ),
+    ("btrfs-vs-xfs-kernel-unpack-build-remove-time-html-table.txt", "sweep"): (
+        "the phases (unpack, make defconfig, build, remove) and XFS against btrfs are "
+        "in an HTML table with no command lines; fslab exits 2, no workload found"
+    ),
+    ("btrfs-ext4-xfs-time-p-cp-30000-files-wd-red-hdd.txt", "tool"): (
+        "the timed `time -p cp` runs copy files that dd loops made first; fslab takes "
+        "the first data-making dd for the workload"
+    ),
+    ("btrfs-ext4-xfs-time-p-cp-30000-files-wd-red-hdd.txt", "filesystem"): (
+        "the timed `time -p cp` runs copy files that dd loops made first; fslab takes "
+        "the first data-making dd for the workload"
+    ),
+    ("btrfs-ext4-xfs-time-p-cp-30000-files-wd-red-hdd.txt", "workload"): (
+        "the timed `time -p cp` runs copy files that dd loops made first; fslab takes "
+        "the first data-making dd for the workload"
+    ),
+    ("btrfs-ext4-xfs-time-p-cp-30000-files-wd-red-hdd.txt", "setup"): (
+        "the timed `time -p cp` runs copy files that dd loops made first; fslab takes "
+        "the first data-making dd for the workload"
+    ),
+    ("btrfs-ext4-xfs-time-p-cp-30000-files-wd-red-hdd.txt", "sweep"): (
+        "ext4, btrfs and XFS are compared in prose and per-filesystem sections, not a "
+        "table with a row per filesystem; fslab reads no variable"
+    ),
+    ("btrfs-thread-pool-mount-option-iozone-rpi.txt", "mount_options"): (
+        "the benchmark is iozone, which fslab names and does not run; its options and "
+        "the thread_pool values are not read past that"
+    ),
+    ("btrfs-thread-pool-mount-option-iozone-rpi.txt", "workload"): (
+        "the benchmark is iozone, which fslab names and does not run; its options and "
+        "the thread_pool values are not read past that"
+    ),
+    ("btrfs-thread-pool-mount-option-iozone-rpi.txt", "sweep"): (
+        "the benchmark is iozone, which fslab names and does not run; its options and "
+        "the thread_pool values are not read past that"
+    ),
+    ("ext4-mdraid10-fio-randread-iops-vs-iostat-testfile-size.txt", "mount_options"): (
+        "-o nobarrier is said in prose, with no mount line (and current kernels refuse it)"
+    ),
+    ("ext4-mdraid10-fio-randread-iops-vs-iostat-testfile-size.txt", "workload"): (
+        "our copy of the fio command is cut at --size=; fslab keeps the empty size and asks"
+    ),
+    ("ext4-mdraid10-fio-randread-iops-vs-iostat-testfile-size.txt", "sweep"): (
+        "the variable is the test file's size (100GB against 5TB), said in later "
+        "comments; the drop_caches is said in words; fslab reads neither"
+    ),
+    ("ext4-mdraid10-fio-randread-iops-vs-iostat-testfile-size.txt", "setup"): (
+        "the variable is the test file's size (100GB against 5TB), said in later "
+        "comments; the drop_caches is said in words; fslab reads neither"
+    ),
+    ("ext4-vs-zfs-mariadb-mythfilldatabase-time-markdown-sysinfo.txt", "runnable"): (
+        "the comparison is ext4 against ZFS, which fslab does not make; fslab writes "
+        "the timed command (switched off) and reads no variable"
+    ),
+    ("ext4-vs-zfs-mariadb-mythfilldatabase-time-markdown-sysinfo.txt", "sweep"): (
+        "the comparison is ext4 against ZFS, which fslab does not make; fslab writes "
+        "the timed command (switched off) and reads no variable"
     ),
 }
 
@@ -359,6 +553,22 @@ SPEC_KIND: dict[str, str | None] = {
     "xfs-lkp-fio-2pmem-readahead-quoted-reply.txt": "fio",
     "xfs-lkp-fsmark-32dirs-alloc-trylock-xfs-debug.txt": "fs_mark",
     "btrfs-buffered-randwrite-over-ram-perf-trace-writeback.txt": "fio",
+    "btrfs-bg-tree-mount-time-ftrace-fallocate-16-subvols.txt": "command",
+    "btrfs-sectorsize-4k-vs-64k-pagesize-fio-io-uring-jobfile.txt": "fio",
+    "btrfs-vs-ext4-rm-64gib-files-time-for-loop-md-raid0.txt": "command",
+    "ext4-data-journal-vs-ordered-fio-optane-rate-iops-latency.txt": "fio",
+    "ext4-dioread-nolock-vs-default-fio-jobfiles-threads.txt": "fio",
+    "xfs-fallocate-vs-overwrite-dd-direct-dsync-4096-count-bytes.txt": "dd",
+    "xfs-realtime-extsize-sweep-truncate-4k-xfs-io-loop.txt": "dd",
+    "xfs-vs-ext4-btrfs-will-it-scale-cc-24-compiles-agi-lock.txt": None,
+    "btrfs-ext4-xfs-time-p-cp-30000-files-wd-red-hdd.txt": "dd",
+    "btrfs-thread-pool-mount-option-iozone-rpi.txt": None,
+    "btrfs-vs-ext4-mmap-4k-sync-rewrite-raid1-rust-tool.txt": None,
+    "btrfs-vs-xfs-kernel-unpack-build-remove-time-html-table.txt": None,
+    "ext4-dd-vs-fio-direct-seqwrite-1m-1024m-loops.txt": "fio",
+    "ext4-mdraid10-fio-randread-iops-vs-iostat-testfile-size.txt": "fio",
+    "ext4-vs-zfs-mariadb-mythfilldatabase-time-markdown-sysinfo.txt": "command",
+    "xfs-ext4-btrfs-git-make-test-hdd-vs-ssd.txt": "command",
 }
 
 

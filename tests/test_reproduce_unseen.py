@@ -96,3 +96,38 @@ def test_a_job_that_ends_by_its_size_is_not_made_time_based():
     founding, _ = _spec("ext4-fsync-storm.txt", guests=False)  # --time_based: unchanged
     assert founding["workload"]["options"]["time_based"] is True
     assert founding["run"]["ramp"] == "5s"
+
+
+def test_a_suse_prompt_and_a_parenthesis_a_mailer_left_open():
+    spec, _ = _spec("btrfs-vs-ext4-rm-64gib-files-time-for-loop-md-raid0.txt", guests=False)
+    command = "time (for i in {1..10}; do time (rm test$i; sync); done)"
+    assert spec["workload"]["argv"] == ["bash", "-c", command]
+
+
+def test_fios_per_sample_statistics_are_not_a_figure():
+    figures = _facts("ext4-data-journal-vs-ordered-fio-optane-rate-iops-latency.txt").figures
+    assert figures and not any("max=" in f.text or f.value == 155_000_000 for f in figures)
+
+
+def test_a_backslash_continued_mkfs_keeps_its_words_whole():
+    made = [
+        f
+        for f in _facts("xfs-realtime-extsize-sweep-truncate-4k-xfs-io-loop.txt").filesystems
+        if f.how == "mkfs"
+    ]
+    assert made and "-d" in made[0].mkfs_options and " -d" not in made[0].mkfs_options
+
+
+def test_a_job_files_underlined_title_is_not_an_option():
+    _, questions = _spec("ext4-dioread-nolock-vs-default-fio-jobfiles-threads.txt", guests=False)
+    assert not any(".fio" in q.item for q in questions)
+
+
+def test_time_in_a_sentence_after_a_semicolon_is_not_a_command():
+    facts = _facts("xfs-vs-ext4-btrfs-will-it-scale-cc-24-compiles-agi-lock.txt")
+    assert not facts.tools  # "...; time goes to the AGI buffer lock"
+
+
+def test_dd_arithmetic_and_count_bytes_give_the_blocks_written():
+    spec, _ = _spec("xfs-fallocate-vs-overwrite-dd-direct-dsync-4096-count-bytes.txt", guests=False)
+    assert spec["workload"]["bs"] == "4096" and spec["workload"]["count"] == 262144

@@ -42,7 +42,11 @@ def filesystem_variable(report: ReportText, filesystems: list[FilesystemFact]) -
 
 _WITH_WITHOUT_RE = re.compile(
     r"\bmounted\s+with(?:out)?\s+([a-z_]+)\s+and\s+with(?:out)?\s+it\b|"
-    r"\bwith\s+and\s+without\s+(?:the\s+)?([a-z_]+)\s+mount\s+option\b",
+    r"\bwith\s+and\s+without\s+(?:the\s+)?([a-z_]+)\s+mount\s+option\b|"
+    # an option's own name, with its `_` ("ext4 with and without dioread_nolock"), or a
+    # bare one no other setting is called
+    r"\bwith\s+and\s+without\s+(?:the\s+)?(?:-o\s+)?"
+    r"([a-z]+_[a-z_]+|discard|lazytime|iversion|nobarrier|noatime)\b(?!\s*\()",
     re.I,
 )
 
@@ -55,9 +59,7 @@ _WITH_BOTH_RE = re.compile(
 _WITHOUT_OPTION_RE = re.compile(r"\bwithout\s+([a-z]+_[a-z_]+)\b", re.I)
 
 
-_FS_ROW_RE = re.compile(
-    r"^\s*(btrfs|xfs|ext[234])(?:\s{2,}|\t|\s*\|\s*)\d[\d.,]*\s*[A-Za-z/%]*", re.I
-)
+_FS_ROW_RE = re.compile(r"^\s*(btrfs|xfs|ext[234])(?:\s+|\s*\|\s*)\d[\d.,]*\s*[A-Za-z/%]*", re.I)
 
 
 # ext4 features as reports name them in prose, and mke2fs -O's name for each
@@ -356,7 +358,7 @@ def _mount_with_without(
     for number, line, own in report.wrapped():
         match = _WITH_WITHOUT_RE.search(line)
         if match and match.start() < own:
-            option = match.group(1) or match.group(2)
+            option = match.group(1) or match.group(2) or match.group(3)
             yield SweepFact(
                 "mount_options",
                 (f"(no {option})", option),

@@ -8,6 +8,7 @@ from collections.abc import Iterator
 from dataclasses import replace
 
 from fslab.base.errors import FslabError
+from fslab.reproduce import shell
 from fslab.reproduce.facts import DdFact, OtherToolFact
 from fslab.reproduce.text import ReportText, echoed, without_prompt
 from fslab.workload.dd import parse as dd_mod
@@ -26,7 +27,7 @@ def dd_runs(report: ReportText, other: list[OtherToolFact]) -> Iterator[DdFact]:
         following = report.lines[number] if number < len(report.lines) else ""
         if not without_prompt(line)[match.end() :].strip() and _OPERANDS_RE.match(following):
             words += following.split()  # a mail wrapped the operands: `oflag=direct` / `bs=1M`
-        operands = tuple(tuple(word.split("=", 1)) for word in words if "=" in word)
+        operands = tuple(_literal(*word.split("=", 1)) for word in words if "=" in word)
         values = dict(operands)
         target = values.get("of", "")
         source = values.get("if", "")
@@ -44,6 +45,11 @@ def dd_runs(report: ReportText, other: list[OtherToolFact]) -> Iterator[DdFact]:
             )
             continue
         yield _with_output(report, number, operands)
+
+
+def _literal(name: str, value: str) -> tuple[str, str]:
+    """An operand with its shell arithmetic worked out (`count=$((1024*1024*1024))`)."""
+    return name, shell.arithmetic(value) or value
 
 
 def _with_output(report: ReportText, number: int, operands: tuple) -> DdFact:

@@ -44,6 +44,8 @@ def experiment_of(facts: ReportFacts) -> Experiment:
     elif facts.dd:
         tool = "dd"
         workload = dict(facts.dd[0].operands)
+    elif named := [o.tool for o in facts.other_tools if o.tool.isidentifier()]:
+        tool, runnable = named[0], False  # a benchmark fslab names and does not run (iozone)
     types = facts.filesystem_types()
     filesystem = types[0] if types else ""
     mkfs: list[str] | None = None

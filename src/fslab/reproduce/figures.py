@@ -36,6 +36,9 @@ _IOPS_RE = re.compile(
 # [r=0,w=74.2k IOPS][eta 00m:00s]` (older fio: `[0/75.4K/0 iops] [eta 00m:00s]`), wrapped
 # or not: a moment of the run, not its result
 _FIO_STATUS_RE = re.compile(r"\biops\]\s*\[eta\b|\[eta\s+\d+[hms]?:|^\s*Jobs:\s*\d+\s*\(f=", re.I)
+# fio's per-sample statistics, `bw (  KiB/s): min=..., max=151408, per=...` and `iops :
+# min=..., avg=...`: the spread of one job's samples, not the run's figure
+_FIO_SAMPLES_RE = re.compile(r"^\s*(?:bw\s*\([^)]*\)|iops)\s*:\s*min\s*=", re.I)
 _BW_RE = re.compile(r"(?<![\w.=])(\d+(?:[.,]\d+)?)\s?" + _BW_UNIT + r"(?!\w)")
 # Patterns that start with a number start at a number's first digit, (?<!\d): starting
 # at every digit of a long run of digits backtracked quadratically (fuzzed reports).
@@ -68,7 +71,7 @@ def find_figures(report: ReportText) -> list[FigureFact]:
     table_lines = _table_line_numbers(report)
     for number, line in report.numbered():
         source = report.line(number)
-        if number in table_lines or _FIO_STATUS_RE.search(line):
+        if number in table_lines or _FIO_STATUS_RE.search(line) or _FIO_SAMPLES_RE.match(line):
             continue
         found = [_with_heading(f, report, number) for f in _fio_output(line, source)]
         found = found or _perf_lines(report, number, source)

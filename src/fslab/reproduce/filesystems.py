@@ -27,7 +27,8 @@ _MOUNTS_LINE_RE = re.compile(
     # mount(8)'s own output, "/dev/md0p1 on /home type ext4 (rw,relatime,stripe=32745)",
     # or its type and options alone
     r"|^\s*(?:(?P<dev2>\S+)\s+on\s+(?P<at2>\S+)\s+type\s+)?(?P<type2>ext4|xfs|btrfs)"
-    r"\s+\((?P<opts2>[^()\s]+)\)\s*$"
+    # (options are words, each with a value that may hold a path: not "(usr/sys)")
+    r"\s+\((?P<opts2>[\w.:+-]+(?:=[^()\s,]*)?(?:,[\w.:+-]+(?:=[^()\s,]*)?)*)\)\s*$"
 )
 # what /proc/mounts shows for every mount of the type, given or not: not the reporter's
 _OPTION_VARIABLE_RE = re.compile(
@@ -221,6 +222,10 @@ def _unwrapped(report: ReportText, number: int, command: str) -> str:
     last = min(len(report.lines), number + MAX_WRAPPED_LINES)
     while number < last:
         following = report.lines[number].strip()
+        if command.endswith("\\"):  # a shell continuation: the next line, without the `\`
+            command = f"{command[:-1].rstrip()} {without_prompt(following)}"
+            number += 1
+            continue
         paths = [w for w in command.split()[1:] if w.startswith(("/", "$"))]
         # a flag that takes a value (`-l`), not one that takes none (`-f`), nor mkfs's output
         flag_last = re.search(r"\s-\w$", command) and command.split()[-1] not in _FORCE_FLAGS

@@ -13,7 +13,8 @@ from fslab.reproduce.facts import Line
 # "# fio ...", "[root@host ~]# fio ...", and "#fio ..." (no space, before a command fslab
 # reads; "#" before anything else stays a comment)
 _PROMPT_RE = re.compile(
-    r"^\s*(?:\[?[\w.-]+@[\w.-]+[: ][^#$\]]*\]?\s*)?[#$]"
+    # user@host:dir$, [user@host dir]#, and SUSE's root prompt host:/dir #
+    r"^\s*(?:\[?[\w.-]+@[\w.-]+[: ][^#$\]]*\]?\s*|[\w.-]+:[~/][^\s#$]*\s+)?[#$]"
     r"(?:\s+|(?=(?:fio|mkfs[.\w]*|mke2fs|mount|dd|fs_mark|sysbench|dbench|sysctl|truncate|fallocate"
     r"|time)\s))"
     # a numbered step before a command: "1) mkfs.btrfs ...", "4. dd if=..."

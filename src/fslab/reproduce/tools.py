@@ -53,7 +53,11 @@ _MMTESTS_TOOL_RE = re.compile(r"\b(dbench|reaim)\b", re.I)
 _MMTESTS_RE = re.compile(r"\bMMTests config\s+([\w.-]*dbench[\w.-]*)", re.I)
 _TIMED_RE = re.compile(r"(?:^|;\s*|\bdo\s+)time\s+\S")
 # `time sh -c "..."`, `time sudo tar ...` on a line of its own, with no prompt
-_TIMED_COMMAND_RE = re.compile(r"^time\s+(?:sh|bash|sudo|cp|tar|rm|mkdir|dd|find|cat|\./|/)")
+_TIMED_COMMAND_RE = re.compile(
+    r"^time\s+(?:-p\s+)?(?:sh|bash|sudo|cp|tar|rm|mkdir|dd|find|cat|make|git|\./|/)"
+)
+# `time` followed by four plain words: prose, not a command ("time goes to the AGI buffer")
+_TIMED_PROSE_RE = re.compile(r"(?:^|;\s*)time\s+(?:[A-Za-z]+[,.]?\s+){3}[A-Za-z]+")
 _SEGMENT_SPLIT_RE = re.compile(r"\s*(?:;|&&)\s*")
 
 
@@ -119,11 +123,11 @@ def _timed_commands(report: ReportText) -> Iterator[ToolWorkload]:
         defined = _function_defined(report, line)
         if (
             line == raw.strip()
-            and ";" not in line
+            and (";" not in line or _TIMED_PROSE_RE.search(line))
             and not _TIMED_COMMAND_RE.match(line)
             and defined is None
         ):
-            continue  # "time" in a sentence, not at a prompt
+            continue  # "time" in a sentence ("...; time goes to the AGI lock"), not at a prompt
         if defined is not None:  # `time fill_dir $mnt`: the function the report defines
             text = f"{defined}\n{line}"
             yield ToolWorkload("command", (("command", text),), text, report.line(number))
@@ -133,6 +137,7 @@ def _timed_commands(report: ReportText) -> Iterator[ToolWorkload]:
             first, text = block
             yield ToolWorkload("command", (("command", text),), text, report.line(first))
             continue
+        line = _parenthesised(report, number, line)
         segments = _SEGMENT_SPLIT_RE.split(line)
         lead = 0
         while lead < len(segments) and setup_segment(segments[lead]):
@@ -141,6 +146,16 @@ def _timed_commands(report: ReportText) -> Iterator[ToolWorkload]:
             lead = 0
         text = "; ".join(segments[lead:]) if lead else line
         yield ToolWorkload("command", (("command", text),), text, report.line(number))
+
+
+def _parenthesised(report: ReportText, number: int, line: str) -> str:
+    """A command whose `(` a mailer's line break left open, joined with the lines that
+    close it (`time (for i in {1..10}; do time (rm test$i;` / `sync); done)`)."""
+    joined, below = line, number
+    while joined.count("(") > joined.count(")") and below < min(len(report.lines), number + 3):
+        joined = f"{joined.rstrip()} {report.lines[below].strip()}"
+        below += 1
+    return joined if joined.count("(") == joined.count(")") else line
 
 
 def _program(command: str) -> str:

@@ -306,7 +306,7 @@ def _is_job_option_line(text: str) -> bool:
     match = _JOB_LINE_RE.match(fio_mod.strip_job_file_comment(text))
     return match is not None and (
         match.group(2) is not None
-        or "_" in match.group(1)
+        or ("_" in match.group(1) and "." not in match.group(1))  # not a title: `dio_rw.fio`
         or fio_trust.rule_name(match.group(1)) in fio_trust.SAFE
     )
 

@@ -288,6 +288,9 @@ def _dd_amount(draft: Draft, run: DdFact) -> tuple[str, int]:
     the sweep takes); another value is asked about."""
     bs, count = run.operand("bs", "512"), run.operand("count", "1")
     bs, count = bs.split("/")[0] or bs, count.split("/")[0] or count
+    if "count_bytes" in run.operand("iflag", "").split(",") and count.isdigit():
+        with contextlib.suppress(ValueError):  # count is bytes: the blocks they make
+            count = str(max(1, -(-int(count) // parse_size_bytes(bs))))
     try:
         bs_ok = 0 < parse_size_bytes(bs) <= DD_MAX_BS
     except ValueError:
