@@ -62,7 +62,7 @@ class RichProgress:
         elif is_warmup(point.role):
             sweep += " (warm-up, discarded)"
         if outcome.status == "ok":
-            headline = headline_metric([outcome.metrics])
+            headline = headline_metric([outcome.metrics], point.sweep)  # bs swept: B/s
             figure = format_value(headline, outcome.metrics[headline]) if headline else ""
             self.progress.console.print(f"  ok     {point.config} {sweep}: {figure}")
         else:

@@ -22,6 +22,7 @@ from fslab.reproduce.text import ReportText, without_prompt
 
 def config_sweeps(report: ReportText, filesystems: list[FilesystemFact]) -> Iterator[SweepFact]:
     """The mkfs and mount variables the report shows, in the order they are trusted."""
+    yield from _mkfs_looped(report, filesystems)
     yield from _mkfs_repeats(report, filesystems)
     yield from _mkfs_remade(filesystems)
     yield from _feature_toggle(report, filesystems)
@@ -125,6 +126,22 @@ def _filesystem_rows(report: ReportText) -> SweepFact | None:
                     report.line(rows[0][0]),
                 )
     return None
+
+
+def _mkfs_looped(report: ReportText, filesystems: list[FilesystemFact]) -> Iterator[SweepFact]:
+    """`for p in 0 1; do mkfs.xfs ... -n parent=$p`: a sweep of the option the loop sets."""
+    loops = shell.find_loops(report)
+    for fs in (f for f in filesystems if f.how == "mkfs"):
+        around = {loop.variable: loop for loop in shell.enclosing(loops, fs.source.number)}
+        for flag, setting in pairwise(fs.mkfs_options):
+            key, sep, value = setting.rpartition("=") if "=" in setting else ("", "", setting)
+            variable = re.fullmatch(r"\$\{?(\w+)\}?", value)
+            if not flag.startswith("-") or variable is None or variable.group(1) not in around:
+                continue
+            loop = around[variable.group(1)]
+            axis = f"mkfs {flag} {key}" if sep else f"mkfs {flag}"
+            yield SweepFact(axis, loop.values, f"the report's loop over {value}", fs.source)
+            return
 
 
 def _mkfs_repeats(report: ReportText, filesystems: list[FilesystemFact]) -> Iterator[SweepFact]:

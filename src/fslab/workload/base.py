@@ -191,6 +191,11 @@ class Benchmark:
     open_axes: ClassVar[str] = ""  # said when any other name may be swept ("any fio option")
     metrics: ClassVar[tuple[Metric, ...]] = ()
     headline: ClassVar[tuple[str, ...]] = ()  # headline candidates, best first
+    # axes that change how much one I/O moves (fio's bs): a campaign sweeping one is
+    # judged by these instead (bytes per second), since operations of another size do
+    # not compare
+    per_io_axes: ClassVar[tuple[str, ...]] = ()
+    sized_headline: ClassVar[tuple[str, ...]] = ()
     latency: ClassVar[tuple[str, ...]] = ()  # latency candidates (p99 names), best first
     labels: ClassVar[Mapping[str, str]] = {}  # short names: {"dd.bw_bytes_s": "dd rate"}
     percentile_words: ClassVar[Mapping[str, str]] = {}  # latency family -> "fsync" (fsync p99)

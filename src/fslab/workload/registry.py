@@ -9,7 +9,7 @@ registry when they are asked, so it needs no other edit.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 
 from fslab.base.vocab import PERCENTILES, CatalogEntry, MetricDef, pick_metric
 from fslab.workload.base import Benchmark, WorkloadSpec
@@ -81,9 +81,21 @@ def workload_catalog() -> tuple[CatalogEntry, ...]:
     return entries + RUNNER_CATALOG
 
 
-def headline_candidates() -> tuple[str, ...]:
-    """A campaign's headline is the first of these any successful point has."""
-    return tuple(name for b in BENCHMARKS.values() for name in b.headline)
+def headline_candidates(swept: Collection[str] = ()) -> tuple[str, ...]:
+    """A campaign's headline is the first of these any successful point has; a benchmark
+    whose per-I/O size the campaign sweeps (fio's bs) offers its bytes per second first."""
+    return tuple(
+        name
+        for b in BENCHMARKS.values()
+        for name in (
+            (*b.sized_headline, *b.headline) if set(swept) & set(b.per_io_axes) else b.headline
+        )
+    )
+
+
+def per_io_axes() -> frozenset[str]:
+    """Every benchmark's axes that change how much one I/O moves."""
+    return frozenset(axis for b in BENCHMARKS.values() for axis in b.per_io_axes)
 
 
 def latency_candidates() -> tuple[str, ...]:
@@ -98,13 +110,16 @@ def _percentile_words() -> dict[str, str]:
     return {k: v for b in BENCHMARKS.values() for k, v in b.percentile_words.items()}
 
 
-def headline_metric(metric_sets: Iterable[Mapping[str, float]]) -> str | None:
-    """The headline of a campaign (all its successful points) or of one run.
+def headline_metric(
+    metric_sets: Iterable[Mapping[str, float]], swept: Collection[str] = ()
+) -> str | None:
+    """The headline of a campaign (all its successful points) or of one run; `swept`:
+    the campaign's axes that take more than one value.
 
     One campaign uses one headline (a randrw job is judged by its total, not
     by its writes).
     """
-    return pick_metric(headline_candidates(), metric_sets)
+    return pick_metric(headline_candidates(swept), metric_sets)
 
 
 def latency_metric(metric_sets: Iterable[Mapping[str, float]]) -> str | None:

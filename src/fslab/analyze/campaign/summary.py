@@ -98,7 +98,12 @@ def campaign_metrics(
     """The campaign's headline and latency metric, the ones each of its tables carries: the
     first candidates (base.vocab) any successful headline repetition has."""
     ok = [metrics.get(p.id, {}) for p in points if is_headline_run(p)]
-    return headline_metric(ok), latency_metric(ok)
+    values: dict[str, set[str]] = {}
+    for p in points:
+        for axis, value in p.sweep.items():
+            values.setdefault(axis, set()).add(str(value))
+    swept = [axis for axis, seen in values.items() if len(seen) > 1]
+    return headline_metric(ok, swept), latency_metric(ok)
 
 
 @dataclass

@@ -52,7 +52,7 @@ from fslab.analyze.campaign.metrics_catalog import metric_def
 from fslab.analyze.campaign.stats import MIN_REPS
 from fslab.base.format import format_change_pct
 from fslab.base.vocab import PointKey, point_label
-from fslab.workload.registry import headline_metric
+from fslab.workload.registry import headline_metric, per_io_axes
 
 Samples = Mapping[PointKey, Mapping[str, Sequence[float]]]
 Verdict = Literal["better", "worse", "changed", "no change shown", "needs more runs"]
@@ -174,7 +174,8 @@ class ComparisonTable:
     def headline(self) -> str | None:
         """The headline metric the table carries: the first of base.vocab's candidates among
         its rows' metrics (None: no throughput row)."""
-        return headline_metric([dict.fromkeys((row.metric for row in self.rows), 0.0)])
+        rows = [dict.fromkeys((row.metric for row in self.rows), 0.0)]
+        return headline_metric(rows, per_io_axes())  # a bs sweep's table carries B/s
 
     def flagged(self) -> list[ComparisonRow]:
         """Rows with a real change: better, worse, or changed (evidence metrics)."""

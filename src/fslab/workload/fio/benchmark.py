@@ -64,12 +64,17 @@ class FioBenchmark(Benchmark):
         Metric("fio.jobs", "jobs", "none", "worker count fio reports"),
     )
     headline = ("fio.total.iops", "fio.write.iops", "fio.read.iops", "fio.trim.iops")
+    per_io_axes = ("bs", "blocksize", "bsrange", "blocksize_range")
+    sized_headline = ("fio.total.bw_bytes_s", "fio.write.bw_bytes_s", "fio.read.bw_bytes_s")
     latency = ("fio.sync.lat_ns_p99", "fio.write.clat_ns_p99", "fio.read.clat_ns_p99")
     labels: ClassVar[Mapping[str, str]] = {
         "fio.total.iops": "IOPS",
         "fio.write.iops": "write IOPS",
         "fio.read.iops": "read IOPS",
         "fio.trim.iops": "trim IOPS",
+        "fio.total.bw_bytes_s": "throughput",
+        "fio.write.bw_bytes_s": "write throughput",
+        "fio.read.bw_bytes_s": "read throughput",
         "fio.sync.lat_ns": "fsync latency",
         "fio.write.clat_ns": "write completion latency",
         "fio.read.clat_ns": "read completion latency",
