@@ -68,6 +68,10 @@ _DATA_BY_DISCARD = (
     "a two-by-two of data mode and discard; fslab sweeps discard at data=writeback "
     "(0.440s -> 3.763s, one true contrast of four), the reader the data mode with discard on"
 )
+_SLASH_HEADER = (
+    "the robot's parameters are only in its slash header (nr_threads/testtime/test over "
+    "100%/60s/chmod), not a key: value block; fslab reads no stress-ng parameters"
+)
 KNOWN_GAPS: dict[tuple[str, str], str] = {
     ("xfs-vs-ext4-buffered-randrw-8k-psync-iolock.txt", "tool"): _READER_AND_WRITER,
     ("xfs-vs-ext4-buffered-randrw-8k-psync-iolock.txt", "sweep"): _READER_AND_WRITER,
@@ -395,6 +399,33 @@ KNOWN_GAPS: dict[tuple[str, str], str] = {
         "the comparison is ext4 against ZFS, which fslab does not make; fslab writes "
         "the timed command (switched off) and reads no variable"
     ),
+    ("xfs-lkp-stress-ng-chmod-slash-header-only.txt", "tool"): _SLASH_HEADER,
+    ("xfs-lkp-stress-ng-chmod-slash-header-only.txt", "workload"): _SLASH_HEADER,
+    ("ext4-delalloc-reserve-rfc-fio-grid-bigalloc-off-on.txt", "sweep"): (
+        "the variables are a grid of rw, fsync, numjobs and bs, named by the tables' "
+        "columns and left as $rw, $sync, ${numjobs} and ${bs}k in the command; fslab reads "
+        "the patch as a kernel change"
+    ),
+    ("ext4-rralloc-mount-option-fio-three-jobs-markdown.txt", "sweep"): (
+        "rralloc is a mount option the patch under review adds, said in prose; fslab reads "
+        "the patch as a kernel change (no kernel here has the option)"
+    ),
+    ("btrfs-sync-vs-workqueue-csum-sysfs-nullblk-numjobs-filesize.txt", "workload"): (
+        "${numjobs} and ${filesize} take their values from the results' headings "
+        "(numjobs=96, filesize=2GB); fslab leaves the unset variables out"
+    ),
+    ("btrfs-sync-vs-workqueue-csum-sysfs-nullblk-numjobs-filesize.txt", "sweep"): (
+        "the variable is a btrfs sysfs switch (checksums in a workqueue or inline), which no "
+        "spec field sets; fslab reads the patch as a kernel change"
+    ),
+    ("xfs-mkfs-parent-0-vs-1-fsmark-bash-x-script.txt", "workload"): (
+        'the directories are "${dirs[@]}", an array the script fills with -d words per '
+        "allocation group; fslab keeps the word without its option"
+    ),
+    ("xfs-mkfs-parent-0-vs-1-fsmark-bash-x-script.txt", "setup"): (
+        "the directories are made by a shell function (mkdirme, one per AG) that fslab does "
+        "not read as a setup step"
+    ),
 }
 
 # The [workload] kind of each report's spec; None: reproduce exits 2 (aim7 is not runnable
@@ -569,6 +600,14 @@ SPEC_KIND: dict[str, str | None] = {
     "ext4-mdraid10-fio-randread-iops-vs-iostat-testfile-size.txt": "fio",
     "ext4-vs-zfs-mariadb-mythfilldatabase-time-markdown-sysinfo.txt": "command",
     "xfs-ext4-btrfs-git-make-test-hdd-vs-ssd.txt": "command",
+    "btrfs-lkp-filebench-randomwrite-mm-stable-kernel-file.txt": None,
+    "btrfs-lkp-fxmark-mwum-delayed-refs-reserve.txt": None,
+    "btrfs-sync-vs-workqueue-csum-sysfs-nullblk-numjobs-filesize.txt": "fio",
+    "ext4-delalloc-reserve-rfc-fio-grid-bigalloc-off-on.txt": "fio",
+    "ext4-lkp-aim7-disk-cp-rr-rw-delalloc-append.txt": None,
+    "ext4-rralloc-mount-option-fio-three-jobs-markdown.txt": "fio",
+    "xfs-lkp-stress-ng-chmod-slash-header-only.txt": None,
+    "xfs-mkfs-parent-0-vs-1-fsmark-bash-x-script.txt": "fs_mark",
 }
 
 
