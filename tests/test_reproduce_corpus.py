@@ -201,11 +201,6 @@ KNOWN_GAPS: dict[tuple[str, str], str] = {
         "the script appends one -d per thread in a loop bounded by $THREADS, a CPU count "
         "($(nproc --all)); fslab keeps the one -d word as written ($MNT/d$i)"
     ),
-    ("ext4-dioread-nolock-vs-default-fio-jobfiles-threads.txt", "workload"): (
-        "the job files write bs=$bs and numjobs=$numjobs, set outside them per run; "
-        "fslab leaves a job file's unset variables out (a command line's stay as "
-        "written)"
-    ),
     ("btrfs-sectorsize-4k-vs-64k-pagesize-fio-io-uring-jobfile.txt", "mkfs_options"): (
         "the variable is btrfs's sector size (mkfs -s 64k against 4k), said in words "
         "with no mkfs line, and 64k mounts only on a 64K-page host; fslab sweeps the "
@@ -409,10 +404,6 @@ KNOWN_GAPS: dict[tuple[str, str], str] = {
     ("ext4-rralloc-mount-option-fio-three-jobs-markdown.txt", "sweep"): (
         "rralloc is a mount option the patch under review adds, said in prose; fslab reads "
         "the patch as a kernel change (no kernel here has the option)"
-    ),
-    ("btrfs-sync-vs-workqueue-csum-sysfs-nullblk-numjobs-filesize.txt", "workload"): (
-        "${numjobs} and ${filesize} take their values from the results' headings "
-        "(numjobs=96, filesize=2GB); fslab leaves the unset variables out"
     ),
     ("btrfs-sync-vs-workqueue-csum-sysfs-nullblk-numjobs-filesize.txt", "sweep"): (
         "the variable is a btrfs sysfs switch (checksums in a workqueue or inline), which no "
