@@ -13,7 +13,7 @@ import re
 from dataclasses import dataclass, field
 
 from fslab.reproduce import pending
-from fslab.reproduce.facts import QuestionFact, ReportFacts
+from fslab.reproduce.facts import Line, QuestionFact, ReportFacts
 from fslab.reproduce.scale import HostShape
 from fslab.reproduce.setup import device_count
 from fslab.spec.model import MAX_DEVICES
@@ -42,6 +42,14 @@ class Draft:
         layout = md_layout(self.facts)
         guest = self.guests and pending.vm_section(self.facts, self.host.nr_cpu_ids) is not None
         self.array = layout if layout is not None and (guest or self.host.md) else None
+
+    def host_cpus(self, item: str, said: str, source: Line) -> str:
+        """This host's CPU count for an option the report set to the reporter's (`fio
+        --numjobs=$(nproc)`, `fs_mark -t $THREADS`), asked about."""
+        count = str(self.host.online_cpus)
+        question = f"the report's {said} counts the reporter's CPUs"
+        self.questions.append(QuestionFact(item, question, f"this host's {count}", source))
+        return count
 
 
 @dataclass(frozen=True)

@@ -153,20 +153,12 @@ def _first_values(options: ReportOptions, swept: dict[str, tuple[str, ...]]) -> 
 def _host_cpus(draft: Draft, tool: ToolWorkload, options: ReportOptions) -> ReportOptions:
     """An option the report set to its machine's CPU count (`-t $(nproc)`) takes this
     host's, asked about."""
-    kept: list[tuple[str, str | None]] = []
-    for name, value in options:
-        if value is not None and shell.is_cpu_count(value):
-            value = str(draft.host.online_cpus)
-            draft.questions.append(
-                QuestionFact(
-                    f"{tool.tool} {name}",
-                    f"the report's {tool.tool} {name} counts the reporter's CPUs",
-                    f"this host's {value}",
-                    tool.source,
-                )
-            )
-        kept.append((name, value))
-    return kept
+    return [
+        (n, draft.host_cpus(f"{tool.tool} {n}", f"{tool.tool} {n}", tool.source))
+        if v is not None and shell.is_cpu_count(v)
+        else (n, v)
+        for n, v in options
+    ]
 
 
 def _with(options: ReportOptions, name: str, value: str) -> ReportOptions:

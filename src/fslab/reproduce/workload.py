@@ -260,8 +260,8 @@ def _job_files(report: ReportText) -> Iterator[tuple[FioForm, str, Line, dict[st
     """ini-style job files: [section] headers followed by option lines (also one echoed
     into `fio -` on stdin: `echo '[global]` ... `numjobs=1' | fio --output-format=json -`)."""
     lines = tuple(_ECHO_CLOSE_RE.sub("", _ECHO_OPEN_RE.sub("", x)) for x in report.lines)
-    notes = {n: jobnotes.cut_note(x) for n, x in enumerate(lines, start=1)}
-    lines = tuple(notes[n][0] for n in range(1, len(lines) + 1))
+    cut = [jobnotes.cut_note(x) for x in lines]  # `numjobs=16 --> changed this for ...`
+    lines, notes = tuple(line for line, _ in cut), [note for _, note in cut]
     number = 1
     while number <= len(lines):
         if not _SECTION_RE.match(lines[number - 1]):
@@ -285,9 +285,9 @@ def _job_files(report: ReportText) -> Iterator[tuple[FioForm, str, Line, dict[st
         block = [x for x in lines[start - 1 : end] if not _ELIDED_RE.match(x)]
         if any("=" in fio_mod.strip_job_file_comment(x) for x in block):
             sweeps = _comment_sweeps(block)
-            for n in range(start, end + 1):  # `numjobs=16 --> changed this for ...`
+            for n in range(start, end + 1):
                 name = lines[n - 1].split("=", 1)[0].strip()
-                changed = jobnotes.says_changed(notes[n][1]) and name not in sweeps
+                changed = jobnotes.says_changed(notes[n - 1]) and name not in sweeps
                 if changed and (values := jobnotes.axis_values(report, name)):
                     sweeps[name] = values
             yield "job file", "\n".join(block), report.line(start), sweeps

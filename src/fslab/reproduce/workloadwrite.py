@@ -190,15 +190,7 @@ def _scaled_sizes(draft: Draft, values: Sequence[str], target_bytes: int) -> lis
 def _host_cpus(draft: Draft, job: FioFact, options: dict[str, Any]) -> None:
     """Options the report set to its machine's CPU count take this host's."""
     for name in job.host_cpus:
-        draft.questions.append(
-            QuestionFact(
-                f"fio --{name}",
-                f"the report's --{name}={options[name]} counts the reporter's CPUs",
-                f"this host's {draft.host.online_cpus}",
-                job.source,
-            )
-        )
-        options[name] = str(draft.host.online_cpus)
+        options[name] = draft.host_cpus(f"fio --{name}", f"--{name}={options[name]}", job.source)
 
 
 def _job_counts(draft: Draft, job: FioFact, values: list[str]) -> list[str]:
@@ -318,18 +310,19 @@ def _dd_amount(draft: Draft, run: DdFact) -> tuple[str, int]:
     return bs, int(count)
 
 
-# dd's operands (GNU coreutils 9.1) the spec has no field for, or sets itself
-_DD_OTHER_OPERANDS = frozenset(
-    {"if", "of", "ibs", "obs", "cbs", "skip", "seek", "iseek", "oseek", "status"}
+# dd's operands (GNU coreutils 9.1)
+_DD_OPERANDS = frozenset(
+    {"if", "of", "bs", "ibs", "obs", "cbs", "count", "skip", "seek", "iseek", "oseek"}
+    | {"conv", "iflag", "oflag", "status"}
 )
 
 
 def _dd_left_out(draft: Draft, run: DdFact) -> None:
-    """A question for each operand of the report's dd that no spec field carries: a
-    misspelt one (`oflags=dsync`) dd itself would refuse, so the reporter's figures did
-    not come from that command as written."""
+    """A question for each operand of the report's dd that dd does not take: a misspelt
+    one (`oflags=dsync`) dd itself would refuse, so the reporter's figures did not come
+    from that command as written."""
     for name, value in run.operands:
-        if name in ("bs", "count", "conv", "oflag", "iflag") or name in _DD_OTHER_OPERANDS:
+        if name in _DD_OPERANDS:
             continue
         draft.questions.append(
             QuestionFact(
