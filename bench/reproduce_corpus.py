@@ -32,6 +32,7 @@ from fslab.analyze.campaign.dataset import CampaignData, load_campaign
 from fslab.analyze.campaign.metrics_catalog import metric_def
 from fslab.analyze.curve.falloff import fall_test
 from fslab.base.errors import FslabError, UsageError
+from fslab.base.units import parse_size_bytes
 from fslab.reproduce.experiment import FIELDS, compare, experiment_of
 from fslab.reproduce.extract import extract_facts
 from fslab.reproduce.scale import HostShape
@@ -127,6 +128,12 @@ def _run(
             out, err = child.communicate()
             (where / "output.txt").write_text(out + err)
             return f"timed out ({timeout / 60:.0f} min)", "-"
+        except KeyboardInterrupt:
+            # a SIGINT sent to this script alone (not the terminal's process group)
+            # must still reach the run, or its mounts outlive the bench
+            child.send_signal(signal.SIGINT)
+            child.wait()
+            raise
     (where / "output.txt").write_text(out + err)
     if child.returncode != 0:
         last = err.strip().splitlines()[-1][:50] if err.strip() else ""
@@ -162,10 +169,10 @@ def _direction(db: Path, expected: dict[str, Any] | None) -> str:
     sweep = data.campaign.spec.sweep
     if axis in sweep:
         first, last, label = _along_axis(data, data.configs()[0], axis, sweep)
-    elif len(data.configs()) > 1:
+    elif len(data.configs()) > 1 and _configures(axis):
         first, last, label = _across_configs(data)
     else:
-        return "no sweep"
+        return "no sweep"  # the spec does not vary the report's variable
     if not first or not last:
         return "no sweep"
     if metric_def(data.headline).direction == "lower":
@@ -186,11 +193,31 @@ def _along_axis(
     values = data.values(data.headline, config)
     others = {a: v[-1] for a, v in sweep.items() if a != axis}
     at = {k: v for k, v in values.items() if all(dict(k).get(a) == x for a, x in others.items())}
-    declared = [v for v in sweep[axis] if any(dict(k).get(axis) == v for k in at)]
+    declared = sorted(
+        (v for v in sweep[axis] if any(dict(k).get(axis) == v for k in at)), key=_magnitude
+    )
     if len(declared) < 2:
         return [], [], axis
     pick = {dict(k)[axis]: v for k, v in at.items()}
     return pick[declared[0]], pick[declared[-1]], axis
+
+
+def _configures(axis: str) -> bool:
+    """Whether the report's variable is one fslab makes configurations of (the filesystem,
+    its mkfs or mount options), so that comparing them judges it; another variable the
+    spec left out is not judged by configurations that vary something else."""
+    return axis in ("filesystem", "mount_options", "mkfs_options") or axis.startswith(
+        ("mkfs", "mount")
+    )
+
+
+def _magnitude(value: Any) -> float:
+    """A swept value's size, so "as the value grows" holds whatever order the report
+    gave (dbench at 32 clients, then 1); a value with no size keeps its place."""
+    try:
+        return float(parse_size_bytes(value))
+    except (TypeError, ValueError, FslabError):
+        return 0.0
 
 
 def _across_configs(data: CampaignData) -> tuple[list[float], list[float], str]:
