@@ -72,7 +72,104 @@ _SLASH_HEADER = (
     "the robot's parameters are only in its slash header (nr_threads/testtime/test over "
     "100%/60s/chmod), not a key: value block; fslab reads no stress-ng parameters"
 )
+_WILL_IT_SCALE = (
+    "the workload is a will-it-scale test (its C source pasted, then ./X_processes), which "
+    "fslab names and neither builds nor runs (exit 2 saying so); the rest is not read past it"
+)
+_FALLOC = (
+    "the variable is how the file was preallocated, `fallocate -l` against the proposed "
+    "`-wl` (a locally built fallocate), inside `time ( ...; dd ...)`; fslab reads the dd "
+    "and takes the patch series for the variable"
+)
+_DEDUPE = (
+    "the variable is whether the files were read before deduping (cold against pre-read),"
+    " said in prose; fslab reads xfsprogs' 6.1.0 and the kernel's 6.13 as kernels "
+    "compared"
+)
+_BATCH = (
+    "the variable is the batch size, the first column of a `batch:  N  files:  N` table, "
+    "with and without the patch; fslab reads such tables beside a fio job only"
+)
+_PI = (
+    "three fio jobs in turn (write, prepare, read), the drop in the read; fslab takes the"
+    " first, misses the +---+ bordered block-size tables and lists no prepare step"
+)
+_EXTSIZE = (
+    "the variable is XFS's extent size hint (none, 128k, 16M), set with xfs_io and said "
+    "in prose; no spec field sets it"
+)
+_TOUCH = (
+    "the alternatives (touch, echo >, a C open-unlink loop) are three loops the prose "
+    "compares; fslab reads the first loop and takes the patch for the variable"
+)
+_DAX = (
+    "the fio settings are a prose list (runtime=30s, ramp=3s, workers=15) over case "
+    "names, no command or job file; fslab exits 2 and reads the RFC as a kernel change"
+)
+_KERNBUILD = (
+    "the mkfs and mount options sit in flattened table cells, one column each, and four "
+    "commands are timed (untar, build, tar cf, fsck); fslab takes the first and reads the"
+    " patch queue as a kernel change"
+)
+_XARGS = (
+    'fs_mark runs inside `xargs -I {} bash -c "..."` over `echo .../{1..64}`, one -d per '
+    "directory; fslab keeps '{}' as the directory and does not read the Order table"
+)
+_JOURNAL = (
+    "the remedy (a 2GB journal against 128MB) is prose; fslab adds it as a configuration,"
+    " but records the kernels our note names (5.10, 6.1) as the variable"
+)
+_DATAMODES = (
+    "the rm -rf of a mail tree is described, not given as a command, and the variable is "
+    "in `===== data=... =====` headings; fslab exits 2"
+)
+_INODE = (
+    "no command lines (untar and unlink described), inode size 128 against 256 and "
+    "^huge_file in prose; fslab exits 2 and reads two kernels named in passing"
+)
+_DISCARD = (
+    "the writes are `pv < /dev/zero > /foo` stopped by hand and the slow step a sync said"
+    " in prose, nothing timed; fslab exits 2, takes /proc/mounts' discard into the base "
+    "options and distribution kernels for the variable"
+)
+_FSPERF = (
+    "fsperf's local.cfg gives the mount as `mount=mount -o noatime`, a key of its own; "
+    "fslab reads mount options from mount commands"
+)
 KNOWN_GAPS: dict[tuple[str, str], str] = {
+    ("xfs-fallocate-write-zeroes-vs-unwritten-dd-dsync-time-subshell.txt", "sweep"): _FALLOC,
+    ("xfs-fallocate-write-zeroes-vs-unwritten-dd-dsync-time-subshell.txt", "setup"): _FALLOC,
+    ("xfs-fideduperange-cold-vs-preread-strace-71s.txt", "sweep"): _DEDUPE,
+    ("xfs-inode-recycle-rcu-batch-create-unlink-files-table.txt", "sweep"): _BATCH,
+    ("xfs-pi-nvme-bounce-vs-zero-copy-dio-read-bs-ascii-tables.txt", "workload"): _PI,
+    ("xfs-pi-nvme-bounce-vs-zero-copy-dio-read-bs-ascii-tables.txt", "sweep"): _PI,
+    ("xfs-pi-nvme-bounce-vs-zero-copy-dio-read-bs-ascii-tables.txt", "setup"): _PI,
+    ("xfs-sparse-vdisk-randwrite-extsize-hint-seq-read-reflink-prose.txt", "sweep"): _EXTSIZE,
+    ("xfs-touch-vs-echo-vs-c-open-unlink-time-for-loops.txt", "sweep"): _TOUCH,
+    ("ext4-dax-fast-commit-bytelog-mount-option-fio-case-table.txt", "tool"): _DAX,
+    ("ext4-dax-fast-commit-bytelog-mount-option-fio-case-table.txt", "workload"): _DAX,
+    ("ext4-dax-fast-commit-bytelog-mount-option-fio-case-table.txt", "sweep"): _DAX,
+    ("ext4-ext3-xfs-kernbuild-time-f-mkfs-mount-options-cells.txt", "mkfs_options"): _KERNBUILD,
+    ("ext4-ext3-xfs-kernbuild-time-f-mkfs-mount-options-cells.txt", "workload"): _KERNBUILD,
+    ("ext4-ext3-xfs-kernbuild-time-f-mkfs-mount-options-cells.txt", "sweep"): _KERNBUILD,
+    ("ext4-ext3-xfs-kernbuild-time-f-mkfs-mount-options-cells.txt", "setup"): _KERNBUILD,
+    ("ext4-fast-commit-fsmark-xargs-dir-ways-order-table.txt", "workload"): _XARGS,
+    ("ext4-fast-commit-fsmark-xargs-dir-ways-order-table.txt", "sweep"): _XARGS,
+    ("ext4-journal-128m-vs-2g-fio-2048-jobs-numbered-steps.txt", "sweep"): _JOURNAL,
+    ("ext4-vs-btrfs-xfs-will-it-scale-vfsmix2-o-trunc-idle.txt", "workload"): _WILL_IT_SCALE,
+    ("ext4-vs-btrfs-xfs-will-it-scale-vfsmix2-o-trunc-idle.txt", "sweep"): _WILL_IT_SCALE,
+    ("ext4-vs-ext3-data-modes-rm-rf-9890-dirs-inode-reservation.txt", "tool"): _DATAMODES,
+    ("ext4-vs-ext3-data-modes-rm-rf-9890-dirs-inode-reservation.txt", "workload"): _DATAMODES,
+    ("ext4-vs-ext3-data-modes-rm-rf-9890-dirs-inode-reservation.txt", "sweep"): _DATAMODES,
+    ("ext4-vs-ext3-inode-128-256-untar-unlink-elapsed.txt", "tool"): _INODE,
+    ("ext4-vs-ext3-inode-128-256-untar-unlink-elapsed.txt", "mkfs_options"): _INODE,
+    ("ext4-vs-ext3-inode-128-256-untar-unlink-elapsed.txt", "sweep"): _INODE,
+    ("btrfs-discard-sync-vs-async-pv-zero-rm-sync-8-minutes.txt", "tool"): _DISCARD,
+    ("btrfs-discard-sync-vs-async-pv-zero-rm-sync-8-minutes.txt", "mount_options"): _DISCARD,
+    ("btrfs-discard-sync-vs-async-pv-zero-rm-sync-8-minutes.txt", "workload"): _DISCARD,
+    ("btrfs-discard-sync-vs-async-pv-zero-rm-sync-8-minutes.txt", "sweep"): _DISCARD,
+    ("btrfs-discard-sync-vs-async-pv-zero-rm-sync-8-minutes.txt", "setup"): _DISCARD,
+    ("btrfs-fsperf-emptyfiles500k-filecreate-clat-p99-nohz-5.16.txt", "mount_options"): _FSPERF,
     ("xfs-vs-ext4-buffered-randrw-8k-psync-iolock.txt", "tool"): _READER_AND_WRITER,
     ("xfs-vs-ext4-buffered-randrw-8k-psync-iolock.txt", "sweep"): _READER_AND_WRITER,
     ("btrfs-snapshot-loop-4k-randwrite-iops-decay.txt", "sweep"): (
@@ -235,31 +332,12 @@ KNOWN_GAPS: dict[tuple[str, str], str] = {
         "-z between the timed dd runs; fslab lists the first fallocate and sweeps "
         "nothing"
     ),
-    ("xfs-vs-ext4-btrfs-will-it-scale-cc-24-compiles-agi-lock.txt", "tool"): (
-        "the workload is will-it-scale's cc test (a C file pasted into its tree, then "
-        "./cc_processes -t 24), which fslab neither builds nor runs; it exits 2 saying "
-        "so"
-    ),
     ("xfs-vs-ext4-btrfs-will-it-scale-cc-24-compiles-agi-lock.txt", "mount_options"): (
-        "the workload is will-it-scale's cc test (a C file pasted into its tree, then "
-        "./cc_processes -t 24), which fslab neither builds nor runs; it exits 2 saying "
-        "so"
+        _WILL_IT_SCALE
     ),
-    ("xfs-vs-ext4-btrfs-will-it-scale-cc-24-compiles-agi-lock.txt", "workload"): (
-        "the workload is will-it-scale's cc test (a C file pasted into its tree, then "
-        "./cc_processes -t 24), which fslab neither builds nor runs; it exits 2 saying "
-        "so"
-    ),
-    ("xfs-vs-ext4-btrfs-will-it-scale-cc-24-compiles-agi-lock.txt", "sweep"): (
-        "the workload is will-it-scale's cc test (a C file pasted into its tree, then "
-        "./cc_processes -t 24), which fslab neither builds nor runs; it exits 2 saying "
-        "so"
-    ),
-    ("xfs-vs-ext4-btrfs-will-it-scale-cc-24-compiles-agi-lock.txt", "setup"): (
-        "the workload is will-it-scale's cc test (a C file pasted into its tree, then "
-        "./cc_processes -t 24), which fslab neither builds nor runs; it exits 2 saying "
-        "so"
-    ),
+    ("xfs-vs-ext4-btrfs-will-it-scale-cc-24-compiles-agi-lock.txt", "workload"): _WILL_IT_SCALE,
+    ("xfs-vs-ext4-btrfs-will-it-scale-cc-24-compiles-agi-lock.txt", "sweep"): _WILL_IT_SCALE,
+    ("xfs-vs-ext4-btrfs-will-it-scale-cc-24-compiles-agi-lock.txt", "setup"): _WILL_IT_SCALE,
     ("xfs-realtime-extsize-sweep-truncate-4k-xfs-io-loop.txt", "tool"): (
         "the timed step is an xfs_io truncate loop after a dd fill loop, on a realtime "
         "device fslab does not make; fslab takes the dd fill for the workload"
@@ -422,6 +500,30 @@ KNOWN_GAPS: dict[tuple[str, str], str] = {
 # The [workload] kind of each report's spec; None: reproduce exits 2 (aim7 is not runnable
 # anywhere fslab runs, a job file named but not pasted is no workload).
 SPEC_KIND: dict[str, str | None] = {
+    "xfs-buffered-randrw-16-jobs-iolock-single-dash-quoted-name.txt": "fio",
+    "xfs-dsync-dio-libaio-jobfile-quoted-ilock-log-force-db2.txt": "fio",
+    "xfs-fallocate-write-zeroes-vs-unwritten-dd-dsync-time-subshell.txt": "dd",
+    "xfs-fideduperange-cold-vs-preread-strace-71s.txt": None,
+    "xfs-inode-recycle-rcu-batch-create-unlink-files-table.txt": None,
+    "xfs-pi-nvme-bounce-vs-zero-copy-dio-read-bs-ascii-tables.txt": "fio",
+    "xfs-sparse-vdisk-randwrite-extsize-hint-seq-read-reflink-prose.txt": "fio",
+    "xfs-touch-vs-echo-vs-c-open-unlink-time-for-loops.txt": "command",
+    "ext4-dax-fast-commit-bytelog-mount-option-fio-case-table.txt": None,
+    "ext4-ext3-xfs-kernbuild-time-f-mkfs-mount-options-cells.txt": "command",
+    "ext4-fast-commit-fsmark-xargs-dir-ways-order-table.txt": "fs_mark",
+    "ext4-iomap-aio-dio-4k-16k-fio-terse-defer-completion.txt": "fio",
+    "ext4-journal-128m-vs-2g-fio-2048-jobs-numbered-steps.txt": "fio",
+    "ext4-vs-btrfs-xfs-will-it-scale-vfsmix2-o-trunc-idle.txt": None,
+    "ext4-vs-ext3-data-modes-rm-rf-9890-dirs-inode-reservation.txt": None,
+    "ext4-vs-ext3-inode-128-256-untar-unlink-elapsed.txt": None,
+    "btrfs-compressed-dd-bs-4k-vs-128k-readahead-expand-fsperf.txt": "dd",
+    "btrfs-dio-dd-4096m-nodatasum-bounce-vs-buffered-fallback.txt": "dd",
+    "btrfs-discard-sync-vs-async-pv-zero-rm-sync-8-minutes.txt": None,
+    "btrfs-fsperf-emptyfiles500k-filecreate-clat-p99-nohz-5.16.txt": "fio",
+    "btrfs-lkp-fsmark-64-dirs-4m-fsync-quoted-reproduce.txt": "fs_mark",
+    "btrfs-nocow-fio-sync1-psync-vs-io-uring-vs-libaio-numbered-steps.txt": "fio",
+    "btrfs-tar-xf-firefox-time-sync-hdd-bfq-vs-ssd-zstd1-5.9-vs-5.10.txt": "command",
+    "ext4-lkp-fio-dax-2pmem-randread-2m-libaio-two-task-sections.txt": "fio",
     "xfs-lstat-find-mtime-ihashsize.txt": None,
     "btrfs-dio-read-1m-qd1-256-sectors.txt": None,
     "btrfs-send-1g-file-readahead.txt": "command",

@@ -2,7 +2,10 @@
 what `fslab reproduce` reads or writes: a script that builds fs_mark's options in a
 variable, a robot's side table of another machine, a pasted job file's `-->` note and a
 chart's thread axis, fio's running status line, a kernel tarball's directory, a dd
-operand dd refuses, and a fio file named by digits."""
+operand dd refuses, and a fio file named by digits; then batches 30 to 32: a dd continued
+by a backslash in a timed subshell, fio quoted in a sentence, a backtick inside a quoted
+value, GNU time by its path, numbered steps before the mkfs, will-it-scale, a mount-option
+label per result, a placeholder with a space, and a misspelt rw pattern."""
 
 from __future__ import annotations
 
@@ -131,3 +134,79 @@ def test_time_in_a_sentence_after_a_semicolon_is_not_a_command():
 def test_dd_arithmetic_and_count_bytes_give_the_blocks_written():
     spec, _ = _spec("xfs-fallocate-vs-overwrite-dd-direct-dsync-4096-count-bytes.txt", guests=False)
     assert spec["workload"]["bs"] == "4096" and spec["workload"]["count"] == 262144
+
+
+# --- batch 30-32 -------------------------------------------------------------------------
+
+
+def test_a_dd_continued_by_a_backslash_inside_a_timed_subshell_keeps_its_operands():
+    """`time ( ./fallocate ...; dd ... of=/mnt/test \\` / `bs=1M ... oflag=direct,dsync)`:
+    the operands below the backslash are dd's, up to the subshell's `)`; conv=nocreat
+    (the file made before dd) is asked about, as fslab's dd makes its own file."""
+    spec, questions = _spec("xfs-fallocate-write-zeroes-vs-unwritten-dd-dsync-time-subshell.txt")
+    workload = spec["workload"]
+    assert (workload["bs"], workload["count"], workload["oflag"]) == ("1M", 360, "direct,dsync")
+    assert workload["conv"] == "notrunc"
+    assert any(q.item == "dd conv" and "nocreat" in q.question for q in questions)
+
+
+def test_fio_quoted_inside_a_sentence_is_the_command_up_to_its_closing_quote():
+    """After running "fio --name=test ... --rw=randwrite / --size=4G" for about 30 mins."""
+    spec, _ = _spec("xfs-sparse-vdisk-randwrite-extsize-hint-seq-read-reflink-prose.txt")
+    options = spec["workload"]["options"]
+    assert (options["rw"], options["size"]) == ("randwrite", "4G")
+
+
+def test_a_backtick_inside_a_quoted_value_does_not_end_the_command():
+    """`--name "`uname -r`-${TYPE}-..."` then `--runtime=100`; the prose's "4k/8k/12k/16k
+    blocksizes" gives $BS its values."""
+    spec, questions = _spec("ext4-iomap-aio-dio-4k-16k-fio-terse-defer-completion.txt")
+    assert spec["workload"]["options"]["runtime"] == 100
+    assert spec["sweep"]["bs"] == ["4k", "8k", "12k", "16k"]
+    assert any("uname -r" in q.question and "never runs it" in q.question for q in questions)
+
+
+def test_gnu_time_by_its_path_with_a_format_is_a_timed_command():
+    (tool,) = _facts("ext4-ext3-xfs-kernbuild-time-f-mkfs-mount-options-cells.txt").tools
+    assert tool.tool == "command" and "tar xjf linux.tar.bz2" in tool.text
+
+
+def test_numbered_steps_before_the_mkfs_give_the_setup_and_the_journal_the_report_names():
+    """Steps 1-3 (a --create_only fio, drop caches, the run) come before the mkfs and
+    mount lines; "large the journal size from 128MB to 2GB" is the remedy, at 2GB, in place
+    of the reporter's -J size=128; the volume's 64000 IOPS is its limit, not a figure."""
+    name = "ext4-journal-128m-vs-2g-fio-2048-jobs-numbered-steps.txt"
+    facts = _facts(name)
+    assert [s.kind for s in facts.setup] == ["fio layout", "drop caches"]
+    assert facts.setup[0].text.startswith("/usr/bin/fio --name=")
+    assert not any(f.value in (0, 10_000, 64_000) for f in facts.figures)
+    spec, questions = _spec(name)
+    big = next(c for c in spec["filesystems"] if c["label"] == "ext4-journal2g")
+    assert big["mkfs_options"].count("-J") == 1 and "size=2048" in big["mkfs_options"]
+    assert not any(q.item == "journal size" for q in questions)
+
+
+def test_will_it_scale_is_named_and_refused_with_its_test():
+    facts = _facts("ext4-vs-btrfs-xfs-will-it-scale-vfsmix2-o-trunc-idle.txt")
+    (named,) = facts.other_tools
+    assert named.tool == "will-it-scale" and "vfsmix2_processes" in named.why
+
+
+def test_a_mount_option_label_over_each_result_is_the_sweep():
+    spec, _ = _spec("btrfs-dio-dd-4096m-nodatasum-bounce-vs-buffered-fallback.txt")
+    assert [c["mount_options"] for c in spec["filesystems"]] == [["defaults"], ["nodatasum"]]
+
+
+def test_a_placeholder_with_a_space_is_one_word_and_a_hyphenated_option_is_read():
+    facts = _facts("btrfs-fsperf-emptyfiles500k-filecreate-clat-p99-nohz-5.16.txt")
+    assert dict(facts.fio[0].written)["directory"] == "<mount point>"
+    compressed = _facts("btrfs-compressed-dd-bs-4k-vs-128k-readahead-expand-fsperf.txt")
+    assert any("compress-force=zstd:3" in f.mount_options for f in compressed.filesystems)
+
+
+def test_a_misspelt_rw_pattern_is_asked_about_and_run_as_meant():
+    spec, questions = _spec(
+        "ext4-data-journal-vs-ordered-fio-optane-rate-iops-latency.txt", guests=False
+    )
+    assert spec["workload"]["options"]["rw"] == "randwrite"
+    assert any("randomwrite" in q.question for q in questions)

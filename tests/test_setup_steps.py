@@ -9,6 +9,7 @@ scratch filesystem.
 
 from __future__ import annotations
 
+import subprocess
 import tomllib
 from dataclasses import replace
 from pathlib import Path
@@ -27,6 +28,8 @@ from fslab.reproduce.specwrite import build_spec
 from fslab.spec.model import Spec
 from fslab.spec.setup import QueueStep, SysctlStep
 from fslab.target.md import mdadm_create_argv
+from fslab.target.scratch import scratch_filesystem
+from tests.conftest import requires_root
 
 REPORTS = Path(__file__).parent / "data" / "reports"
 HOST = HostShape(kernel_release="6.18.0-test", online_cpus=2, nr_cpu_ids=2, memory_bytes=24 * GIB)
@@ -296,3 +299,47 @@ def test_a_configuration_s_steps_are_checked_and_refused_with_their_field():
     with pytest.raises(ValidationError) as refused:
         Spec.model_validate(spec)
     assert "filesystems.0.setup.0" in str(refused.value)
+
+
+def test_a_report_s_touch_and_chattr_become_an_empty_no_cow_file_before_its_fill():
+    """The btrfs NOCOW report: `touch`, `chattr +C`, `fallocate` in its numbered steps,
+    a prefill fio that is a step, and the measured jobs differing only in ioengine."""
+    name = "btrfs-nocow-fio-sync1-psync-vs-io-uring-vs-libaio-numbered-steps.txt"
+    facts = extract_facts((REPORTS / name).read_text())
+    steps, _ = replay_all(facts.setup)
+    assert [(s["kind"], s["path"], s.get("size")) for s in steps] == [
+        ("file", "file.dat", "0"),
+        ("nocow", "file.dat", None),
+        ("file", "file.dat", str(1 << 30)),
+    ]
+    assert [s.kind for s in facts.setup][-1] == "fio layout"  # "# prefill the file"
+    spec = tomllib.loads(build_spec(facts, source_name=name, host=HOST).toml)
+    assert spec["sweep"]["ioengine"] == ["psync", "io_uring", "libaio"]
+    assert spec["workload"]["options"]["bs"] == "4k"  # the measured jobs, not the 1M prefill
+    assert next(s["size"] for s in spec["setup"]) == "0"  # a touched file is not scaled up
+
+
+@requires_root
+@pytest.mark.root
+@pytest.mark.parametrize(("fs_type", "flagged"), [("btrfs", True), ("ext4", False)])
+def test_a_no_cow_step_marks_the_file_on_btrfs_and_is_logged_where_there_is_none(fs_type, flagged):
+    """On a real filesystem: btrfs takes the flag (lsattr shows C, and the fill keeps it);
+    ext4 has none, which the point's log says and the point goes on."""
+    spec = _spec(
+        {"kind": "nocow", "path": "file.dat"},
+        {"kind": "file", "path": "file.dat", "size": "8MiB", "how": "fallocate"},
+    )
+    log = CommandLog()
+    with (
+        scratch_filesystem(fs_type, 512 * 1024**2) as (_, mount),
+        setup_steps(spec.setup, str(mount), log),
+    ):
+        attrs = subprocess.run(
+            ["lsattr", str(mount / "file.dat")], capture_output=True, text=True, check=True
+        ).stdout.split()[0]
+        assert ("C" in attrs) is flagged
+        assert (mount / "file.dat").stat().st_size == 8 << 20
+    chattr = log.records[0]
+    assert chattr.argv[:2] == ["chattr", "+C"]
+    assert (chattr.returncode == 0) is flagged
+    assert flagged or "no No_COW flag" in chattr.stderr

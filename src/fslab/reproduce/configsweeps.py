@@ -81,7 +81,11 @@ _MOUNT_OPTION_LIST = r"[a-z_]+(?:=[\w:.]+)?(?:,[a-z_]+(?:=[\w:.]+)?)*"
 _MOUNT_HEADING_RE = re.compile(
     r"^\s*(?:btrfs|xfs|ext4)\s+(?:mounted\s+)?with\s+(default\s+mount\s+options|defaults|"
     + _MOUNT_OPTION_LIST
-    + r")\s*:?\s*$",
+    + r")\s*:?\s*$"
+    # a label over each run's results: "  Mount option: nodatasum", "- mount options: defaults"
+    + r"|^\s*(?:[-*]\s+)?mount\s+options?\s*:\s*(default|defaults|"
+    + _MOUNT_OPTION_LIST
+    + r")(?:\s+\([^)]*\))?\s*$",
     re.I,
 )
 
@@ -352,9 +356,9 @@ def _mount_headings(report: ReportText) -> Iterator[SweepFact]:
     """Results under a heading per set of mount options: "BTRFS with default mount
     options", "BTRFS with nossd,space_cache=v2", "BTRFS with nodatacow"."""
     found = [
-        (n, "defaults" if m.group(1).lower().startswith("default") else m.group(1))
+        (n, "defaults" if value.lower().startswith("default") else value)
         for n, line in report.numbered()
-        if (m := _MOUNT_HEADING_RE.match(line))
+        if (m := _MOUNT_HEADING_RE.match(line)) and (value := m.group(1) or m.group(2))
     ]
     values = tuple(dict.fromkeys(value for _, value in found))
     if len(values) > 1:

@@ -19,7 +19,7 @@ import tomlkit
 from tomlkit.items import Table
 
 from fslab.reproduce.draft import Draft
-from fslab.reproduce.facts import FilesystemFact, Line, QuestionFact, SweepFact
+from fslab.reproduce.facts import FilesystemFact, LeverFact, Line, QuestionFact, SweepFact
 from fslab.reproduce.filesystems import reporters
 from fslab.reproduce.tomlitems import wrap
 
@@ -80,25 +80,45 @@ def configurations(draft: Draft) -> list[Config]:
     _with_what_options_need(draft, configs)
     for lever in facts.levers:
         if lever.lever == "bigger-journal" and reporter == "ext4":
-            base = configs[0]
-            draft.questions.append(
-                QuestionFact(
-                    "journal size",
-                    "the report names a bigger journal but no size",
-                    f"{BIG_JOURNAL_MIB} MiB (mkfs.ext4 -J size={BIG_JOURNAL_MIB})",
-                    lever.source,
-                )
-            )
-            configs.append(
-                _config(
-                    f"ext4-journal{BIG_JOURNAL_MIB // 1024}g",
-                    "ext4",
-                    f'the remedy the report names: "{lever.text}" (line {lever.source.number})',
-                    [*_user_mkfs(base), "-J", f"size={BIG_JOURNAL_MIB}"],
-                    base.mount_options,
-                )
-            )
+            configs.append(_bigger_journal(draft, configs[0], lever))
     return configs
+
+
+# "large the journal size from 128MB to 2GB", "a journal of 1G": the size the remedy names
+_JOURNAL_TO_RE = re.compile(r"\b(?:to|of)\s+(\d+(?:\.\d+)?)\s*([MG])i?B?\b", re.I)
+
+
+def _bigger_journal(draft: Draft, base: Config, lever: LeverFact) -> Config:
+    """The reporter's ext4 again with the bigger journal the report names as a remedy
+    (its size when the line gives one), in place of the reporter's own -J size."""
+    named = _JOURNAL_TO_RE.search(lever.source.text)
+    if named is not None:
+        mib = int(float(named.group(1)) * (1024 if named.group(2).upper() == "G" else 1))
+    else:
+        mib = BIG_JOURNAL_MIB
+        draft.questions.append(
+            QuestionFact(
+                "journal size",
+                "the report names a bigger journal but no size",
+                f"{mib} MiB (mkfs.ext4 -J size={mib})",
+                lever.source,
+            )
+        )
+    mkfs = _user_mkfs(base)
+    kept = [
+        word
+        for i, word in enumerate(mkfs)
+        if not (word == "-J" and mkfs[i + 1 : i + 2] and mkfs[i + 1].startswith("size="))
+        and not (i and mkfs[i - 1] == "-J" and word.startswith("size="))
+    ]
+    size = f"{mib // 1024}g" if mib % 1024 == 0 else f"{mib}m"
+    return _config(
+        f"ext4-journal{size}",
+        "ext4",
+        f'the remedy the report names: "{lever.text}" (line {lever.source.number})',
+        [*kept, "-J", f"size={mib}"],
+        base.mount_options,
+    )
 
 
 MAX_OPTION_VALUES = 5

@@ -15,7 +15,12 @@ from fslab.workload.dd import parse as dd_mod
 
 _CACHED_RE = re.compile(r"#.*\b(?:cached|cache hit|warm)\b", re.I)  # "# 2nd run, data is cached"
 _OPERANDS_RE = re.compile(r"^\s*[a-z]+=[^\s;&|]+(?:\s+[a-z]+=[^\s;&|]+)*\s*$")
-_DD_RE = re.compile(r"(?:^|(?<=[\s`'\"(]))dd\s+((?:[a-z]+=[^\s;&|]+\s*)+)")
+# an operand's value ends at the shell's `)` (`time ( ...; dd ... oflag=dsync)`), unless
+# it is shell arithmetic, `count=$((1024*1024))`
+_VALUE = r"(?:\$\(\([^()]*\)\)|[^\s;&|)])+"
+_DD_RE = re.compile(r"(?:^|(?<=[\s`'\"(]))dd\s+((?:[a-z]+=" + _VALUE + r"\s*)+)")
+# operands that open a line continued from a backslash
+_CONTINUED_RE = re.compile(r"^\s*((?:[a-z]+=" + _VALUE + r"\s*)+)")
 
 
 def dd_runs(report: ReportText, other: list[OtherToolFact]) -> Iterator[DdFact]:
@@ -25,8 +30,11 @@ def dd_runs(report: ReportText, other: list[OtherToolFact]) -> Iterator[DdFact]:
             continue
         words = match.group(1).split()
         following = report.lines[number] if number < len(report.lines) else ""
-        if not without_prompt(line)[match.end() :].strip() and _OPERANDS_RE.match(following):
+        rest = without_prompt(line)[match.end() :].strip()
+        if not rest and _OPERANDS_RE.match(following):
             words += following.split()  # a mail wrapped the operands: `oflag=direct` / `bs=1M`
+        elif rest == "\\" and (more := _CONTINUED_RE.match(following)):
+            words += more.group(1).split()  # `of=/mnt/test \` / `bs=1M count=360 ...)`
         operands = tuple(_literal(*word.split("=", 1)) for word in words if "=" in word)
         values = dict(operands)
         target = values.get("of", "")

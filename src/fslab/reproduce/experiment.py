@@ -8,6 +8,7 @@ tests/data/reports/expected.toml. It is derived from the facts; nothing new is r
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 from fslab.reproduce.ddtext import writes_of
@@ -44,7 +45,7 @@ def experiment_of(facts: ReportFacts) -> Experiment:
     elif facts.dd:
         tool = "dd"
         workload = dict(facts.dd[0].operands)
-    elif named := [o.tool for o in facts.other_tools if o.tool.isidentifier()]:
+    elif named := [o.tool for o in facts.other_tools if re.fullmatch(r"[a-z][\w-]*", o.tool)]:
         tool, runnable = named[0], False  # a benchmark fslab names and does not run (iozone)
     types = facts.filesystem_types()
     filesystem = types[0] if types else ""

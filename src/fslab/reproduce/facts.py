@@ -141,6 +141,8 @@ SetupKind = Literal[
     "fio layout",
     "file",
     "fstrim",
+    "chattr",
+    "touch",
 ]
 
 

@@ -35,7 +35,10 @@ _IOPS_RE = re.compile(
 # fio's running status line, `Jobs: 32 (f=32): [w(32)][100.0%][r=0KiB/s,w=290MiB/s]
 # [r=0,w=74.2k IOPS][eta 00m:00s]` (older fio: `[0/75.4K/0 iops] [eta 00m:00s]`), wrapped
 # or not: a moment of the run, not its result
-_FIO_STATUS_RE = re.compile(r"\biops\]\s*\[eta\b|\[eta\s+\d+[hms]?:|^\s*Jobs:\s*\d+\s*\(f=", re.I)
+_FIO_STATUS_RE = re.compile(
+    r"\biops\]\s*\[eta\b|\[eta\s+\d+[hms]?:|^\s*Jobs:\s*\d+\s*\(f=|\[[\d.]+[kKM]?(?:/[\d.]+[kKM]?){2}\s*iops\]",
+    re.I,
+)
 # fio's per-sample statistics, `bw (  KiB/s): min=..., max=151408, per=...` and `iops :
 # min=..., avg=...`: the spread of one job's samples, not the run's figure
 _FIO_SAMPLES_RE = re.compile(r"^\s*(?:bw\s*\([^)]*\)|iops)\s*:\s*min\s*=", re.I)

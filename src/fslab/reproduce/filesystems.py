@@ -18,7 +18,7 @@ _MOUNT_RE = re.compile(r"^(?:sudo\s+)?mount\s+(.*)$")
 _QUOTED_OPTIONS_RE = re.compile(
     r"""["'“]\s*-o\s+([A-Za-z0-9_=,.:-]+)\s*["'”]|\bmounted\s+with\s+["“]([A-Za-z0-9_=,.:-]+)["”]"""
     # unquoted, an option with a value: "mounted with compress=zstd:3"
-    r"""|\bmounted\s+with\s+(?:-o\s+)?([a-z_]+=[\w:]+(?:\.[\w:]+)*(?:,[a-z_]+(?:=[\w:]+)?)*)"""
+    r"""|\bmounted\s+with\s+(?:-o\s+)?([a-z_-]+=[\w:]+(?:\.[\w:]+)*(?:,[a-z_-]+(?:=[\w:]+)?)*)"""
 )
 # a /proc/mounts (or /etc/fstab) line: device, mount point, type, options, dump, pass
 _MOUNTS_LINE_RE = re.compile(
@@ -114,6 +114,10 @@ def find_filesystems(report: ReportText) -> tuple[list[FilesystemFact], list[Que
             if about_ext4 is None:  # read once, not per mkfs line
                 about_ext4 = re.search(r"\bext4\b", report.joined, re.I) is not None
             fact = _mkfs_fact(mkfs.group(1), mkfs.group(2), report, number, about_ext4)
+            if fact is None and _STEP_MKFS_RE.match(line):  # "2.  mkfs.btrfs over a partition."
+                fact = FilesystemFact(
+                    mkfs.group(1).removeprefix("mkfs."), report.line(number), "mkfs"
+                )
             if fact is not None and _bounded(fact, questions):
                 facts.append(_without_unset(fact, questions))
             continue
@@ -270,6 +274,10 @@ def _bounded(fact: FilesystemFact, questions: list[QuestionFact]) -> bool:
     return False
 
 
+# a numbered step that makes the filesystem in words: "2.  mkfs.btrfs over a partition."
+_STEP_MKFS_RE = re.compile(rf"^\s*\d{{1,2}}[.)]\s+mkfs\.({'|'.join(sorted(FS_TYPES))})\s+[a-z]")
+
+
 def _mkfs_fact(
     program: str, rest: str, report: ReportText, number: int, about_ext4: bool
 ) -> FilesystemFact | None:
@@ -341,7 +349,9 @@ def _mount_fact(rest: str, report: ReportText, number: int) -> FilesystemFact | 
         if not word.startswith("-"):
             positional.append(word)
         index += 1
-    if len(positional) != 2 or not positional[0].startswith("/"):
+    if not positional and options and "remount" not in options:
+        positional = ["", ""]  # `3.  mount -o lazytime,noatime` in a list of steps: its options
+    elif len(positional) != 2 or not positional[0].startswith("/"):
         return None
     # `-o loop` makes mount set up the loop device fslab makes itself; an option the shell
     # fills in (`mb_optimize_scan=$scan` in a loop) is the sweep's, not the reporter's

@@ -80,6 +80,13 @@ _IOPS_LIMIT_RES = (
         r"(?<![\w.])" + NUMBER + r"\s+(?:provisioned\s+IOPS|IOPS\s+(?:limit|provisioned|max))",
         re.I,
     ),
+    # "one NVME device ... with IOPS 64000", "provisioned at 64000 IOPS", "10000 IOPS
+    # 1000GiB NVME volume": a cloud volume's rating
+    re.compile(r"\b(?:device|disk|volume|drive)\b[^.;]{0,40}?\bwith\s+IOPS\s+" + NUMBER, re.I),
+    re.compile(r"\bprovisioned\s+(?:at|with|for)\s+" + NUMBER + r"\s+IOPS\b", re.I),
+    re.compile(
+        r"(?<![\w.])" + NUMBER + r"\s+IOPS\s+\d+(?:\.\d+)?\s*[GT]i?B\s+(?:\w+\s+)?volume\b", re.I
+    ),
 )
 SMALLEST_DEVICE_BYTES = 64 * 1024**2
 """The smallest target a spec takes: a smaller size beside a device word is something else

@@ -15,7 +15,7 @@ import re
 from collections.abc import Iterator
 
 from fslab.reproduce.facts import FilesystemFact, LayoutFact, SetupFact, SetupKind
-from fslab.reproduce.text import ReportText, without_prompt
+from fslab.reproduce.text import ReportText, prefills, without_prompt
 
 MAX_SETUP_STEPS = 64
 """Setup steps listed from one report."""
@@ -31,6 +31,8 @@ _STEP_RES: tuple[tuple[SetupKind, re.Pattern[str]], ...] = (
     ("fallocate", re.compile(r"^fallocate\s+-")),
     ("dd", re.compile(r"^dd\s+(?:\w+=\S+\s*)*of=(?!/dev/)\S+")),
     ("mkdir", re.compile(r"^mkdir\s+(?:-p\s+)?[\w./${}-]+$")),
+    ("chattr", re.compile(r"^chattr\s+\+C\s+[\w./${}-]+$")),  # btrfs No_COW
+    ("touch", re.compile(r"^touch\s+[\w./${}-]+$")),
     ("tune2fs", re.compile(r"^tune2fs\s+-")),
     ("sysctl", re.compile(r"^sysctl\s+(?:-w\s+)?(?:vm|kernel|fs)\.[\w.]+=\S+")),
     (
@@ -122,9 +124,15 @@ def find_setup(
             at = line.find(workload_text) if workload_text else -1
             run = _RUN_RE.search(line)
             line = line[:at] if at >= 0 else line[: run.start()] if run else ""
-        if re.search(r"\bfio\b", line) and _is_layout_fio(joined := _joined(report, number, line)):
-            steps.append(SetupFact("fio layout", joined, report.line(number)))
+        joined = _joined(report, number, line) if re.search(r"\bfio\b", line) else ""
+        if joined and (
+            _is_layout_fio(joined) or (prefills(report, number) and _RUN_RE.search(line))
+        ):
+            command = re.search(r"(?:sudo\s+)?(?:[\w./-]*/)?fio\s+-", joined)
+            text = joined[command.start() :] if command else joined  # not "1. Create ...: fio"
+            steps.append(SetupFact("fio layout", text, report.line(number)))
             continue
+        line = _without_comment(line)  # `chattr +C file.dat # turns off COW`
         for segment in (part.strip() for part in _SEGMENT_RE.split(line)):
             kind = _step_kind(segment)
             if kind == "mkdir" and segment.split()[-1].rstrip("/") in mountpoints:
@@ -156,9 +164,26 @@ def _run_line(report: ReportText, filesystems: list[FilesystemFact], workload_li
         return workload_line
     for number in range(max(made) + 1, len(report.lines) + 1):
         line = without_prompt(report.lines[number - 1])
-        if _RUN_RE.search(line) and not _is_layout_fio(_joined(report, number, line)):
+        if _typed_run(line) and not _is_layout_fio(_joined(report, number, line)):
             return number
     return workload_line
+
+
+def _without_comment(line: str) -> str:
+    """The line up to a shell comment (` # ...`); found by position, not by a pattern that
+    backtracks over a long run of blanks."""
+    at = line.find(" # ")
+    return line[:at].rstrip() if at >= 0 else line
+
+
+def _typed_run(line: str) -> bool:
+    """A benchmark typed as a command (`fio job.fio`, `... | fio -`, `do dbench 8`), not
+    one a sentence names ("2048 fio threads doing 16k writes")."""
+    run = _RUN_RE.search(line)
+    if run is None:
+        return False
+    before = line[: run.start() + (run.group(0)[0] in " \t|;(`")].rstrip()
+    return not before or before[-1] in "|;(`&" or before.endswith(("do", "then"))
 
 
 def _is_layout_fio(line: str) -> bool:

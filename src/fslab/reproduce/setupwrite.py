@@ -2,10 +2,10 @@
 
 Each step the report ran between mkfs and its workload (reproduce.setup) is
 read, never run: a `truncate`, `fallocate` or prefill `dd` of a file, a
-`mkdir`, an allowlisted `sysctl vm.*`, an allowlisted block-queue setting
-(`echo 0 > /sys/block/DEV/queue/wbt_lat_usec`, made on fslab's own scratch
-device, never on the reporter's DEV) or dropping caches becomes a typed step
-(spec.setup) that fslab does in the scratch filesystem, a path of the
+`mkdir`, a `touch`, btrfs's No_COW `chattr +C`, an allowlisted `sysctl vm.*`, an
+allowlisted block-queue setting (`echo 0 > /sys/block/DEV/queue/wbt_lat_usec`, made on
+fslab's own scratch device, never on the reporter's DEV) or dropping caches becomes a
+typed step (spec.setup) that fslab does in the scratch filesystem, a path of the
 reporter's machine becoming its last name there (as fio's filename does).
 Anything else (tune2fs, other writes under /sys, other shells) stays a listed
 step with the reason it is not replayed.
@@ -99,7 +99,7 @@ def scaled_files(
     factor = budget / largest
     scaled = []
     for table in tables:
-        if table["kind"] == "file":
+        if table["kind"] == "file" and int(table["size"]):  # a touched file stays empty
             size = max(MIB, int(int(table["size"]) * factor) // MIB * MIB)
             draft.questions.append(
                 QuestionFact(
@@ -141,6 +141,10 @@ def _steps(kind: str, words: list[str]) -> list[dict[str, Any]]:
         ]
     if kind == "sysfs":
         return [_queue_step(words)]
+    if kind == "chattr":
+        return [{"kind": "nocow", "path": scratch_name(words[-1])}]
+    if kind == "touch":
+        return [{"kind": "file", "path": scratch_name(words[-1]), "size": "0"}]
     raise ValueError(f"a {kind} step is not one fslab repeats")
 
 

@@ -339,3 +339,32 @@ def leftover_expansion(value: str) -> bool:
 def enclosing(loops: Sequence[Loop], number: int) -> list[Loop]:
     """The loops a line is inside, innermost last."""
     return [loop for loop in loops if loop.first <= number <= loop.last]
+
+
+def unquoted(text: str) -> str:
+    """`text` with each quoted word's inside blanked, the same length: a backtick or `;`
+    inside `--name "`uname -r`-${RW}"` is the word's, not the end of the command."""
+    return re.sub(
+        r"\"[^\"]*\"|'[^']*'",
+        lambda m: m.group(0)[0] + "_" * (len(m.group(0)) - 2) + m.group(0)[0],
+        text,
+    )
+
+
+def cut_at_shell_end(text: str) -> str:
+    """The command alone: up to a closing backtick or parenthesis, a redirect, a pipe."""
+    plain = unquoted(text)
+    cut = len(text)
+    for marker in ("`", " | ", " && ", " ; "):
+        at = plain.find(marker)
+        if at >= 0:
+            cut = min(cut, at)
+    if separator := re.search(r"\s\|(?!\|)|;", plain):  # `... |grep IOPS;done;done`
+        cut = min(cut, separator.start())
+    if redirect := re.search(r"\s(?:\d?>>?|&>)", plain):  # > f, >> f, 2>&1, &> f
+        cut = min(cut, redirect.start())
+    if comment := re.search(r"\s#", plain):  # `-filename=file.dat  # Will show 2K IOPs`
+        cut = min(cut, comment.start())
+    if plain.count(")") > plain.count("("):
+        cut = min(cut, plain.rfind(")"))
+    return text[:cut].strip()

@@ -39,6 +39,12 @@ _LIST_RE = re.compile(
     r"\b(\d+(?:\s*,\s*\d+)+,?\s+(?:and|or)\s+\d+)\s+(threads|jobs|processes|tasks|clients)\b",
     re.I,
 )
+# "testing with 4k/8k/12k/16k blocksizes", "at 4k, 16k and 64k block sizes"
+_SIZE_LIST_RE = re.compile(
+    r"\b(\d+[kKmM](?:\s*[/,]\s*\d+[kKmM])*(?:\s*[/,]\s*|,?\s+(?:and|or)\s+)\d+[kKmM])"
+    r"\s+(?:block\s*sizes?|blocksizes?|bs)\b",
+    re.I,
+)
 _CLIENT_RANGE_RES = (
     re.compile(r"\bclients\s+(\d+)\s+to\s+(\d+)\b", re.I),
     re.compile(r"\b(\d+)\s+to\s+(\d+)\s+clients\b", re.I),
@@ -185,6 +191,15 @@ def _variable_values(report: ReportText, fio: list[FioFact]) -> Iterator[SweepFa
             yield SweepFact(name, tuple(values), f"figures are given per {name}=", job.source)
             continue
         for number, line, own in report.wrapped():
+            sizes = _SIZE_LIST_RE.search(line) if name in ("bs", "blocksize") else None
+            if sizes is not None and sizes.start() < own:
+                yield SweepFact(
+                    name,
+                    tuple(re.findall(r"\d+[kKmM]", sizes.group(1))),
+                    f'the report lists "{sizes.group(0)}"',
+                    Line(number, report.lines[number - 1]),
+                )
+                break
             listed = _LIST_RE.search(line)
             if listed is None or listed.start() >= own:
                 continue

@@ -19,7 +19,7 @@ _PROMPT_RE = re.compile(
     r"|time)\s))"
     # a numbered step before a command: "1) mkfs.btrfs ...", "4. dd if=..."
     r"|^\s*\d{1,2}[).]\s+(?=(?:sudo\s+)?(?:fio|mkfs[.\w]*|mke2fs|mount|dd|fs_mark|sysbench|dbench"
-    r"|sysctl|truncate|fallocate|time|btrfs|xfs_io|for)\b)"
+    r"|sysctl|truncate|fallocate|time|btrfs|xfs_io|for|echo|sync|mkdir|tune2fs|fstrim|touch|chattr)\b)"
 )
 _QUOTE_RE = re.compile(r"^(?:\s*>)+ ?")
 
@@ -74,6 +74,22 @@ class ReportText:
 def without_prompt(line: str) -> str:
     """A transcript line without its shell prompt ('# mkfs.ext4 /dev/sda5' -> 'mkfs.ext4 ...')."""
     return _PROMPT_RE.sub("", line, count=1).strip()
+
+
+# a note that the command after it (or on its line) only prepares the file:
+# "# prefill the file with random data", "lay out the file first"
+_PREFILL_RE = re.compile(
+    r"#.*\b(?:pre-?fill|pre-?allocate|lay\s*out|warm[- ]?up)\b|^\s*(?:>\s*)*(?:\d{1,2}[.)]\s+)?"
+    r"#\s*(?:fill|prepare|create)\s+the\s+file",
+    re.I,
+)
+
+
+def prefills(report: ReportText, number: int) -> bool:
+    """Whether the command at this line is marked as preparing the file the measured run
+    uses (a comment on its line or the line above): a setup step, not the workload."""
+    above = report.lines[number - 2] if number >= 2 else ""
+    return any(_PREFILL_RE.search(text) for text in (report.lines[number - 1], above))
 
 
 _ECHOED_RE = re.compile(r"^(?:echo|printf)\s+(?:-\w+\s+)*[\"']")

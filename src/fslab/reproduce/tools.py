@@ -56,6 +56,13 @@ _TIMED_RE = re.compile(r"(?:^|;\s*|\bdo\s+)time\s+\S")
 _TIMED_COMMAND_RE = re.compile(
     r"^time\s+(?:-p\s+)?(?:sh|bash|sudo|cp|tar|rm|mkdir|dd|find|cat|make|git|\./|/)"
 )
+# GNU time by its path, with its options: `/usr/bin/time -f "%e" sh -c "..."`, `command
+# time -v tar ...`; read as the shell's `time`, which fslab's elapsed time stands for
+_GNU_TIME_RE = re.compile(
+    r"(?:^|(?<=;\s)|(?<=\bdo\s))(?:/usr/bin/|command\s+)time"
+    r"(?:\s+(?:-[vpaq]|--(?:verbose|portability|quiet|append)|-[fo]\s+(?:\"[^\"]*\"|'[^']*'|\S+)"
+    r"|--(?:format|output)=\S+))*\s+(?=\S)"
+)
 # `time` followed by four plain words: prose, not a command ("time goes to the AGI buffer")
 _TIMED_PROSE_RE = re.compile(r"(?:^|;\s*)time\s+(?:[A-Za-z]+[,.]?\s+){3}[A-Za-z]+")
 _SEGMENT_SPLIT_RE = re.compile(r"\s*(?:;|&&)\s*")
@@ -117,12 +124,13 @@ def find_timed_command(report: ReportText) -> ToolWorkload | None:
 def _timed_commands(report: ReportText) -> Iterator[ToolWorkload]:
     """Each timed command of the report, in order."""
     for number, raw in report.numbered():
-        line = without_prompt(raw)
+        typed = without_prompt(raw)
+        line = _GNU_TIME_RE.sub("time ", typed)
         if not _TIMED_RE.search(line):
             continue
         defined = _function_defined(report, line)
         if (
-            line == raw.strip()
+            typed == raw.strip()
             and (";" not in line or _TIMED_PROSE_RE.search(line))
             and not _TIMED_COMMAND_RE.match(line)
             and defined is None

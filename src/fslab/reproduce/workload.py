@@ -14,7 +14,7 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 
 from fslab.base.errors import UsageError
-from fslab.reproduce import fiojobs, fiosyntax, jobnotes, robot, shell
+from fslab.reproduce import fiojobs, fiosyntax, jobnotes, othertools, robot, shell
 from fslab.reproduce.ddtext import dd_runs
 from fslab.reproduce.facts import (
     DdFact,
@@ -24,7 +24,7 @@ from fslab.reproduce.facts import (
     OtherToolFact,
     QuestionFact,
 )
-from fslab.reproduce.text import ReportText
+from fslab.reproduce.text import ReportText, prefills
 from fslab.workload.fio import options as fio_mod
 from fslab.workload.fio import trust as fio_trust
 
@@ -41,11 +41,6 @@ _JOB_LINE_RE = re.compile(r"^\s*([A-Za-z][A-Za-z0-9_.-]*)\s*(?:=\s*(.*))?$")
 _NAMED_NOT_PASTED = "is named but its contents are not in the report"
 _JOINERS = frozenset(("or", "and", "vs", "vs.", "then", "also", "/"))
 _SWEEP_COMMENT_RE = re.compile(r"^\s*(?:[0-9A-Za-z_.]+\s*){1,8}$")
-_OTHER_TOOLS = {
-    "iozone": "iozone is not a workload fslab runs (it runs fio and dd)",
-}
-# fs_mark, sysbench, dbench, aim7 and filebench are read as workloads by tools.py
-_OTHER_TOOL_RE = re.compile(r"(?:^|(?<=[\s`'\"(./]))(" + "|".join(_OTHER_TOOLS) + r")\s+-")
 # fio options that only make sense on the reporter's machine.
 _DROPPED = {
     "allow_file_create": "on a fresh filesystem the file does not exist yet; fio must create it",
@@ -121,9 +116,11 @@ def find_workloads(
                 jobs.append(fact)
         fio.extend(_in_turn_kept(jobs, questions, source))
     fio.extend(robot.lkp_fio(report, questions))
+    if len(measured := [f for f in fio if not prefills(report, f.source.number)]) < len(fio):
+        fio = measured or fio  # "# prefill the file": setup.py lists it as a step
     if any(f.form == "job file" for f in fio):  # `fio ./4k-write.fio` runs the file pasted
         other = [o for o in other if not o.why.endswith(_NAMED_NOT_PASTED)]
-    other.extend(_other_tools(report))
+    other.extend(othertools.named_tools(report))
     # a run on the raw device beside one on the filesystem (the report's baseline) is
     # not one fslab runs: the filesystem's run comes first
     fio.sort(key=lambda f: (_on_a_device(f), f.source.number))
@@ -203,6 +200,9 @@ def _fio_candidates(
             if match.end() == len(line) and not _OPTION_LINE_RE.match(below):
                 continue
             text = _command_text(report, number, match.start())
+            opener = line[match.start() - 1 : match.start()]
+            if opener in ("'", '"') and opener in text:  # After running "fio ... --size=4G" for
+                text = text[: text.index(opener)].strip()
             if not _in_a_sentence(text):  # "fio --overwrite 0 -> 1 (extend a new file vs"
                 yield "command line", text, report.line(number), {}
     yield from _job_files(report)
@@ -214,7 +214,7 @@ def _command_text(report: ReportText, number: int, start: int) -> str:
     # `fio -name x -rw=write` wraps without backslashes onto indented `-iodepth 1` lines,
     # or onto lines of nothing but such options (a mail's hard wrap at column 0)
     continuation = (
-        r"^\s+-[A-Za-z]|^\s*-[A-Za-z][\w.-]*(?:=\S*)?(?:\s+-[A-Za-z][\w.-]*(?:=\S*)?)*\s*$"
+        r"^\s+-[A-Za-z]|^\s*-[A-Za-z][\w.-]*(?:=\S*)?(?:\s+-[A-Za-z][\w.-]*(?:=\S*)?)*\s*(?:#.*)?$"
         if fiosyntax.single_dash(parts[0])
         else r"^\s*--\w"
     )
@@ -224,12 +224,12 @@ def _command_text(report: ReportText, number: int, start: int) -> str:
         following = report.lines[index]
         if current.endswith("\\"):
             parts[-1] = current[:-1]
-        elif not re.match(continuation, following) or "`" in parts[0][1:]:
+        elif not re.match(continuation, following) or "`" in shell.unquoted(parts[0])[1:]:
             break
         parts.append(following)
         index += 1
     text = " ".join(part.strip() for part in parts)
-    return _cut_at_shell_end(text)
+    return shell.cut_at_shell_end(text)
 
 
 def _in_a_sentence(text: str) -> bool:
@@ -238,22 +238,6 @@ def _in_a_sentence(text: str) -> bool:
     program = next((i for i, w in enumerate(words) if w.rsplit("/", 1)[-1] == "fio"), -1)
     _, stray = fiosyntax.option_pairs(words[program + 1 :])
     return sum(1 for w in stray if re.fullmatch(r"\(?[a-z]{2,}[,.;:)]*", w)) >= 3
-
-
-def _cut_at_shell_end(text: str) -> str:
-    """The command alone: up to a closing backtick or parenthesis, a redirect, a pipe."""
-    cut = len(text)
-    for marker in ("`", " | ", " && ", " ; "):
-        at = text.find(marker)
-        if at >= 0:
-            cut = min(cut, at)
-    if separator := re.search(r"\s\|(?!\|)|;", text):  # `... |grep IOPS;done;done`
-        cut = min(cut, separator.start())
-    if redirect := re.search(r"\s(?:\d?>>?|&>)", text):  # > f, >> f, 2>&1, &> f
-        cut = min(cut, redirect.start())
-    if text.count(")") > text.count("("):
-        cut = min(cut, text.rfind(")"))
-    return text[:cut].strip()
 
 
 def _job_files(report: ReportText) -> Iterator[tuple[FioForm, str, Line, dict[str, list[str]]]]:
@@ -386,10 +370,15 @@ def _job_file_pairs(text: str) -> list[tuple[str, str | None]]:
 
 def _command_words(text: str) -> list[str]:
     joined = re.sub(r"\\[ \t]*(\n|$)", " ", text)
+    # a placeholder the reporter left, `--directory <mount point>`: one word
+    joined = re.sub(
+        r"<([\w .-]{1,40})>", lambda m: "<" + m.group(1).replace(" ", "\u00a0") + ">", joined
+    )
     try:
         words = shlex.split(joined)
     except ValueError:
         words = joined.split()
+    words = [word.replace("\u00a0", " ") for word in words]
     if words and words[0].startswith("{"):
         words[0] = words[0][1:]
         words[-1] = (
@@ -458,12 +447,33 @@ def _rewrite_option(name: str, value: str | None, context: _Options) -> str | No
         value = _shell_value(name, value, context)
         if value is None:
             return None
+    if key in ("rw", "readwrite") and value in _RW_SPELLED:
+        context.ask(
+            f"fio --{name}",
+            f"the report's fio --{name}={value} is not a pattern fio takes (fio answers "
+            '"failed parsing")',
+            f"--{name}={_RW_SPELLED[value]}, the pattern its words name",
+        )
+        value = _RW_SPELLED[value]
     if not _trusted(name, value, context):
         if context.sweeps.pop(name, None) is not None:  # a loop over it sweeps nothing
             context.notes[:] = [n for n in context.notes if not n.startswith(f"--{name}=")]
         return None
     return _path_option(name, value, context)
 
+
+# rw= values written out in words ("randomwrite"), which fio refuses, and the pattern meant
+_RW_SPELLED = {
+    "randomwrite": "randwrite",
+    "randomread": "randread",
+    "randomrw": "randrw",
+    "random_write": "randwrite",
+    "random_read": "randread",
+    "sequentialwrite": "write",
+    "sequentialread": "read",
+    "seqwrite": "write",
+    "seqread": "read",
+}
 
 _LEFT_OUT = {
     "runs": "left out: fslab never runs a program a report names",
@@ -574,13 +584,3 @@ def _path_option(name: str, value: str | None, context: _Options) -> str | None:
 
 def _show(name: str, value: str | None) -> str:
     return f"--{name}" if value is None else f"--{name}={value}"
-
-
-# --- other tools ----------------------------------------------------------------------------
-
-
-def _other_tools(report: ReportText) -> Iterator[OtherToolFact]:
-    for number, line in report.numbered():
-        match = _OTHER_TOOL_RE.search(line)
-        if match:
-            yield OtherToolFact(match.group(1), _OTHER_TOOLS[match.group(1)], report.line(number))

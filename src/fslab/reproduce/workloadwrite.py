@@ -335,6 +335,28 @@ def _dd_left_out(draft: Draft, run: DdFact) -> None:
         )
 
 
+def _dd_nocreat(draft: Draft, run: DdFact, workload: Table) -> None:
+    """conv=nocreat writes into a file made before dd; fslab's dd makes its own file each
+    run (and removes it), where nocreat would make every run fail."""
+    flags = run.operand("conv").split(",")
+    if "nocreat" not in flags:
+        return
+    kept = ",".join(f for f in flags if f and f != "nocreat")
+    if kept:
+        workload["conv"] = kept
+    else:
+        del workload["conv"]
+    draft.questions.append(
+        QuestionFact(
+            "dd conv",
+            "the report's dd conv=nocreat writes into a file made before it; fslab's dd "
+            "writes its own new file each run, which nocreat would refuse",
+            f"conv={kept}" if kept else "no conv",
+            run.source,
+        )
+    )
+
+
 def _dd(draft: Draft, configs: list[Config], target_bytes: int) -> tuple[Table, Table, Table, dict]:
     runs = draft.facts.dd
     first = runs[0]
@@ -361,6 +383,7 @@ def _dd(draft: Draft, configs: list[Config], target_bytes: int) -> tuple[Table, 
     for operand in ("conv", "oflag"):
         if first.operand(operand):
             workload[operand] = first.operand(operand)
+    _dd_nocreat(draft, first, workload)
     _dd_left_out(draft, first)
     others = {(r.operand("bs"), r.operand("count")) for r in runs[1:]}
     others.discard((first.operand("bs"), first.operand("count")))

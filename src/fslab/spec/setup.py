@@ -143,7 +143,18 @@ class MkdirStep(_Step):
     path: ScratchPath
 
 
+class NocowStep(_Step):
+    """Mark a file or directory No_COW (`chattr +C`), making an empty file when the path
+    does not exist yet: btrfs then writes it in place, without checksums or compression,
+    and files made in a marked directory inherit it. It only holds for a file with no data
+    yet, so it comes before the step that fills the file."""
+
+    kind: Literal["nocow"]
+    path: ScratchPath
+
+
 SetupStep = Annotated[
-    SysctlStep | QueueStep | DropCachesStep | FileStep | MkdirStep, Field(discriminator="kind")
+    SysctlStep | QueueStep | DropCachesStep | FileStep | MkdirStep | NocowStep,
+    Field(discriminator="kind"),
 ]
 SetupSteps = Annotated[list[SetupStep], Field(max_length=MAX_STEPS)]

@@ -1,0 +1,39 @@
+"""Benchmarks a report runs that fslab names and does not run, each with why: iozone
+(no fslab workload), and will-it-scale, whose tests are C programs built from its own
+tree (`./cc_processes -t 24`). Read as text; nothing is built or run."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+
+from fslab.reproduce.facts import OtherToolFact
+from fslab.reproduce.text import ReportText, without_prompt
+
+_OTHER_TOOLS = {
+    "iozone": "iozone is not a workload fslab runs (it runs fio, dd, fs_mark, sysbench "
+    "fileio and dbench)",
+}
+# fs_mark, sysbench, dbench, aim7 and filebench are read as workloads by tools.py
+_OTHER_TOOL_RE = re.compile(r"(?:^|(?<=[\s`'\"(./]))(" + "|".join(_OTHER_TOOLS) + r")\s+-")
+
+
+# will-it-scale's test binaries, `./cc_processes -t 24`, `gmake && ./vfsmix2_processes`
+_WILL_IT_SCALE_RE = re.compile(r"(?:^|[\s;&`(])(?:\./|[\w./-]*/)?(\w+_(?:processes|threads))\b")
+_WILL_IT_SCALE_WHY = (
+    "will-it-scale's tests are C programs built from its own tree (here {test}), not a "
+    "packaged benchmark; fslab neither builds nor runs them"
+)
+
+
+def named_tools(report: ReportText) -> Iterator[OtherToolFact]:
+    """Each such benchmark the report runs, at the line that runs it."""
+    named = "will-it-scale" in report.joined.lower()
+    for number, line in report.numbered():
+        match = _OTHER_TOOL_RE.search(line)
+        if match:
+            yield OtherToolFact(match.group(1), _OTHER_TOOLS[match.group(1)], report.line(number))
+        elif named and (test := _WILL_IT_SCALE_RE.search(without_prompt(line))):
+            why = _WILL_IT_SCALE_WHY.format(test=test.group(1))
+            yield OtherToolFact("will-it-scale", why, report.line(number))
+            named = False  # the first test run names it
