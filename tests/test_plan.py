@@ -42,3 +42,26 @@ def test_layout_runs_separately_only_when_large():
     assert large.phase("prepare")[1].argv == ("sync", "--file-system", "/mnt/x")
     assert not plan.workload_plan(spec, {"numjobs": 1}, "/mnt/x").phase("prepare")  # 4 MiB
     assert fio_plan.layout_argv(["fio", "--name=x"]) == ["fio", "--name=x", "--create_only=1"]
+
+
+def test_a_file_setup_made_for_the_workload_is_its_space_not_a_shortage(tmp_path):
+    """The NOCOW report fallocates file.dat, then fio writes file.dat: the space that file
+    holds counts for the workload (without it, ext4 refused the point: 512MiB of files
+    against 461MiB free). A file that resolves outside the filesystem counts nothing."""
+    (tmp_path / "file.dat").write_bytes(b"x" * 65536)
+    (tmp_path.parent / "outside.dat").write_bytes(b"x" * 65536)
+    spec = validate_spec(
+        {
+            **PASTED,
+            "workload": {
+                "kind": "fio",
+                "options": {"name": "t", "rw": "randwrite", "size": "1m", "filename": "file.dat"},
+            },
+        }
+    )
+    assert plan.reused_bytes(spec, {}, str(tmp_path)) >= 65536
+    (tmp_path / "file.dat").unlink()
+    (tmp_path / "file.dat").symlink_to(tmp_path.parent / "outside.dat")
+    assert plan.reused_bytes(spec, {}, str(tmp_path)) == 0  # a link out holds nothing here
+    no_file = validate_spec(PASTED)
+    assert plan.reused_bytes(no_file, {"numjobs": 1}, str(tmp_path)) == 0

@@ -136,7 +136,144 @@ _FSPERF = (
     "fsperf's local.cfg gives the mount as `mount=mount -o noatime`, a key of its own; "
     "fslab reads mount options from mount commands"
 )
+_HARDLINK_CP = (
+    "the timed copy is `cp -arl` in a backup script, its time in prose, and btrfs against"
+    " ext4 a sentence; fslab exits 2 with no workload"
+)
+_DD_TARGET = (
+    "the two dd runs differ only in of= (a subdirectory against the partition's root); "
+    "fslab reads no sweep from a path"
+)
+_INCUS = (
+    "the variable (ext4 directory storage against a btrfs subvolume) is in Markdown "
+    "tables of a probe's results, with no command; fslab exits 2"
+)
+_USB_RAW = (
+    "the variable is the target, the raw partition against a file on ext4; fslab runs the"
+    " file's dd and reads no sweep from a device against a file"
+)
+_FRAGMENTED = (
+    "the variable (segment_fallocation_step 32MiB against 2MiB) is in prose and a perf "
+    "trace, no command; fslab exits 2"
+)
+_SYSBENCH_PROSE = (
+    "sysbench's options are in prose (\"sysbench 0.4.12, using test=fileio, file-test-"
+    'mode=rndrw"), never a command line, and the filesystems and mount options in a '
+    "table's columns; fslab exits 2"
+)
+_FIND_LINKS = (
+    'the timed command sits inside a sentence in quotes ("time find . -type f -links +1 |'
+    ' wc -l" take), the tree built by a wrapped rsync; fslab exits 2 and reads a progs '
+    "version as a kernel"
+)
+_MAX_INLINE_DIR = (
+    "the first fio line is an earlier quoted run on /mnt/test; the measured one on /btrfs"
+    " is inside `---- ... ----` step lines fslab does not read as commands"
+)
+_HEREDOC_ARGS = (
+    "two scripts, dbench's then fio's, whose options are positional arguments ($1..$4 "
+    "from `./test-fio.sh 16 512M 2 4K`); fslab takes fio, leaves the arguments unset and "
+    "the first script's mkfs options from the second's assignment"
+)
+_DIO_RANDRW = (
+    "the variable is the mount option (dioread_nolock against the default), which fslab "
+    "makes as two configurations; the experiment's first sweep is the bs of the result "
+    "headings"
+)
+_RW_DOLLAR = (
+    "-rw=$rw takes its values only from result-row labels (overwrite, read, rand "
+    "overwrite, randread); fslab leaves rw at fio's default and reads the patch from our "
+    "note as the variable"
+)
+_PREFILL_DD = (
+    "a dd writes the fio file just before the run with no comment saying so; fslab takes "
+    "it for a workload of its own, not a setup step"
+)
+_QUOTED_JOBFILE = (
+    "the job file is split by a reviewer's remark between nrfiles= and filesize=; fslab "
+    "reads the options above it only, and the reporter's build commit as a patch"
+)
 KNOWN_GAPS: dict[tuple[str, str], str] = {
+    ("btrfs-vs-ext4-cp-arl-hardlink-backup-usb-hdd-53-minutes.txt", "tool"): _HARDLINK_CP,
+    ("btrfs-vs-ext4-cp-arl-hardlink-backup-usb-hdd-53-minutes.txt", "workload"): _HARDLINK_CP,
+    ("btrfs-vs-ext4-cp-arl-hardlink-backup-usb-hdd-53-minutes.txt", "sweep"): _HARDLINK_CP,
+    ("ext4-dd-bs32-subdir-vs-partition-root-ctrl-c-ssd.txt", "sweep"): _DD_TARGET,
+    ("ext4-incus-dir-shared-journal-fsync-probe-vs-btrfs-subvolume-md-tables.txt", "sweep"): _INCUS,
+    ("ext4-usb-key-dd-raw-partition-vs-ext4-file-time-sync.txt", "sweep"): _USB_RAW,
+    ("xfs-fragmented-free-space-fallocate-32mib-step-perf-trace.txt", "sweep"): _FRAGMENTED,
+    ("xfs-inode64-stripe-aligned-vs-ext4-sysbench-4-threads-2t-27t.txt", "tool"): _SYSBENCH_PROSE,
+    (
+        "xfs-inode64-stripe-aligned-vs-ext4-sysbench-4-threads-2t-27t.txt",
+        "mount_options",
+    ): _SYSBENCH_PROSE,
+    (
+        "xfs-inode64-stripe-aligned-vs-ext4-sysbench-4-threads-2t-27t.txt",
+        "workload",
+    ): _SYSBENCH_PROSE,
+    (
+        "xfs-vs-ext4-sysbench-0.4.12-rndrw-59t-noatime-nobarrier-pipe-table.txt",
+        "tool",
+    ): _SYSBENCH_PROSE,
+    (
+        "xfs-vs-ext4-sysbench-0.4.12-rndrw-59t-noatime-nobarrier-pipe-table.txt",
+        "workload",
+    ): _SYSBENCH_PROSE,
+    (
+        "xfs-vs-ext4-sysbench-0.4.12-rndrw-59t-noatime-nobarrier-pipe-table.txt",
+        "sweep",
+    ): _SYSBENCH_PROSE,
+    (
+        "btrfs-486m-hardlinks-time-find-links-wd-purple-vs-drives-links-per-sec.txt",
+        "tool",
+    ): _FIND_LINKS,
+    (
+        "btrfs-486m-hardlinks-time-find-links-wd-purple-vs-drives-links-per-sec.txt",
+        "workload",
+    ): _FIND_LINKS,
+    (
+        "btrfs-486m-hardlinks-time-find-links-wd-purple-vs-drives-links-per-sec.txt",
+        "sweep",
+    ): _FIND_LINKS,
+    (
+        "btrfs-486m-hardlinks-time-find-links-wd-purple-vs-drives-links-per-sec.txt",
+        "setup",
+    ): _FIND_LINKS,
+    (
+        "btrfs-dio-read-max-inline-0-vs-64k-dashed-step-lines-wrapped-fio.txt",
+        "workload",
+    ): _MAX_INLINE_DIR,
+    (
+        "btrfs-nocow-writeback-dbench-fio-quoted-scripts-heredoc-positional-args.txt",
+        "tool",
+    ): _HEREDOC_ARGS,
+    (
+        "btrfs-nocow-writeback-dbench-fio-quoted-scripts-heredoc-positional-args.txt",
+        "mkfs_options",
+    ): _HEREDOC_ARGS,
+    (
+        "btrfs-nocow-writeback-dbench-fio-quoted-scripts-heredoc-positional-args.txt",
+        "workload",
+    ): _HEREDOC_ARGS,
+    (
+        "ext4-dio-randrw-dioread-nolock-vs-default-ilock-rfc-nested-quote-bs-tables.txt",
+        "sweep",
+    ): _DIO_RANDRW,
+    (
+        "ext4-jbd2-commit-tid-fio-rw-dollar-four-workloads-ramdisk-quoted-review.txt",
+        "sweep",
+    ): _RW_DOLLAR,
+    (
+        "xfs-64k-page-4k-block-fsync-randwrite-subpage-dirty-vs-ext4-fenced-fio-output.txt",
+        "setup",
+    ): _PREFILL_DD,
+    (
+        "xfs-conv-kworkers-64k-files-fio-jobfile-split-by-quote-xfs-info-rmapbt-iostat.txt",
+        "workload",
+    ): _QUOTED_JOBFILE,
+    (
+        "xfs-conv-kworkers-64k-files-fio-jobfile-split-by-quote-xfs-info-rmapbt-iostat.txt",
+        "sweep",
+    ): _QUOTED_JOBFILE,
     ("xfs-fallocate-write-zeroes-vs-unwritten-dd-dsync-time-subshell.txt", "sweep"): _FALLOC,
     ("xfs-fallocate-write-zeroes-vs-unwritten-dd-dsync-time-subshell.txt", "setup"): _FALLOC,
     ("xfs-fideduperange-cold-vs-preread-strace-71s.txt", "sweep"): _DEDUPE,
@@ -500,6 +637,22 @@ KNOWN_GAPS: dict[tuple[str, str], str] = {
 # The [workload] kind of each report's spec; None: reproduce exits 2 (aim7 is not runnable
 # anywhere fslab runs, a job file named but not pasted is no workload).
 SPEC_KIND: dict[str, str | None] = {
+    "btrfs-kdiskmark-seq1m-q8t1-cow-vs-nocow-6.12-vs-6.18.txt": None,
+    "btrfs-vs-ext4-cp-arl-hardlink-backup-usb-hdd-53-minutes.txt": None,
+    "ext4-dd-bs32-subdir-vs-partition-root-ctrl-c-ssd.txt": "dd",
+    "ext4-incus-dir-shared-journal-fsync-probe-vs-btrfs-subvolume-md-tables.txt": None,
+    "ext4-usb-key-dd-raw-partition-vs-ext4-file-time-sync.txt": "dd",
+    "xfs-fragmented-free-space-fallocate-32mib-step-perf-trace.txt": None,
+    "xfs-inode64-stripe-aligned-vs-ext4-sysbench-4-threads-2t-27t.txt": None,
+    "xfs-vs-ext4-sysbench-0.4.12-rndrw-59t-noatime-nobarrier-pipe-table.txt": None,
+    "btrfs-486m-hardlinks-time-find-links-wd-purple-vs-drives-links-per-sec.txt": None,
+    "btrfs-dio-read-max-inline-0-vs-64k-dashed-step-lines-wrapped-fio.txt": "fio",
+    "btrfs-nocow-writeback-dbench-fio-quoted-scripts-heredoc-positional-args.txt": "fio",
+    "ext4-aio-dio-overwrite-4k-qd128-cpus-allowed-1-4.18-vs-5.10-endio-kworker.txt": "fio",
+    "ext4-dio-randrw-dioread-nolock-vs-default-ilock-rfc-nested-quote-bs-tables.txt": "fio",
+    "ext4-jbd2-commit-tid-fio-rw-dollar-four-workloads-ramdisk-quoted-review.txt": "fio",
+    "xfs-64k-page-4k-block-fsync-randwrite-subpage-dirty-vs-ext4-fenced-fio-output.txt": "fio",
+    "xfs-conv-kworkers-64k-files-fio-jobfile-split-by-quote-xfs-info-rmapbt-iostat.txt": "fio",
     "xfs-buffered-randrw-16-jobs-iolock-single-dash-quoted-name.txt": "fio",
     "xfs-dsync-dio-libaio-jobfile-quoted-ilock-log-force-db2.txt": "fio",
     "xfs-fallocate-write-zeroes-vs-unwritten-dd-dsync-time-subshell.txt": "dd",

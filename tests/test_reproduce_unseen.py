@@ -5,7 +5,9 @@ chart's thread axis, fio's running status line, a kernel tarball's directory, a 
 operand dd refuses, and a fio file named by digits; then batches 30 to 32: a dd continued
 by a backslash in a timed subshell, fio quoted in a sentence, a backtick inside a quoted
 value, GNU time by its path, numbered steps before the mkfs, will-it-scale, a mount-option
-label per result, a placeholder with a space, and a misspelt rw pattern."""
+label per result, a placeholder with a space, and a misspelt rw pattern; and batches 33
+and 34: a dd stopped by hand, a sync timed after a dd, btrfs-progs' version, an option's
+values in prose, and headings' punctuation."""
 
 from __future__ import annotations
 
@@ -210,3 +212,41 @@ def test_a_misspelt_rw_pattern_is_asked_about_and_run_as_meant():
     )
     assert spec["workload"]["options"]["rw"] == "randwrite"
     assert any("randomwrite" in q.question for q in questions)
+
+
+# --- batches 33 and 34 -------------------------------------------------------------------
+
+
+def test_a_dd_stopped_by_hand_runs_the_blocks_its_output_copied():
+    spec, questions = _spec("ext4-dd-bs32-subdir-vs-partition-root-ctrl-c-ssd.txt", guests=False)
+    assert spec["workload"]["count"] == 4921834  # ^C4921834+0 records in, no count=
+    assert any(q.item == "dd count" and "until stopped" in q.question for q in questions)
+
+
+def test_a_sync_timed_after_the_dd_is_in_its_figure():
+    spec, questions = _spec(
+        "ext4-usb-key-dd-raw-partition-vs-ext4-file-time-sync.txt", guests=False
+    )
+    assert spec["workload"]["conv"] == "fsync"
+    assert any(q.item == "dd conv" and "sync after" in q.question for q in questions)
+
+
+def test_btrfs_progs_version_is_not_a_kernel():
+    facts = _facts("btrfs-vs-ext4-cp-arl-hardlink-backup-usb-hdd-53-minutes.txt")
+    assert "3.17" not in [k.version for k in facts.kernels]  # "and Btrfs v3.17"
+
+
+def test_an_options_values_said_in_prose_are_the_sweep_not_the_bare_name():
+    """ "mounted max_inline=0 and max_inline=64K"; "without max_inline=64K" is a value."""
+    spec, _ = _spec("btrfs-dio-read-max-inline-0-vs-64k-dashed-step-lines-wrapped-fio.txt")
+    assert [c["mount_options"] for c in spec["filesystems"]] == [
+        ["max_inline=0"],
+        ["max_inline=64K"],
+    ]
+
+
+def test_values_under_headings_lose_the_headings_punctuation():
+    spec, _ = _spec(
+        "ext4-dio-randrw-dioread-nolock-vs-default-ilock-rfc-nested-quote-bs-tables.txt"
+    )
+    assert spec["sweep"]["bs"] == ["4k", "16k", "64k", "512k", "1M"]  # `bs=4k:` headings

@@ -8,6 +8,7 @@ take before it is declared hung and whether its files fit.
 
 from __future__ import annotations
 
+import os
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -113,6 +114,18 @@ def files_bytes(spec: Spec, sweep: Mapping[str, ScalarValue]) -> tuple[int | Non
     """Bytes the workload writes up front at this point, and how that was computed
     ("4 job(s) x 4m", "dd bs=1M x count=10"); None when the workload says nothing."""
     return benchmark(spec).files_bytes(spec.workload, workload_axes(sweep), spec.run_shape)
+
+
+def reused_bytes(spec: Spec, sweep: Mapping[str, ScalarValue], mountpoint: str) -> int:
+    """Space already held by files the workload writes into (a setup step fallocated the
+    file fio then writes): free for the workload, though not free on the filesystem."""
+    root = os.path.realpath(mountpoint)
+    held = 0
+    for name in benchmark(spec).reused_files(spec.workload, workload_axes(sweep), spec.run_shape):
+        path = os.path.realpath(os.path.join(root, name))
+        if os.path.commonpath([root, path]) == root and os.path.isfile(path):
+            held += os.stat(path).st_blocks * 512
+    return held
 
 
 def fits(needed_bytes: int | None, available_bytes: int) -> bool:

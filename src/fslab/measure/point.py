@@ -458,7 +458,8 @@ def _run_workload(
     timeout_s = plan.point_timeout_s(spec, point.sweep_dict)
     runtime_s, ramp_s = plan.runtime_and_ramp_s(spec, point.sweep_dict)
     bench = plan.benchmark(spec)
-    plan.check_fits(spec, point.sweep_dict, fill_mod.free_bytes(mountpoint))
+    free = fill_mod.free_bytes(mountpoint) + plan.reused_bytes(spec, point.sweep_dict, mountpoint)
+    plan.check_fits(spec, point.sweep_dict, free)
     commands = plan.workload_plan(spec, point.sweep_dict, mountpoint)
     failed = plan.run_prepare(commands, timeout_s=timeout_s, log=state.log)
     if failed is not None:

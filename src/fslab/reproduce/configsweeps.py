@@ -53,11 +53,13 @@ _WITH_WITHOUT_RE = re.compile(
 
 
 _WITH_BOTH_RE = re.compile(
-    r"\bmounted\s+with\s+([a-z_]+)=(\w+)\s+(?:and|or|against|vs\.?)\s+(?:\1)?=(\w+)"
+    r"\bmounted\s+(?:with\s+)?([a-z_]+)=(\w+)\s+(?:and|or|against|vs\.?)\s+(?:with\s+)?"
+    r"(?:\1)?=(\w+)"
 )
 
 
-_WITHOUT_OPTION_RE = re.compile(r"\bwithout\s+([a-z]+_[a-z_]+)\b", re.I)
+# "without journal_async_commit"; not "without max_inline=64K", a value of an option
+_WITHOUT_OPTION_RE = re.compile(r"\bwithout\s+([a-z]+_[a-z_]+)\b(?!=)", re.I)
 
 
 _FS_ROW_RE = re.compile(r"^\s*(btrfs|xfs|ext[234])(?:\s+|\s*\|\s*)\d[\d.,]*\s*[A-Za-z/%]*", re.I)

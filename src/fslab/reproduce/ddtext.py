@@ -23,6 +23,11 @@ _DD_RE = re.compile(r"(?:^|(?<=[\s`'\"(]))dd\s+((?:[a-z]+=" + _VALUE + r"\s*)+)"
 _CONTINUED_RE = re.compile(r"^\s*((?:[a-z]+=" + _VALUE + r"\s*)+)")
 
 
+# `dd ... ; time sync`, `dd ... && sync` on its line, or `time sync` on the next
+_SYNC_AFTER_RE = re.compile(r"^(?:;|&&)\s*(?:time\s+)?sync\b")
+_SYNC_LINE_RE = re.compile(r"^\s*(?:\S*[$#]\s*)?time\s+sync\s*$")
+
+
 def dd_runs(report: ReportText, other: list[OtherToolFact]) -> Iterator[DdFact]:
     for number, line in report.numbered():
         match = _DD_RE.search(without_prompt(line))
@@ -52,7 +57,8 @@ def dd_runs(report: ReportText, other: list[OtherToolFact]) -> Iterator[DdFact]:
                 )
             )
             continue
-        yield _with_output(report, number, operands)
+        synced = bool(_SYNC_AFTER_RE.match(rest)) or bool(_SYNC_LINE_RE.match(following))
+        yield replace(_with_output(report, number, operands), synced=synced)
 
 
 def _literal(name: str, value: str) -> tuple[str, str]:

@@ -51,6 +51,7 @@ class DdFact:
     filesystem: str = ""  # the filesystem type the report had made where dd wrote
     read: bool = False  # dd if=FILE of=/dev/null: a read of a file on the filesystem
     cached: bool = False  # the report says this run read from the page cache
+    synced: bool = False  # a (timed) sync follows the dd: the reporter's figure includes it
 
     def operand(self, name: str, default: str = "") -> str:
         return dict(self.operands).get(name, default)

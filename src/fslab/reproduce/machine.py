@@ -29,7 +29,8 @@ _BARE_VERSION_RE = re.compile(
 # distribution's version, not the kernel's
 _NOT_KERNEL_RE = re.compile(
     r"\b(?:\w*progs|fio|qemu|gcc|clang|python|debian|ubuntu|fedora|centos|rhel|sles|"
-    r"opensuse|rocky|alma\w*|oracle|mint|arch|mysql|postgres\w*|virtme-ng)[\s-]*v?$",
+    r"opensuse|rocky|alma\w*|oracle|mint|arch|mysql|postgres\w*|virtme-ng)[\s-]*v?$"
+    r"|\bbtrfs[\s-]*v$",  # "Btrfs v3.17": btrfs-progs, as `btrfs --version` prints it
     re.I,
 )
 # "files of the same names and sizes as the 2.6.20 tree": a kernel's sources as the

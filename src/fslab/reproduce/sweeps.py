@@ -263,7 +263,7 @@ def _listed_after(report: ReportText, name: str, after: int) -> list[str]:
     for number, line in report.numbered():
         match = pattern.match(line)
         if number > after and match and "$" not in match.group(1):
-            values.append(match.group(1))
+            values.append(match.group(1).rstrip(".:;"))  # `bs=4k:` over its table
     return list(dict.fromkeys(values))[:MAX_LOOP_VALUES]
 
 

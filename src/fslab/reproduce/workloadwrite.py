@@ -280,6 +280,18 @@ def _dd_amount(draft: Draft, run: DdFact) -> tuple[str, int]:
     the sweep takes); another value is asked about."""
     bs, count = run.operand("bs", "512"), run.operand("count", "1")
     bs, count = bs.split("/")[0] or bs, count.split("/")[0] or count
+    if not run.operand("count") and run.bytes_copied:  # no count=: stopped by hand (^C)
+        with contextlib.suppress(ValueError):
+            count = str(max(1, run.bytes_copied // parse_size_bytes(bs)))
+            draft.questions.append(
+                QuestionFact(
+                    "dd count",
+                    "the report's dd has no count= (it ran until stopped); its output "
+                    f"copied {format_size(run.bytes_copied)}",
+                    f"count={count}, the blocks it copied",
+                    run.source,
+                )
+            )
     if "count_bytes" in run.operand("iflag", "").split(",") and count.isdigit():
         with contextlib.suppress(ValueError):  # count is bytes: the blocks they make
             count = str(max(1, -(-int(count) // parse_size_bytes(bs))))
@@ -335,6 +347,23 @@ def _dd_left_out(draft: Draft, run: DdFact) -> None:
         )
 
 
+def _dd_synced(draft: Draft, run: DdFact, workload: Table) -> None:
+    """A sync timed after the dd is in the reporter's figure: conv=fsync puts the same
+    flush inside fslab's dd (unless the dd already writes through)."""
+    flags = {*run.operand("conv").split(","), *run.operand("oflag").split(",")}
+    if not run.synced or flags & {"fsync", "fdatasync", "sync", "dsync", "direct"}:
+        return
+    workload["conv"] = ",".join(f for f in (workload.get("conv", ""), "fsync") if f)
+    draft.questions.append(
+        QuestionFact(
+            "dd conv",
+            "the report times a sync after its dd, so its figure includes the flush",
+            "conv=fsync: fslab's dd flushes before it reports",
+            run.source,
+        )
+    )
+
+
 def _dd_nocreat(draft: Draft, run: DdFact, workload: Table) -> None:
     """conv=nocreat writes into a file made before dd; fslab's dd makes its own file each
     run (and removes it), where nocreat would make every run fail."""
@@ -384,6 +413,7 @@ def _dd(draft: Draft, configs: list[Config], target_bytes: int) -> tuple[Table, 
         if first.operand(operand):
             workload[operand] = first.operand(operand)
     _dd_nocreat(draft, first, workload)
+    _dd_synced(draft, first, workload)
     _dd_left_out(draft, first)
     others = {(r.operand("bs"), r.operand("count")) for r in runs[1:]}
     others.discard((first.operand("bs"), first.operand("count")))

@@ -251,6 +251,11 @@ class Benchmark:
         """Bytes the workload writes up front, and how that was computed (None: unknown)."""
         return None, ""
 
+    def reused_files(self, workload: WorkloadSpec, sweep: Sweep, run: RunShape) -> list[str]:
+        """Files the workload writes into, relative to the scratch filesystem, that a setup
+        step may have made already (their space is then the workload's own)."""
+        return []
+
     def opted_in(self, workload: WorkloadSpec, sweep: Sweep, run: RunShape) -> list[OptedIn]:
         """What the spec opted in to at this point (workload.allow_commands)."""
         return []

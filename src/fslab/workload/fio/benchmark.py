@@ -140,6 +140,11 @@ class FioBenchmark(Benchmark):
         numjobs = int(options.get("numjobs") or 1)
         return fio_plan.file_bytes_total(options), f"{numjobs} job(s) x {size_text}"
 
+    def reused_files(self, workload: WorkloadSpec, sweep: Sweep, run: RunShape) -> list[str]:
+        """The job's filename= (fio joins several with ':'), when it names its own file."""
+        named = str(fio_plan.fio_options(_fio(workload), sweep, run).get("filename") or "")
+        return [n for n in named.split(":") if n and not n.startswith("/")]
+
     def opted_in(self, workload: WorkloadSpec, sweep: Sweep, run: RunShape) -> list[OptedIn]:
         fio = _fio(workload)
         if not fio.allow_commands:
