@@ -14,6 +14,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 
+from fslab.reproduce import shell
 from fslab.reproduce.facts import FilesystemFact, LayoutFact, SetupFact, SetupKind
 from fslab.reproduce.text import ReportText, prefills, without_prompt
 
@@ -132,7 +133,7 @@ def find_setup(
             text = joined[command.start() :] if command else joined  # not "1. Create ...: fio"
             steps.append(SetupFact("fio layout", text, report.line(number)))
             continue
-        line = _without_comment(line)  # `chattr +C file.dat # turns off COW`
+        line = shell.without_comment(line)  # `chattr +C file.dat # turns off COW`
         for segment in (part.strip() for part in _SEGMENT_RE.split(line)):
             kind = _step_kind(segment)
             if kind == "mkdir" and segment.split()[-1].rstrip("/") in mountpoints:
@@ -167,13 +168,6 @@ def _run_line(report: ReportText, filesystems: list[FilesystemFact], workload_li
         if _typed_run(line) and not _is_layout_fio(_joined(report, number, line)):
             return number
     return workload_line
-
-
-def _without_comment(line: str) -> str:
-    """The line up to a shell comment (` # ...`); found by position, not by a pattern that
-    backtracks over a long run of blanks."""
-    at = line.find(" # ")
-    return line[:at].rstrip() if at >= 0 else line
 
 
 def _typed_run(line: str) -> bool:

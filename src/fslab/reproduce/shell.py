@@ -351,6 +351,16 @@ def unquoted(text: str) -> str:
     )
 
 
+_COMMENT_RE = re.compile(r"\s#")  # the shell's comment: a `#` that starts a word
+
+
+def without_comment(text: str) -> str:
+    """The command before its comment (`chattr +C file.dat # turns off COW`); a `#`
+    inside quotes is the word's."""
+    comment = _COMMENT_RE.search(unquoted(text))
+    return text[: comment.start()].rstrip() if comment else text
+
+
 def cut_at_shell_end(text: str) -> str:
     """The command alone: up to a closing backtick or parenthesis, a redirect, a pipe."""
     plain = unquoted(text)
@@ -363,7 +373,7 @@ def cut_at_shell_end(text: str) -> str:
         cut = min(cut, separator.start())
     if redirect := re.search(r"\s(?:\d?>>?|&>)", plain):  # > f, >> f, 2>&1, &> f
         cut = min(cut, redirect.start())
-    if comment := re.search(r"\s#", plain):  # `-filename=file.dat  # Will show 2K IOPs`
+    if comment := _COMMENT_RE.search(plain):  # `-filename=file.dat  # Will show 2K IOPs`
         cut = min(cut, comment.start())
     if plain.count(")") > plain.count("("):
         cut = min(cut, plain.rfind(")"))
