@@ -30,6 +30,7 @@ from typing import Any
 
 from fslab.analyze.campaign.dataset import CampaignData, load_campaign
 from fslab.analyze.campaign.metrics_catalog import metric_def
+from fslab.analyze.campaign.stats import bootstrap_ratio_ci
 from fslab.analyze.curve.falloff import fall_test
 from fslab.base.errors import FslabError, UsageError
 from fslab.base.units import parse_size_bytes
@@ -175,16 +176,17 @@ def _direction(db: Path, expected: dict[str, Any] | None) -> str:
         return "no sweep"  # the spec does not vary the report's variable
     if not first or not last:
         return "no sweep"
+    change = statistics.median(last) / statistics.median(first)
+    low, high = bootstrap_ratio_ci(first, last, rng=0)  # runs interleaved by fslab run
     if metric_def(data.headline).direction == "lower":
         first, last = [-v for v in first], [-v for v in last]
+        change, low, high = 1 / change, 1 / high, 1 / low
     went = (
         "down" if fall_test(first, last).shows else "up" if fall_test(last, first).shows else "flat"
     )
-    change = statistics.median(last) / statistics.median(first)
-    if metric_def(data.headline).direction == "lower":
-        change = 1 / change
     mark = "yes" if went == expected["direction"] else "no"
-    return f"{went}: {mark} (x{change:.2f} {label})"
+    runs = f"{len(first)} and {len(last)} runs"
+    return f"{went}: {mark} (x{change:.2f}, 95% CI {low:.2f}-{high:.2f}, {runs}; {label})"
 
 
 def _along_axis(
