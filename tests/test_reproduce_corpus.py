@@ -185,10 +185,6 @@ _RW_DOLLAR = (
     "overwrite, randread); fslab leaves rw at fio's default and reads the patch from our "
     "note as the variable"
 )
-_PREFILL_DD = (
-    "a dd writes the fio file just before the run with no comment saying so; fslab takes "
-    "it for a workload of its own, not a setup step"
-)
 _QUOTED_JOBFILE = (
     "the job file is split by a reviewer's remark between nrfiles= and filesize=; fslab "
     "reads the options above it only, and the reporter's build commit as a patch"
@@ -262,10 +258,6 @@ KNOWN_GAPS: dict[tuple[str, str], str] = {
         "ext4-jbd2-commit-tid-fio-rw-dollar-four-workloads-ramdisk-quoted-review.txt",
         "sweep",
     ): _RW_DOLLAR,
-    (
-        "xfs-64k-page-4k-block-fsync-randwrite-subpage-dirty-vs-ext4-fenced-fio-output.txt",
-        "setup",
-    ): _PREFILL_DD,
     (
         "xfs-conv-kworkers-64k-files-fio-jobfile-split-by-quote-xfs-info-rmapbt-iostat.txt",
         "workload",

@@ -250,3 +250,24 @@ def test_values_under_headings_lose_the_headings_punctuation():
         "ext4-dio-randrw-dioread-nolock-vs-default-ilock-rfc-nested-quote-bs-tables.txt"
     )
     assert spec["sweep"]["bs"] == ["4k", "16k", "64k", "512k", "1M"]  # `bs=4k:` headings
+
+
+def test_a_dd_that_writes_the_fio_jobs_own_file_is_its_prefill():
+    """`dd ... of=/mnt/testfile bs=1M count=128`, then `fio --filename=/mnt/testfile` with
+    no size: the dd lays the file out (an illustrative dd of another file above is not it),
+    and fio, given no size, takes the file's."""
+    name = "xfs-64k-page-4k-block-fsync-randwrite-subpage-dirty-vs-ext4-fenced-fio-output.txt"
+    (step,) = _facts(name).setup
+    assert step.kind == "dd" and step.source.number == 38
+    spec, _ = _spec(name)
+    assert spec["setup"] == [
+        {
+            "kind": "file",
+            "path": "testfile",
+            "size": "134217728",
+            "how": "write",
+            "note": "line 38: dd if=/dev/zero of=/mnt/testfile bs=1M count=128",
+        }
+    ]
+    assert spec["workload"]["options"]["filename"] == "testfile"
+    assert "size" not in spec["workload"]["options"]

@@ -119,6 +119,9 @@ def _experiment(report: ReportText, facts: ReportFacts) -> None:
         first = min(workloads, key=lambda x: x.source.number)
         text = first.text if isinstance(first, ToolWorkload) and first.tool == "command" else ""
         facts.setup = setup_mod.find_setup(report, facts.filesystems, first.source.number, text)
+        prefill = setup_mod.dd_prefill(facts.fio[0], facts.dd) if facts.fio else None
+        if prefill is not None and prefill.text not in {x.text for x in facts.setup}:
+            facts.setup.insert(0, prefill)
     if (export := robot.lkp_export(report)) is not None:
         facts.questions.append(export)
     facts.layouts = setup_mod.find_layouts(report, facts.filesystems)

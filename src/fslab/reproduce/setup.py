@@ -15,7 +15,14 @@ import re
 from collections.abc import Iterator
 
 from fslab.reproduce import shell
-from fslab.reproduce.facts import FilesystemFact, LayoutFact, SetupFact, SetupKind
+from fslab.reproduce.facts import (
+    DdFact,
+    FilesystemFact,
+    FioFact,
+    LayoutFact,
+    SetupFact,
+    SetupKind,
+)
 from fslab.reproduce.text import ReportText, prefills, without_prompt
 
 MAX_SETUP_STEPS = 64
@@ -142,6 +149,21 @@ def find_setup(
                 steps.append(SetupFact(kind, segment.strip(), report.line(number)))
     steps += [step for step in _said_before(report) if step.text not in {x.text for x in steps}]
     return steps[:MAX_SETUP_STEPS]
+
+
+def dd_prefill(fio: FioFact, runs: list[DdFact]) -> SetupFact | None:
+    """The last dd before a fio job that writes the job's own file (`dd ...
+    of=/mnt/testfile`, then `fio --filename=/mnt/testfile`): the file's prefill, a setup
+    step, though no comment says so."""
+    name = str(dict(fio.written).get("filename") or "")
+    if not name or name.startswith("/dev/"):
+        return None
+    for run in reversed(runs):
+        target = run.operand("of")
+        if run.source.number < fio.source.number and not run.read and target == name:
+            text = "dd " + " ".join(f"{k}={v}" for k, v in run.operands)
+            return SetupFact("dd", text, run.source)
+    return None
 
 
 def _said_before(report: ReportText) -> Iterator[SetupFact]:

@@ -39,6 +39,7 @@ from fslab.reproduce.scale import (
     quick_points,
     runtime_s,
 )
+from fslab.reproduce.setupwrite import replay
 from fslab.reproduce.tomlitems import add, toml_value, wrap
 from fslab.workload.fio import options as fio_mod
 from fslab.workload.fio import trust as fio_trust
@@ -268,11 +269,22 @@ def _scale_files(
         return {}
     if text and reported is None:
         return {}
+    if reported is None and (made := _made_by_setup(draft, str(options.get("filename") or ""))):
+        return {"filename": f"the report gives no file size: fio sizes the job by {made}"}
     scaled = per_job_size(reported, jobs, file_budget_bytes(target_bytes, draft.host), block)
     if scaled is None:
         return {}
     options[key] = fio_size_text(int(scaled.value))
     return {key: scaled.comment}
+
+
+def _made_by_setup(draft: Draft, filename: str) -> str:
+    """The setup step that makes the job's file (fio then takes its size), or ""."""
+    for fact in draft.facts.setup:
+        for table in replay(fact)[0]:
+            if filename and table["kind"] == "file" and table["path"] == filename:
+                return f"the file line {fact.source.number} makes"
+    return ""
 
 
 def _dd_amount(draft: Draft, run: DdFact) -> tuple[str, int]:
