@@ -166,10 +166,6 @@ _FIND_LINKS = (
     ' wc -l" take), the tree built by a wrapped rsync; fslab exits 2 and reads a progs '
     "version as a kernel"
 )
-_MAX_INLINE_DIR = (
-    "the first fio line is an earlier quoted run on /mnt/test; the measured one on /btrfs"
-    " is inside `---- ... ----` step lines fslab does not read as commands"
-)
 _HEREDOC_ARGS = (
     "two scripts, dbench's then fio's, whose options are positional arguments ($1..$4 "
     "from `./test-fio.sh 16 512M 2 4K`); fslab takes fio, leaves the arguments unset and "
@@ -234,10 +230,6 @@ KNOWN_GAPS: dict[tuple[str, str], str] = {
         "btrfs-486m-hardlinks-time-find-links-wd-purple-vs-drives-links-per-sec.txt",
         "setup",
     ): _FIND_LINKS,
-    (
-        "btrfs-dio-read-max-inline-0-vs-64k-dashed-step-lines-wrapped-fio.txt",
-        "workload",
-    ): _MAX_INLINE_DIR,
     (
         "btrfs-nocow-writeback-dbench-fio-quoted-scripts-heredoc-positional-args.txt",
         "tool",

@@ -271,3 +271,22 @@ def test_a_dd_that_writes_the_fio_jobs_own_file_is_its_prefill():
     ]
     assert spec["workload"]["options"]["filename"] == "testfile"
     assert "size" not in spec["workload"]["options"]
+
+
+def test_a_harness_logs_step_lines_are_its_commands_and_its_run_is_measured():
+    """`---- mount -o max_inline=0 /dev/vdb /btrfs ..... :0 ----`, the fio step wrapped by
+    the mailer before its `..... :0 ----`: the marks come off, and the fio typed after the
+    mkfs is measured, not the earlier run quoted above it on /mnt/test."""
+    name = "btrfs-dio-read-max-inline-0-vs-64k-dashed-step-lines-wrapped-fio.txt"
+    facts = _facts(name)
+    assert [(fs.how, fs.source.number) for fs in facts.filesystems if fs.how != "prose"][:2] == [
+        ("mkfs", 49),
+        ("mount", 50),
+    ]
+    assert facts.fio[0].source.number == 51
+    assert dict(facts.fio[0].written)["directory"] == "/btrfs"
+    spec, _ = _spec(name)
+    assert [fs["mount_options"] for fs in spec["filesystems"]] == [
+        ["max_inline=0"],
+        ["max_inline=64K"],
+    ]

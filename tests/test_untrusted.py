@@ -584,6 +584,7 @@ def test_spec_value_not_utf8_is_a_spec_error(tmp_path):
     [
         "mkdir /mnt/x" + " " * 60000 + "x",  # setup steps split on ; && ||
         "fs_mark -d /mnt/x " + "-n 1 " * 20000,  # a benchmark command read word by word
+        "---- mount" + " " * 60000 + ". :0 ----",  # a harness's step marks
     ],
 )
 def test_report_long_command_lines_are_read_in_linear_time(line):

@@ -84,6 +84,7 @@ def extract_facts(text: str) -> ReportFacts:
     facts.hypotheses = hypothesis_mod.find_hypotheses(report)
     facts.levers = hypothesis_mod.find_levers(report)
     facts.patches = hypothesis_mod.find_patches(report)
+    facts.fio = _on_the_made_filesystem_first(facts.fio, facts.filesystems)
     facts.dd = _measured_first([_dd_on_filesystem(run, facts.filesystems) for run in dd])
     facts.questions = [*questions, *fs_questions, *device_questions]
     _experiment(report, facts)
@@ -106,6 +107,20 @@ def extract_facts(text: str) -> ReportFacts:
             )
         ]
     return facts
+
+
+def _on_the_made_filesystem_first(
+    fio: list[FioFact], filesystems: list[FilesystemFact]
+) -> list[FioFact]:
+    """fio command lines typed after the report makes its filesystem before those shown
+    above it (an earlier run quoted from another mail): the session's run is measured."""
+    made = [fs.source.number for fs in filesystems if fs.how in ("mkfs", "mount")]
+    if not made or not fio or fio[0].form != "command line":
+        return fio
+    after = [f for f in fio if f.source.number > min(made)]
+    if not after or fio[0].source.number > min(made):
+        return fio
+    return after + [f for f in fio if f.source.number < min(made)]
 
 
 def _experiment(report: ReportText, facts: ReportFacts) -> None:

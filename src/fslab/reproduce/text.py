@@ -44,7 +44,7 @@ class ReportText:
     def parse(cls, text: str) -> ReportText:
         text = _CONTROL_RE.sub(" ", _ESCAPE_RE.sub("", text.replace("\r\n", "\n")))
         raw = text.replace("\r", "\n").split("\n")
-        return cls(tuple(_QUOTE_RE.sub("", line).rstrip() for line in raw))
+        return cls(_without_step_marks([_QUOTE_RE.sub("", line).rstrip() for line in raw]))
 
     def line(self, number: int) -> Line:
         return Line(number, self.lines[number - 1])
@@ -69,6 +69,22 @@ class ReportText:
     def joined(self) -> str:
         """The report as one text (made once: readers search it line after line)."""
         return "\n".join(self.lines)
+
+
+# a harness log's step line: "---- mount -o max_inline=0 /dev/vdb /btrfs ..... :0 ----",
+# the command at times wrapped by the mailer before its " ..... :0 ----"
+_STEP_END_RE = re.compile(r"\s\.{3,} ?:-?\d{1,3} -{4}$")
+_STEP_LINES = 4
+
+
+def _without_step_marks(lines: list[str]) -> tuple[str, ...]:
+    """Lines with a harness's step marks taken off, leaving the commands they print."""
+    ends = [_STEP_END_RE.search(line, max(0, len(line) - 24)) for line in lines]
+    out = [line[: end.start()] if end else line for line, end in zip(lines, ends, strict=True)]
+    for number, line in enumerate(out):
+        if line.startswith("---- ") and any(ends[number : number + _STEP_LINES]):
+            out[number] = line[5:]
+    return tuple(out)
 
 
 def without_prompt(line: str) -> str:
