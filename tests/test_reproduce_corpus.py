@@ -185,6 +185,52 @@ _QUOTED_JOBFILE = (
     "the job file is split by a reviewer's remark between nrfiles= and filesize=; fslab "
     "reads the options above it only, and the reporter's build commit as a patch"
 )
+_READ_POLICY_SYSFS = (
+    "the variable is btrfs's sysfs read_policy (pid against latency), shown by `cat "
+    ".../read_policy` lines above each run; no spec field sets a filesystem's sysfs knob"
+)
+_RENAME_LOOP_SCRIPT = (
+    "the measured step is a rename loop in a `$ cat test.sh` script timed with `date "
+    "+%s%N`, its NUM_FILES edited between runs; fslab takes the dbench script after it, "
+    "whose mkfs options it reads as the variable"
+)
+_PIPE_TABLES_NO_COMMAND = (
+    "no command at all: dd's block sizes are the columns of pipe tables and the layouts "
+    "(bigalloc, large block size) their rows; fslab exits 2 and reads the patch series as"
+    " a kernel change"
+)
+_BOOT_OPTION = (
+    "the variable is a boot parameter (scsi_mod.use_blk_mq=N/Y) that kernels since 5.0 "
+    "lack; fslab reads the commit that removed the legacy path as a kernel change"
+)
+_FIO_IN_PROSE = (
+    "the fio job is described in prose (50 meg file, random writes, fsync after every "
+    "write), never a command or job file; fslab exits 2, saying what it looked for"
+)
+_IOZONE_PROSE = (
+    "iozone, named in prose only, which fslab names and does not run; its mount options "
+    "(nodatacow, nodatasum, compress) are a prose list and the variable with them"
+)
+_COMPRESS_USAGE = (
+    "the mount is a usage line (`-o compress[=<zlib,lzo>]`) and the copy and untar are "
+    "prose; fslab exits 2 and reads no compress values"
+)
+_FALLOCATE_LOOP = (
+    "the 1024 files are made by a `for ((...))` loop of fallocate, one file per pass; "
+    "fslab lists single steps, and a loop's files are not steps it repeats"
+)
+_HTML_TABLE_BARRIER = (
+    "barrier=1 against barrier=0 (and unset) is only in HTML tables whose header cells "
+    "ran together; fslab reads no mount option and no variable"
+)
+_SYSBENCH_BULLETS = (
+    "sysbench's options are prose and its results bullet lists per thread count and io "
+    "mode, with no command; fslab exits 2"
+)
+_SYSBENCH_PROSE_INODE64 = (
+    "sysbench's parameters are prose and inode64 is said as advice; an Aspersa summary "
+    "lists four disks behind one RAID volume, which fslab reads as four devices"
+)
 KNOWN_GAPS: dict[tuple[str, str], str] = {
     ("btrfs-vs-ext4-cp-arl-hardlink-backup-usb-hdd-53-minutes.txt", "tool"): _HARDLINK_CP,
     ("btrfs-vs-ext4-cp-arl-hardlink-backup-usb-hdd-53-minutes.txt", "workload"): _HARDLINK_CP,
@@ -616,6 +662,114 @@ KNOWN_GAPS: dict[tuple[str, str], str] = {
         "the directories are made by a shell function (mkdirme, one per AG) that fslab does "
         "not read as a setup step"
     ),
+    (
+        "btrfs-raid1-read-policy-pid-vs-latency-fio-three-workloads-wrapped.txt",
+        "sweep",
+    ): _READ_POLICY_SYSFS,
+    (
+        "btrfs-rename-loop-num-files-sweep-date-ns-before-after-patchset.txt",
+        "tool",
+    ): _RENAME_LOOP_SCRIPT,
+    (
+        "btrfs-rename-loop-num-files-sweep-date-ns-before-after-patchset.txt",
+        "mount_options",
+    ): _RENAME_LOOP_SCRIPT,
+    (
+        "btrfs-rename-loop-num-files-sweep-date-ns-before-after-patchset.txt",
+        "workload",
+    ): _RENAME_LOOP_SCRIPT,
+    (
+        "btrfs-rename-loop-num-files-sweep-date-ns-before-after-patchset.txt",
+        "sweep",
+    ): _RENAME_LOOP_SCRIPT,
+    (
+        "btrfs-rename-loop-num-files-sweep-date-ns-before-after-patchset.txt",
+        "setup",
+    ): _RENAME_LOOP_SCRIPT,
+    (
+        "ext4-large-block-size-vs-bigalloc-dd-bio-dio-bs-4k-64k-pipe-tables.txt",
+        "sweep",
+    ): _PIPE_TABLES_NO_COMMAND,
+    (
+        "xfs-fio-overwrite-psync-2-jobs-scsi-use-blk-mq-boot-option-missing-backslash.txt",
+        "sweep",
+    ): _BOOT_OPTION,
+    (
+        "btrfs-fio-50m-randwrite-fsync-every-write-sata-vs-fusion-tab-table.txt",
+        "tool",
+    ): _FIO_IN_PROSE,
+    (
+        "btrfs-fio-50m-randwrite-fsync-every-write-sata-vs-fusion-tab-table.txt",
+        "workload",
+    ): _FIO_IN_PROSE,
+    (
+        "btrfs-iozone-2g-16k-nodatacow-nodatasum-compress-one-vs-two-disks-prose.txt",
+        "mkfs_options",
+    ): _IOZONE_PROSE,
+    (
+        "btrfs-iozone-2g-16k-nodatacow-nodatasum-compress-one-vs-two-disks-prose.txt",
+        "mount_options",
+    ): _IOZONE_PROSE,
+    (
+        "btrfs-iozone-2g-16k-nodatacow-nodatasum-compress-one-vs-two-disks-prose.txt",
+        "workload",
+    ): _IOZONE_PROSE,
+    (
+        "btrfs-iozone-2g-16k-nodatacow-nodatasum-compress-one-vs-two-disks-prose.txt",
+        "sweep",
+    ): _IOZONE_PROSE,
+    (
+        "btrfs-lzo-zlib-nocompress-tarball-copy-extract-commit-tables.txt",
+        "mount_options",
+    ): _COMPRESS_USAGE,
+    (
+        "btrfs-lzo-zlib-nocompress-tarball-copy-extract-commit-tables.txt",
+        "sweep",
+    ): _COMPRESS_USAGE,
+    (
+        "btrfs-sysbench-rndwr-1024-fallocated-files-fast-fsync-indented-steps.txt",
+        "setup",
+    ): _FALLOCATE_LOOP,
+    (
+        "ext4-dbench-5-clients-barrier-0-vs-1-ssd-flattened-html-tables.txt",
+        "mount_options",
+    ): _HTML_TABLE_BARRIER,
+    (
+        "ext4-dbench-5-clients-barrier-0-vs-1-ssd-flattened-html-tables.txt",
+        "sweep",
+    ): _HTML_TABLE_BARRIER,
+    (
+        "ext4-sysbench-16k-odirect-rndwr-1-vs-4-threads-sync-vs-async-bullets.txt",
+        "tool",
+    ): _SYSBENCH_BULLETS,
+    (
+        "ext4-sysbench-16k-odirect-rndwr-1-vs-4-threads-sync-vs-async-bullets.txt",
+        "workload",
+    ): _SYSBENCH_BULLETS,
+    (
+        "ext4-sysbench-16k-odirect-rndwr-1-vs-4-threads-sync-vs-async-bullets.txt",
+        "sweep",
+    ): _SYSBENCH_BULLETS,
+    (
+        "xfs-sysbench-fileio-raid10-lvm-below-1tb-inode64-aspersa-summary.txt",
+        "tool",
+    ): _SYSBENCH_PROSE_INODE64,
+    (
+        "xfs-sysbench-fileio-raid10-lvm-below-1tb-inode64-aspersa-summary.txt",
+        "mount_options",
+    ): _SYSBENCH_PROSE_INODE64,
+    (
+        "xfs-sysbench-fileio-raid10-lvm-below-1tb-inode64-aspersa-summary.txt",
+        "devices",
+    ): _SYSBENCH_PROSE_INODE64,
+    (
+        "xfs-sysbench-fileio-raid10-lvm-below-1tb-inode64-aspersa-summary.txt",
+        "workload",
+    ): _SYSBENCH_PROSE_INODE64,
+    (
+        "xfs-sysbench-fileio-raid10-lvm-below-1tb-inode64-aspersa-summary.txt",
+        "sweep",
+    ): _SYSBENCH_PROSE_INODE64,
 }
 
 # The [workload] kind of each report's spec; None: reproduce exits 2 (aim7 is not runnable
@@ -838,6 +992,22 @@ SPEC_KIND: dict[str, str | None] = {
     "ext4-rralloc-mount-option-fio-three-jobs-markdown.txt": "fio",
     "xfs-lkp-stress-ng-chmod-slash-header-only.txt": None,
     "xfs-mkfs-parent-0-vs-1-fsmark-bash-x-script.txt": "fs_mark",
+    "btrfs-dbench-8-vs-16-clients-positional-num-jobs-delayed-inode-logging.txt": "dbench",
+    "btrfs-lkp-fsmark-8k-fsync-before-close-4-threads-log-tree-cleanup.txt": "fs_mark",
+    "btrfs-raid1-read-policy-pid-vs-latency-fio-three-workloads-wrapped.txt": "fio",
+    "btrfs-rename-loop-num-files-sweep-date-ns-before-after-patchset.txt": "dbench",
+    "ext4-fstrim-20t-sparse-image-mount-discard-time-quoted-patch-claim.txt": "command",
+    "ext4-large-block-size-vs-bigalloc-dd-bio-dio-bs-4k-64k-pipe-tables.txt": None,
+    "xfs-fio-overwrite-psync-2-jobs-scsi-use-blk-mq-boot-option-missing-backslash.txt": "fio",
+    "xfs-fsmark-4k-16-dirs-backslash-kswapd-watermark-boost-factor.txt": "fs_mark",
+    "btrfs-fio-50m-randwrite-fsync-every-write-sata-vs-fusion-tab-table.txt": None,
+    "btrfs-iozone-2g-16k-nodatacow-nodatasum-compress-one-vs-two-disks-prose.txt": None,
+    "btrfs-lzo-zlib-nocompress-tarball-copy-extract-commit-tables.txt": None,
+    "btrfs-sysbench-4k-rndwr-2-files-fsync-csum-log-equals-fenced.txt": "sysbench",
+    "btrfs-sysbench-rndwr-1024-fallocated-files-fast-fsync-indented-steps.txt": "sysbench",
+    "ext4-dbench-5-clients-barrier-0-vs-1-ssd-flattened-html-tables.txt": "dbench",
+    "ext4-sysbench-16k-odirect-rndwr-1-vs-4-threads-sync-vs-async-bullets.txt": None,
+    "xfs-sysbench-fileio-raid10-lvm-below-1tb-inode64-aspersa-summary.txt": None,
 }
 
 

@@ -7,13 +7,19 @@ by a backslash in a timed subshell, fio quoted in a sentence, a backtick inside 
 value, GNU time by its path, numbered steps before the mkfs, will-it-scale, a mount-option
 label per result, a placeholder with a space, and a misspelt rw pattern; and batches 33
 and 34: a dd stopped by hand, a sync timed after a dd, btrfs-progs' version, an option's
-values in prose, and headings' punctuation."""
+values in prose, and headings' punctuation; and batches 35 and 36: a dd that lays out the
+fio job's file, a harness's step marks, dbench clients from a script's argument, an image
+file as the device, and iozone named in prose."""
 
 from __future__ import annotations
 
 import tomllib
 from pathlib import Path
 
+import pytest
+
+from fslab.base.errors import UsageError
+from fslab.reproduce.experiment import experiment_of
 from fslab.reproduce.extract import extract_facts
 from fslab.reproduce.scale import GIB, HostShape
 from fslab.reproduce.specwrite import build_spec
@@ -290,3 +296,40 @@ def test_a_harness_logs_step_lines_are_its_commands_and_its_run_is_measured():
         ["max_inline=0"],
         ["max_inline=64K"],
     ]
+
+
+def test_dbench_clients_from_a_scripts_argument_are_the_sweeps():
+    """`dbench -D $MNT -t 120 $NUM_JOBS` in a script run with 8 and with 16: the clients
+    are the variable, swept, not dropped."""
+    name = "btrfs-dbench-8-vs-16-clients-positional-num-jobs-delayed-inode-logging.txt"
+    (tool,) = _facts(name).tools
+    assert dict(tool.options)["clients"] == "$NUM_JOBS"
+    spec, _ = _spec(name)
+    assert spec["sweep"]["clients"] == [8, 16]
+
+
+def test_an_image_file_made_then_formatted_is_the_reporters_device():
+    """`truncate -s 20T sparse1.img`, `mkfs.ext4 sparse1.img`, `mount -o discard sparse1.img
+    /mnt/`: the image is the device (its size the reporter's), not a setup step, and the
+    mount's discard is the reporter's option."""
+    name = "ext4-fstrim-20t-sparse-image-mount-discard-time-quoted-patch-claim.txt"
+    facts = _facts(name)
+    assert [(fs.how, fs.device) for fs in facts.filesystems if fs.how != "prose"] == [
+        ("mkfs", "sparse1.img"),
+        ("mount", "sparse1.img"),
+    ]
+    assert facts.setup == []
+    assert [d.size_bytes for d in facts.devices] == [20 * 1024**4]
+    spec, _ = _spec(name)
+    assert spec["filesystems"][0]["mount_options"] == ["discard"]
+    assert spec["target"]["size"] == "16GiB"  # the 20TiB capped by this host's memory
+
+
+def test_a_benchmark_fslab_does_not_run_named_only_in_prose_is_said():
+    """A report that shows no command and says it measured with iozone: exit 2 names
+    iozone and why, and the reading records it as a named tool fslab does not run."""
+    name = "btrfs-iozone-2g-16k-nodatacow-nodatasum-compress-one-vs-two-disks-prose.txt"
+    found = experiment_of(_facts(name))
+    assert (found.tool, found.runnable) == ("iozone", False)
+    with pytest.raises(UsageError, match="iozone: iozone is not a workload fslab runs"):
+        _spec(name)

@@ -15,7 +15,7 @@ from fslab.reproduce import figures as figures_mod
 from fslab.reproduce import filesystems as filesystems_mod
 from fslab.reproduce import hypothesis as hypothesis_mod
 from fslab.reproduce import machine as machine_mod
-from fslab.reproduce import robot
+from fslab.reproduce import othertools, robot
 from fslab.reproduce import setup as setup_mod
 from fslab.reproduce import sweeps as sweeps_mod
 from fslab.reproduce import tools as tools_mod
@@ -81,6 +81,8 @@ def extract_facts(text: str) -> ReportFacts:
     facts.cpus = machine_mod.find_cpus(report)
     facts.memory = machine_mod.find_memory(report)
     facts.devices, device_questions = machine_mod.find_devices(report)
+    images = {fs.device for fs in facts.filesystems if fs.how == "mkfs" and fs.device}
+    facts.devices += machine_mod.image_devices(report, images)
     facts.hypotheses = hypothesis_mod.find_hypotheses(report)
     facts.levers = hypothesis_mod.find_levers(report)
     facts.patches = hypothesis_mod.find_patches(report)
@@ -129,6 +131,8 @@ def _experiment(report: ReportText, facts: ReportFacts) -> None:
     if not (facts.fio or facts.dd or facts.tools):
         timed = tools_mod.find_timed_command(report)
         facts.tools = [timed] if timed else []
+        if not (timed or facts.other_tools) and (said := othertools.said_tool(report)):
+            facts.other_tools.append(said)
     workloads: list[FioFact | ToolWorkload | DdFact] = [*facts.fio, *facts.tools, *facts.dd]
     if workloads:
         first = min(workloads, key=lambda x: x.source.number)

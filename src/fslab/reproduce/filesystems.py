@@ -15,6 +15,8 @@ from fslab.spec.model import FS_TYPES
 
 _MKFS_RE = re.compile(r"^(?:sudo\s+)?(mkfs\.(?:ext4|xfs|btrfs)|mkfs|mke2fs)\s+(.*)$")
 _MOUNT_RE = re.compile(r"^(?:sudo\s+)?mount\s+(.*)$")
+# an image file as the device: `mkfs.ext4 sparse1.img`, `mount -o discard sparse1.img /mnt`
+_IMAGE_FILE_RE = re.compile(r"[\w.-]+\.(?:img|image|raw)")
 _QUOTED_OPTIONS_RE = re.compile(
     r"""["'“]\s*-o\s+([A-Za-z0-9_=,.:-]+)\s*["'”]|\bmounted\s+with\s+["“]([A-Za-z0-9_=,.:-]+)["”]"""
     # unquoted, an option with a value: "mounted with compress=zstd:3"
@@ -297,7 +299,8 @@ def _mkfs_fact(
         last = index == len(words) - 1
         # a device path, or the last word as a path or a shell variable ("-F $ramdev")
         if word.startswith("/dev/") or (
-            last and (word.startswith("/") or _VARIABLE_RE.match(word))
+            last
+            and (word.startswith("/") or _VARIABLE_RE.match(word) or _IMAGE_FILE_RE.fullmatch(word))
         ):
             devices.append(word)
         elif word not in _FORCE_FLAGS:
@@ -351,7 +354,9 @@ def _mount_fact(rest: str, report: ReportText, number: int) -> FilesystemFact | 
         index += 1
     if not positional and options and "remount" not in options:
         positional = ["", ""]  # `3.  mount -o lazytime,noatime` in a list of steps: its options
-    elif len(positional) != 2 or not positional[0].startswith("/"):
+    elif len(positional) != 2 or not (
+        positional[0].startswith("/") or _IMAGE_FILE_RE.fullmatch(positional[0])
+    ):
         return None
     # `-o loop` makes mount set up the loop device fslab makes itself; an option the shell
     # fills in (`mb_optimize_scan=$scan` in a loop) is the sweep's, not the reporter's

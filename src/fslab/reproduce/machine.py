@@ -12,7 +12,7 @@ import re
 from fslab.base.format import format_iops
 from fslab.base.units import parse_size_bytes
 from fslab.reproduce.facts import CpuFact, DeviceFact, KernelFact, MemoryFact, QuestionFact
-from fslab.reproduce.text import NUMBER, ReportText, scaled_number
+from fslab.reproduce.text import NUMBER, ReportText, scaled_number, without_prompt
 
 _VERSION = r"(\d\.\d{1,2}(?:\.\d{1,3})?(?:-rc\d+)?)"
 _KERNEL_RES = (
@@ -216,6 +216,23 @@ def find_devices(report: ReportText) -> tuple[list[DeviceFact], list[QuestionFac
         if disk:
             facts.append(DeviceFact(f"disk: {disk.group(1)}", report.line(number)))
     return facts, questions
+
+
+_IMAGE_MADE_RE = re.compile(
+    r"^(?:sudo\s+)?(?:truncate\s+-s\s*|fallocate\s+-l\s*)(\d+(?:\.\d+)?)([KMGTP]i?B?)\s+(\S+)$",
+    re.I,
+)
+
+
+def image_devices(report: ReportText, images: set[str]) -> list[DeviceFact]:
+    """The size of an image file the report makes and then makes its filesystem on
+    (`truncate -s 20T sparse1.img`, then `mkfs.ext4 sparse1.img`): the reporter's device."""
+    facts: list[DeviceFact] = []
+    for number, line in report.numbered():
+        made = _IMAGE_MADE_RE.match(without_prompt(line))
+        if made and made.group(3) in images and (size := _size(made.group(1), made.group(2))):
+            facts.append(DeviceFact(without_prompt(line), report.line(number), size_bytes=size))
+    return facts
 
 
 def gives_device_limit(line: str) -> bool:

@@ -37,3 +37,16 @@ def named_tools(report: ReportText) -> Iterator[OtherToolFact]:
             why = _WILL_IT_SCALE_WHY.format(test=test.group(1))
             yield OtherToolFact("will-it-scale", why, report.line(number))
             named = False  # the first test run names it
+
+
+_SAID_RE = re.compile(r"\b(" + "|".join(_OTHER_TOOLS) + r")\b", re.I)
+
+
+def said_tool(report: ReportText) -> OtherToolFact | None:
+    """Such a benchmark named in prose as the one the report measured with ("measures it
+    only with iozone"), for a report that shows no command at all."""
+    for number, line in report.numbered():
+        if match := _SAID_RE.search(line):
+            name = match.group(1).lower()
+            return OtherToolFact(name, _OTHER_TOOLS[name], report.line(number))
+    return None

@@ -427,8 +427,9 @@ def _dbench_options(words: list[str]) -> list[tuple[str, str | None]]:
     options = _dash_options(words, _DBENCH_VALUES)
     positional = dict(options).get("")
     kept = [(n, v) for n, v in options if n]
-    if positional and positional.split()[-1].isdigit():
-        kept.append(("clients", positional.split()[-1]))
+    last = positional.split()[-1] if positional else ""
+    if last.isdigit() or re.fullmatch(r"\$\{?\w+\}?", last):  # `$NUM_JOBS`: the sweep's
+        kept.append(("clients", last))
     return kept
 
 
