@@ -333,3 +333,13 @@ def test_a_benchmark_fslab_does_not_run_named_only_in_prose_is_said():
     assert (found.tool, found.runnable) == ("iozone", False)
     with pytest.raises(UsageError, match="iozone: iozone is not a workload fslab runs"):
         _spec(name)
+
+
+def test_quick_lays_out_a_smaller_file_set_than_the_reporters():
+    """sysbench's 8G over 4096 files is prepared at every point: --quick at 8G ran past
+    the bench's ten minutes (a minute a point); it prepares 1 GiB instead, saying so."""
+    spec, _ = _spec("btrfs-sysbench-file-extent-replace.txt", guests=False)
+    assert spec["workload"]["file_total_size"] == "8G"
+    assert spec["quick"]["set"]["workload.file_total_size"] == "1024MiB"
+    small, _ = _spec("ext4-sysbench-seqwr-file-num.txt", guests=False)
+    assert not any(k.startswith("workload.") for k in small["quick"]["set"])

@@ -264,9 +264,11 @@ def _quick(configs: list[Config], settings: dict[str, Any]) -> Table:
     lever = next((c.label for c in configs if "remedy" in c.description), None)
     keep.append(lever or (configs[1].label if len(configs) > 1 else configs[0].label))
     quick["filesystems"] = list(dict.fromkeys(keep))
+    smaller = [k.removeprefix("workload.") for k in settings if k.startswith("workload.")]
+    files = f", a smaller file set ({', '.join(smaller)})" if smaller else ""
     for line in wrap(
         "--quick: the reporter's setup and its first counterpart, fewer points, "
-        f"shorter runs, {QUICK_REPEAT} runs a point (a verdict on the counterpart "
+        f"shorter runs{files}, {QUICK_REPEAT} runs a point (a verdict on the counterpart "
         "needs 3 or more)"
     ):
         quick.add(tomlkit.comment(line))

@@ -92,6 +92,11 @@ def tool_runs(tool: ToolWorkload) -> bool:
     return type(registry.benchmark_for(tool.tool)).from_report is not Benchmark.from_report
 
 
+QUICK_FILES_BYTES = 1024 * MIB
+"""--quick's most file bytes a point lays out (sysbench's prepare, fs_mark's files): a
+point that writes 8 GiB before its run takes a minute of a --quick run's few."""
+
+
 def tool_tables(
     draft: Draft, target_bytes: int, source_name: str
 ) -> tuple[Table, Table, Table, dict[str, Any]]:
@@ -130,6 +135,8 @@ def tool_tables(
     add(run, "runtime", scaled.value, scaled.comment)
     quick["run.runtime"] = f"{QUICK_RUNTIME_S}s"
     quick["run.repeat"] = QUICK_REPEAT
+    if (smaller := _shrunk(bench, imported, fields, sweep, QUICK_FILES_BYTES)) is not None:
+        quick[f"workload.{imported.shrink}"] = smaller[0]  # a file set each point lays out
     return workload, sweep, run, quick
 
 
@@ -264,28 +271,37 @@ def _fit(
 ) -> str:
     """Shrink the field the benchmark names so the files of the sweep's largest point fit
     half the device and half of memory; the comment that says so ("" when they fit)."""
+    budget = file_budget_bytes(target_bytes, draft.host)
+    shrunk = _shrunk(bench, imported, fields, sweep, budget)
+    if shrunk is None:
+        return ""
+    value, total, how = shrunk
+    fields[imported.shrink] = value
+    return (
+        f"scaled: the reporter's {how} = {format_size(total)}; {imported.shrink} = {value} "
+        f"fits {format_size(budget)} (half the device and of memory)"
+    )
+
+
+def _shrunk(
+    bench: Benchmark, imported: FromReport, fields: dict[str, Any], sweep: Table, budget: int
+) -> tuple[int | str, int, str] | None:
+    """The shrink field's value whose files at the sweep's largest point fit `budget`,
+    with the files' bytes before and how they add up (None: they fit, or nothing shrinks)."""
     top = {k: max(v) for k, v in sweep.items() if isinstance(v, list) and v and k in bench.axes}
     try:
         workload = bench.Spec.model_validate({"kind": bench.kind, **fields})
         total, how = bench.files_bytes(workload, top, RunShape(30.0, 0.0, False))
     except (ValidationError, ValueError):
-        return ""
-    budget = file_budget_bytes(target_bytes, draft.host)
+        return None
     name = imported.shrink
     if total is None or total <= budget or not name:
-        return ""
+        return None
     value = getattr(workload, name)
-    shrunk: int | str
     if isinstance(value, int):
-        shrunk = max(1, value * budget // total)
-    else:
-        size = parse_size_bytes(str(value))
-        shrunk = f"{max(MIB, size * budget // total // MIB * MIB) // MIB}MiB"
-    fields[name] = shrunk
-    return (
-        f"scaled: the reporter's {how} = {format_size(total)}; {name} = {shrunk} fits "
-        f"{format_size(budget)} (half the device and of memory)"
-    )
+        return max(1, value * budget // total), total, how
+    size = parse_size_bytes(str(value))
+    return f"{max(MIB, size * budget // total // MIB * MIB) // MIB}MiB", total, how
 
 
 def _as_written(option: str, options: ReportOptions) -> str:
