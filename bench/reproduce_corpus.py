@@ -87,10 +87,33 @@ def main() -> int:
     widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
     for row in rows:
         print("  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=True)))
+    print(_summary(rows[1:], expected))
     if wrong:
         print("\nread wrong:")
         print("\n".join(f"  {line}" for line in wrong))
     return 0
+
+
+def _summary(rows: list[tuple[str, ...]], expected: dict[str, Any]) -> str:
+    """The table in one line: how many read right, exit 2, ran, and showed the direction."""
+    judged = [r for r in rows if r[0] in expected]
+    kernels = sum(_kernel_variable(expected[r[0]]) for r in judged)
+    line = (
+        f"\n{len(rows)} reports; {len(judged)} with expectations: "
+        f"{sum(r[2] == f'{len(FIELDS)}/{len(FIELDS)}' for r in judged)} read "
+        f"{len(FIELDS)}/{len(FIELDS)}, {sum(r[3] == 'no (exit 2)' for r in judged)} exit 2 "
+        f"saying why; {kernels} vary only the kernel or a commit"
+    )
+    ran = [r for r in judged if r[4] != "not run"]
+    if ran:
+        shown = sum(": yes (" in r[5] for r in ran)
+        line += (
+            f"\nran {len(ran)}: {sum(r[4].startswith('yes') for r in ran)} ran --quick, "
+            f"{shown} showed the reported direction, "
+            f"{sum(r[5].startswith('not here') for r in ran)} not here (kernels), "
+            f"{sum(r[5] == 'no sweep' for r in ran)} no sweep"
+        )
+    return line
 
 
 def _named(name: str, only: str) -> bool:

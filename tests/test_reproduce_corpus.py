@@ -231,6 +231,39 @@ _SYSBENCH_PROSE_INODE64 = (
     "sysbench's parameters are prose and inode64 is said as advice; an Aspersa summary "
     "lists four disks behind one RAID volume, which fslab reads as four devices"
 )
+_BGT_BULLETS = (
+    "mkfs.btrfs -O block-group-tree and btrfstune are bullets naming no device, and the "
+    "timed step is a mount in words; fslab reads no mkfs option and no workload (exit 2)"
+)
+_NODATACOW_LXD = (
+    "nodatacow is set by the pull request on the VM's image file (how is not quoted), "
+    "with dd inside the guest before and after; fslab reads the dd and no variable"
+)
+_RM_BILLION_TABLE = (
+    "the commands (rm -rf, find -delete, rsync --del) are row names of a pipe table, ext4"
+    " and btrfs its columns, no command line; fslab exits 2"
+)
+_GOCRYPTFS_SCRIPT = (
+    "the workload is gocryptfs's own benchmark.bash (not shown) on an ext4 and a btrfs "
+    "mount; fslab exits 2, no workload found"
+)
+_PGBENCH = (
+    "pgbench, which fslab names and does not run; the mount options are bare `TPS "
+    "options` lines per filesystem, and createdb/pgbench -i its setup"
+)
+_PARALLEL_CP = (
+    "the copy runs through GNU parallel over an inode-sorted list (`parallel -j1 -X cp`),"
+    " its -j the variable in `command: NNNN KB/s` lines; fslab reads the asker's dd "
+    "pipeline, which writes to stdout"
+)
+_OVERLAY_COPYUP = (
+    "the variable is fuse-overlayfs's copy-up method (reflink against a byte copy), said "
+    "in prose, with no command; fslab exits 2"
+)
+_BITCOIN_PROSE = (
+    "ext4 against XFS under a node's sync, in days, said in prose only; fslab exits 2 and"
+    " reads no variable"
+)
 KNOWN_GAPS: dict[tuple[str, str], str] = {
     ("btrfs-vs-ext4-cp-arl-hardlink-backup-usb-hdd-53-minutes.txt", "tool"): _HARDLINK_CP,
     ("btrfs-vs-ext4-cp-arl-hardlink-backup-usb-hdd-53-minutes.txt", "workload"): _HARDLINK_CP,
@@ -770,6 +803,86 @@ KNOWN_GAPS: dict[tuple[str, str], str] = {
         "xfs-sysbench-fileio-raid10-lvm-below-1tb-inode64-aspersa-summary.txt",
         "sweep",
     ): _SYSBENCH_PROSE_INODE64,
+    (
+        "btrfs-block-group-tree-btrfstune-convert-mount-50s-to-5s-network-disk.txt",
+        "mkfs_options",
+    ): _BGT_BULLETS,
+    (
+        "btrfs-block-group-tree-btrfstune-convert-mount-50s-to-5s-network-disk.txt",
+        "sweep",
+    ): _BGT_BULLETS,
+    (
+        "btrfs-vm-image-nodatacow-dd-urandom-4m-fdatasync-82-mbs-flat.txt",
+        "sweep",
+    ): _NODATACOW_LXD,
+    (
+        "btrfs-vs-ext4-billion-empty-files-rm-rf-find-delete-rsync-del-pipe-table.txt",
+        "tool",
+    ): _RM_BILLION_TABLE,
+    (
+        "btrfs-vs-ext4-billion-empty-files-rm-rf-find-delete-rsync-del-pipe-table.txt",
+        "workload",
+    ): _RM_BILLION_TABLE,
+    (
+        "btrfs-vs-ext4-billion-empty-files-rm-rf-find-delete-rsync-del-pipe-table.txt",
+        "sweep",
+    ): _RM_BILLION_TABLE,
+    (
+        "btrfs-vs-ext4-hdd-gocryptfs-encfs-benchmark-bash-write-untar-decimal-comma.txt",
+        "tool",
+    ): _GOCRYPTFS_SCRIPT,
+    (
+        "btrfs-vs-ext4-hdd-gocryptfs-encfs-benchmark-bash-write-untar-decimal-comma.txt",
+        "workload",
+    ): _GOCRYPTFS_SCRIPT,
+    (
+        "btrfs-vs-ext4-hdd-gocryptfs-encfs-benchmark-bash-write-untar-decimal-comma.txt",
+        "sweep",
+    ): _GOCRYPTFS_SCRIPT,
+    (
+        "ext4-btrfs-pgbench-mount-options-writeback-barrier0-nodatacow-tps-list.txt",
+        "mount_options",
+    ): _PGBENCH,
+    (
+        "ext4-btrfs-pgbench-mount-options-writeback-barrier0-nodatacow-tps-list.txt",
+        "workload",
+    ): _PGBENCH,
+    (
+        "ext4-btrfs-pgbench-mount-options-writeback-barrier0-nodatacow-tps-list.txt",
+        "sweep",
+    ): _PGBENCH,
+    (
+        "ext4-btrfs-pgbench-mount-options-writeback-barrier0-nodatacow-tps-list.txt",
+        "setup",
+    ): _PGBENCH,
+    (
+        "ext4-hdd-copy-million-small-files-parallel-j1-to-j500-inode-sorted-kbps.txt",
+        "tool",
+    ): _PARALLEL_CP,
+    (
+        "ext4-hdd-copy-million-small-files-parallel-j1-to-j500-inode-sorted-kbps.txt",
+        "runnable",
+    ): _PARALLEL_CP,
+    (
+        "ext4-hdd-copy-million-small-files-parallel-j1-to-j500-inode-sorted-kbps.txt",
+        "workload",
+    ): _PARALLEL_CP,
+    (
+        "ext4-hdd-copy-million-small-files-parallel-j1-to-j500-inode-sorted-kbps.txt",
+        "sweep",
+    ): _PARALLEL_CP,
+    (
+        "ext4-hdd-copy-million-small-files-parallel-j1-to-j500-inode-sorted-kbps.txt",
+        "setup",
+    ): _PARALLEL_CP,
+    (
+        "xfs-reflink-fuse-overlayfs-copyup-chown-r-time-v-elapsed.txt",
+        "sweep",
+    ): _OVERLAY_COPYUP,
+    (
+        "xfs-vs-ext4-proxmox-vm-bitcoin-node-sync-9-days-vs-2-days-prose.txt",
+        "sweep",
+    ): _BITCOIN_PROSE,
 }
 
 # The [workload] kind of each report's spec; None: reproduce exits 2 (aim7 is not runnable
@@ -1008,6 +1121,14 @@ SPEC_KIND: dict[str, str | None] = {
     "ext4-dbench-5-clients-barrier-0-vs-1-ssd-flattened-html-tables.txt": "dbench",
     "ext4-sysbench-16k-odirect-rndwr-1-vs-4-threads-sync-vs-async-bullets.txt": None,
     "xfs-sysbench-fileio-raid10-lvm-below-1tb-inode64-aspersa-summary.txt": None,
+    "btrfs-block-group-tree-btrfstune-convert-mount-50s-to-5s-network-disk.txt": None,
+    "btrfs-vm-image-nodatacow-dd-urandom-4m-fdatasync-82-mbs-flat.txt": "dd",
+    "btrfs-vs-ext4-billion-empty-files-rm-rf-find-delete-rsync-del-pipe-table.txt": None,
+    "btrfs-vs-ext4-hdd-gocryptfs-encfs-benchmark-bash-write-untar-decimal-comma.txt": None,
+    "ext4-btrfs-pgbench-mount-options-writeback-barrier0-nodatacow-tps-list.txt": None,
+    "ext4-hdd-copy-million-small-files-parallel-j1-to-j500-inode-sorted-kbps.txt": None,
+    "xfs-reflink-fuse-overlayfs-copyup-chown-r-time-v-elapsed.txt": None,
+    "xfs-vs-ext4-proxmox-vm-bitcoin-node-sync-9-days-vs-2-days-prose.txt": None,
 }
 
 

@@ -9,7 +9,8 @@ label per result, a placeholder with a space, and a misspelt rw pattern; and bat
 and 34: a dd stopped by hand, a sync timed after a dd, btrfs-progs' version, an option's
 values in prose, and headings' punctuation; and batches 35 and 36: a dd that lays out the
 fio job's file, a harness's step marks, dbench clients from a script's argument, an image
-file as the device, and iozone named in prose."""
+file as the device, and iozone named in prose; and batch 38: a program's pull request that
+is not a kernel change, and pgbench."""
 
 from __future__ import annotations
 
@@ -343,3 +344,26 @@ def test_quick_lays_out_a_smaller_file_set_than_the_reporters():
     assert spec["quick"]["set"]["workload.file_total_size"] == "1024MiB"
     small, _ = _spec("ext4-sysbench-seqwr-file-num.txt", guests=False)
     assert not any(k.startswith("workload.") for k in small["quick"]["set"])
+
+
+def test_a_programs_pull_request_is_not_a_kernel_change():
+    """A GitHub pull request to fuse-overlayfs, "gocryptfs commit 024511d9c7", "the
+    patched mkfs.btrfs": each a program's change; fslab no longer sweeps kernels for them
+    (this host would have asked for a guest kernel with a commit Linux never had)."""
+    for name in (
+        "xfs-reflink-fuse-overlayfs-copyup-chown-r-time-v-elapsed.txt",
+        "btrfs-vs-ext4-hdd-gocryptfs-encfs-benchmark-bash-write-untar-decimal-comma.txt",
+        "btrfs-block-group-tree-btrfstune-convert-mount-50s-to-5s-network-disk.txt",
+    ):
+        assert not any(s.axis == "kernel" for s in _facts(name).sweeps), name
+    # a kernel patch is still one: the commit a review thread is about
+    name = "btrfs-dio-read-max-inline-0-vs-64k-dashed-step-lines-wrapped-fio.txt"
+    assert any(s.axis == "kernel" for s in _facts(name).sweeps)
+
+
+def test_pgbench_is_named_and_not_run():
+    name = "ext4-btrfs-pgbench-mount-options-writeback-barrier0-nodatacow-tps-list.txt"
+    found = experiment_of(_facts(name))
+    assert (found.tool, found.runnable) == ("pgbench", False)
+    with pytest.raises(UsageError, match="pgbench drives a PostgreSQL server"):
+        _spec(name)

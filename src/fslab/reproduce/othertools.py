@@ -1,6 +1,6 @@
 """Benchmarks a report runs that fslab names and does not run, each with why: iozone
-(no fslab workload), and will-it-scale, whose tests are C programs built from its own
-tree (`./cc_processes -t 24`). Read as text; nothing is built or run."""
+and pgbench (no fslab workload), and will-it-scale, whose tests are C programs built from
+its own tree (`./cc_processes -t 24`). Read as text; nothing is built or run."""
 
 from __future__ import annotations
 
@@ -10,9 +10,10 @@ from collections.abc import Iterator
 from fslab.reproduce.facts import OtherToolFact
 from fslab.reproduce.text import ReportText, without_prompt
 
+_RUNS = "(it runs fio, dd, fs_mark, sysbench fileio and dbench)"
 _OTHER_TOOLS = {
-    "iozone": "iozone is not a workload fslab runs (it runs fio, dd, fs_mark, sysbench "
-    "fileio and dbench)",
+    "iozone": f"iozone is not a workload fslab runs {_RUNS}",
+    "pgbench": f"pgbench drives a PostgreSQL server, not a workload fslab runs {_RUNS}",
 }
 # fs_mark, sysbench, dbench, aim7 and filebench are read as workloads by tools.py
 _OTHER_TOOL_RE = re.compile(r"(?:^|(?<=[\s`'\"(./]))(" + "|".join(_OTHER_TOOLS) + r")\s+-")

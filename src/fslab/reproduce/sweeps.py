@@ -71,6 +71,19 @@ _COMMIT_RE = re.compile(
     r"\(([0-9a-f]{12,40})\)",
     re.I,
 )
+# a change to a program, not to the kernel: a GitHub pull request ("GitHub pull request
+# containers/fuse-overlayfs#60"), a link to one outside Linux's tree
+_USERSPACE_CHANGE_RE = re.compile(
+    r"\bGitHub\s+pull\s+request\b|github\.com/[\w.-]+/(?!linux\b)[\w.-]+/(?:pull|commit)/",
+    re.I,
+)
+# "gocryptfs commit 024511d9c7", "the patched mkfs.btrfs": a program's commit or patch
+_PROGRAM_PATCHED_RE = re.compile(
+    r"\b(?:btrfs-progs|xfsprogs|e2fsprogs|util-linux|gocryptfs|encfs|fuse-overlayfs|fio"
+    r"|sysbench|dbench|mkfs\.\w+|btrfstune)\s+(?:commit|patch)\b|\bpatched\s+(?:mkfs|btrfs-progs"
+    r"|xfsprogs|e2fsprogs|fio|sysbench|dbench)\b",
+    re.I,
+)
 # fio options a sweep may add to a job that did not write them: the first value is fio's
 # default, what the job ran with
 IMPLIED_FIO_AXES = frozenset({"overwrite"})
@@ -419,9 +432,11 @@ def _kernel_sweep(report: ReportText, kernels: list[KernelFact]) -> SweepFact | 
             "the report compares kernels",
             kernels[0].source,
         )
+    if _USERSPACE_CHANGE_RE.search(report.joined):
+        return None  # the commit or patch is a program's (a GitHub pull request), not Linux's
     for number, line in report.numbered():
         match = _COMMIT_RE.search(line)
-        if match:
+        if match and not _PROGRAM_PATCHED_RE.search(line):
             base = kernels[0].version if kernels else "the kernel"
             change = match.group(1) or match.group(2) or match.group(0)
             return SweepFact(
