@@ -219,8 +219,11 @@ def preset_argv(
 
 def _failed(command: Command, record: CommandRecord) -> WorkloadOutcome:
     """A command of the workload that failed or timed out: the point fails with its output."""
+    output = record.stderr or record.stdout
+    said = next((x.strip() for x in output.splitlines() if x.strip()), "")
     return WorkloadOutcome(
         ok=False,
-        error=f"{command.what or command.argv[0]} failed",
-        stderr=record.stderr or record.stdout,
+        # the tool's own first word on it: "smalloc: OOM. Consider using --alloc-size ..."
+        error=f"{command.what or command.argv[0]} failed" + (f": {said[:160]}" if said else ""),
+        stderr=output,
     )

@@ -145,7 +145,16 @@ def fio_argv(
     max_jobs = max(int(options.get("numjobs") or 1), int(pasted_max or 1))
     if max_jobs > 1:
         argv.insert(1, f"--max-jobs={max_jobs}")
+    files = int(options.get("nrfiles") or 1) * max_jobs
+    if files > ALLOC_FILES and not ("alloc_size" in options or "alloc-size" in options):
+        # fio keeps each file's state in its smalloc pools (16 MiB each, 16 at most): 800k
+        # files ran it out ("smalloc: OOM"); pools of 1 KiB per 16 files hold them
+        argv.insert(1, f"--alloc-size={max(16384, -(-files // 16))}")
     return argv
+
+
+ALLOC_FILES = 100_000
+"""Files (nrfiles x jobs) past which fio is given larger smalloc pools."""
 
 
 def layout_argv(argv: list[str]) -> list[str]:
