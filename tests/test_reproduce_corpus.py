@@ -264,6 +264,31 @@ _BITCOIN_PROSE = (
     "ext4 against XFS under a node's sync, in days, said in prose only; fslab exits 2 and"
     " reads no variable"
 )
+_HEREDOC_POSITIONAL = (
+    "the job count is the script's first positional argument ($1, run as 1 to 64 in the "
+    "results' banners); fslab leaves it unset and reads the patch as a kernel change"
+)
+_READ_POLICIES_SYSFS = (
+    "the variable is btrfs's sysfs read_policies/policy (pid against roundrobin), set by "
+    "an echo fslab lists as no setup step it repeats; fslab sweeps the job files' numjobs"
+    " instead"
+)
+_DBENCH_HEADING = (
+    "the headline workload is `dbench 200`, given only as a results heading (`dbench 200 "
+    "baseline`); fslab takes the one command line, fs_mark's"
+)
+_BARE_FIO_SETTINGS = (
+    "fio's settings are bare key=value lines four quote levels deep, with no fio word, "
+    "section or job name; fslab exits 2 and reads the RFC as a kernel change"
+)
+_PROSE_TESTS_BOX_TABLE = (
+    "the four tests are described in words and the mount options are a box table's column"
+    " groups (nodelalloc, delalloc); fslab exits 2 and reads the patch as a kernel change"
+)
+_EXT4_SYSFS_DD_OUTPUT = (
+    "only dd's summary lines are shown, not its command, and the variable is an ext4 "
+    "sysfs threshold the patch adds; fslab exits 2, no workload found"
+)
 KNOWN_GAPS: dict[tuple[str, str], str] = {
     ("btrfs-vs-ext4-cp-arl-hardlink-backup-usb-hdd-53-minutes.txt", "tool"): _HARDLINK_CP,
     ("btrfs-vs-ext4-cp-arl-hardlink-backup-usb-hdd-53-minutes.txt", "workload"): _HARDLINK_CP,
@@ -883,6 +908,54 @@ KNOWN_GAPS: dict[tuple[str, str], str] = {
         "xfs-vs-ext4-proxmox-vm-bitcoin-node-sync-9-days-vs-2-days-prose.txt",
         "sweep",
     ): _BITCOIN_PROSE,
+    (
+        "btrfs-fsync-full-sync-flag-heredoc-jobfile-positional-args-numjobs-1-to-64.txt",
+        "sweep",
+    ): _HEREDOC_POSITIONAL,
+    (
+        "btrfs-raid1c3-roundrobin-vs-pid-sysfs-echo-fio-jobfiles-numjobs-1-8.txt",
+        "sweep",
+    ): _READ_POLICIES_SYSFS,
+    (
+        "btrfs-raid1c3-roundrobin-vs-pid-sysfs-echo-fio-jobfiles-numjobs-1-8.txt",
+        "setup",
+    ): _READ_POLICIES_SYSFS,
+    (
+        "btrfs-tree-lock-rwsem-dbench-200-fsmark-glob-dirs-time-output-tab-table.txt",
+        "tool",
+    ): _DBENCH_HEADING,
+    (
+        "btrfs-tree-lock-rwsem-dbench-200-fsmark-glob-dirs-time-output-tab-table.txt",
+        "workload",
+    ): _DBENCH_HEADING,
+    (
+        "ext4-dio-prealloc-shared-ilock-bare-fio-params-bs-sweep-nested-quotes.txt",
+        "tool",
+    ): _BARE_FIO_SETTINGS,
+    (
+        "ext4-dio-prealloc-shared-ilock-bare-fio-params-bs-sweep-nested-quotes.txt",
+        "workload",
+    ): _BARE_FIO_SETTINGS,
+    (
+        "ext4-dio-prealloc-shared-ilock-bare-fio-params-bs-sweep-nested-quotes.txt",
+        "sweep",
+    ): _BARE_FIO_SETTINGS,
+    (
+        "ext4-inode-prealloc-rbtree-nodelalloc-vs-delalloc-box-table-prose-tests.txt",
+        "mount_options",
+    ): _PROSE_TESTS_BOX_TABLE,
+    (
+        "ext4-inode-prealloc-rbtree-nodelalloc-vs-delalloc-box-table-prose-tests.txt",
+        "sweep",
+    ): _PROSE_TESTS_BOX_TABLE,
+    (
+        "ext4-mballoc-skip-cr-loops-sysfs-threshold-echo-dd-output-fragmented-md0.txt",
+        "tool",
+    ): _EXT4_SYSFS_DD_OUTPUT,
+    (
+        "ext4-mballoc-skip-cr-loops-sysfs-threshold-echo-dd-output-fragmented-md0.txt",
+        "sweep",
+    ): _EXT4_SYSFS_DD_OUTPUT,
 }
 
 # The [workload] kind of each report's spec; None: reproduce exits 2 (aim7 is not runnable
@@ -1129,6 +1202,14 @@ SPEC_KIND: dict[str, str | None] = {
     "ext4-hdd-copy-million-small-files-parallel-j1-to-j500-inode-sorted-kbps.txt": None,
     "xfs-reflink-fuse-overlayfs-copyup-chown-r-time-v-elapsed.txt": None,
     "xfs-vs-ext4-proxmox-vm-bitcoin-node-sync-9-days-vs-2-days-prose.txt": None,
+    "btrfs-fsync-full-sync-flag-heredoc-jobfile-positional-args-numjobs-1-to-64.txt": "fio",
+    "btrfs-raid1c3-roundrobin-vs-pid-sysfs-echo-fio-jobfiles-numjobs-1-8.txt": "fio",
+    "btrfs-tree-lock-rwsem-dbench-200-fsmark-glob-dirs-time-output-tab-table.txt": "fs_mark",
+    "ext4-dio-prealloc-shared-ilock-bare-fio-params-bs-sweep-nested-quotes.txt": None,
+    "ext4-es-stats-percpu-counter-single-dash-fio-wrapped-two-versions.txt": "fio",
+    "ext4-inode-prealloc-rbtree-nodelalloc-vs-delalloc-box-table-prose-tests.txt": None,
+    "ext4-jbd2-checkpoint-cleanup-fsmark-double-spaced-quoted-output-tables.txt": "fs_mark",
+    "ext4-mballoc-skip-cr-loops-sysfs-threshold-echo-dd-output-fragmented-md0.txt": None,
 }
 
 

@@ -10,7 +10,8 @@ and 34: a dd stopped by hand, a sync timed after a dd, btrfs-progs' version, an 
 values in prose, and headings' punctuation; and batches 35 and 36: a dd that lays out the
 fio job's file, a harness's step marks, dbench clients from a script's argument, an image
 file as the device, and iozone named in prose; and batch 38: a program's pull request that
-is not a kernel change, and pgbench."""
+is not a kernel change, and pgbench; and batch 37: a btrfs profile with its device count
+after it."""
 
 from __future__ import annotations
 
@@ -367,3 +368,22 @@ def test_pgbench_is_named_and_not_run():
     assert (found.tool, found.runnable) == ("pgbench", False)
     with pytest.raises(UsageError, match="pgbench drives a PostgreSQL server"):
         _spec(name)
+
+
+def test_a_second_command_that_changes_more_than_the_sweep_is_asked_about():
+    """Two sysbench runs, the second with --file-num and --file-block-size left at their
+    defaults: fslab measures the first and says so, where it dropped the second without a
+    word; fs_mark's two runs differ in how many -d directories, not just in -n."""
+    _, questions = _spec("ext4-sysbench-seqwr-file-num.txt", guests=False)
+    (asked,) = [q for q in questions if q.item == "sysbench workload"]
+    assert asked.question == (
+        "the report's sysbench at line 17 differs from line 12's in file-block-size, file-num"
+    )
+    _, questions = _spec("xfs-fsmark-single-allocation-workqueue-3.4.txt")
+    assert any(q.question.endswith("differs from line 21's in -d, -n") for q in questions)
+
+
+def test_a_btrfs_profile_with_its_device_count_after_it_is_the_layout():
+    """ "raid1c3 with 3 HDDs": the level before its count, and the c3 profile."""
+    name = "btrfs-raid1c3-roundrobin-vs-pid-sysfs-echo-fio-jobfiles-numjobs-1-8.txt"
+    assert experiment_of(_facts(name)).devices == 3

@@ -65,10 +65,10 @@ _NUMBER_WORDS = {
 }
 _COUNT = r"(\d{1,3}|" + "|".join(_NUMBER_WORDS) + r")"
 _PROSE_LAYOUT_RE = re.compile(
-    r"\b((?:LVM|md|mdadm|btrfs)\s+)?(raid\s?\d+|stripe[sd]?)(?:\s+array(?:\s+/dev/\S+)?)?"
-    r"\s+(?:over|of|across|from)\s+"
+    r"\b((?:LVM|md|mdadm|btrfs)\s+)?(raid\s?\d+(?:c[34])?|stripe[sd]?)"
+    r"(?:\s+array(?:\s+/dev/\S+)?)?\s+(?:over|of|across|from|with)\s+"
     + _COUNT
-    + r"\s+(?:[\w.-]+\s+){0,2}?(drives|disks|devices|ssds|ramdisks|nvmes?|luns)\b",
+    + r"\s+(?:[\w.-]+\s+){0,2}?(drives|disks|devices|ssds|hdds|ramdisks|nvmes?|luns)\b",
     re.I,
 )
 _FI_DF_DATA_RE = re.compile(r"^\s*Data,\s*(RAID1C3|RAID1C4|RAID10|RAID1|RAID0|RAID5|RAID6):", re.I)

@@ -120,6 +120,7 @@ def tool_tables(
     for line in comments:
         workload.add(tomlkit.comment(line))
     sweep, quick = _sweeps(draft, tool, bench, imported, options, swept, fields)
+    _ask_about_other_commands(draft, tool, set(swept))
     fit = _fit(draft, bench, imported, fields, sweep, target_bytes)
     spelled = {f: o for o, f in imported.spelled.items()}
     for key, value in fields.items():
@@ -138,6 +139,41 @@ def tool_tables(
     if (smaller := _shrunk(bench, imported, fields, sweep, QUICK_FILES_BYTES)) is not None:
         quick[f"workload.{imported.shrink}"] = smaller[0]  # a file set each point lays out
     return workload, sweep, run, quick
+
+
+def _ask_about_other_commands(draft: Draft, tool: ToolWorkload, swept: set[str]) -> None:
+    """The report's other commands of the tool that differ from the measured one in more
+    than the swept option (the second sysbench leaves --file-num and --file-block-size at
+    their defaults): asked about, not dropped without a word."""
+    first = dict(tool.options)
+    for other in draft.facts.tools[1:]:
+        if other.tool != tool.tool or other.source.number == tool.source.number:
+            continue
+        theirs = dict(other.options)
+        differ = sorted(
+            k or "operands"
+            for k in set(first) | set(theirs)
+            if k not in swept and _differs(first.get(k), theirs.get(k))
+        )
+        if differ:
+            draft.questions.append(
+                QuestionFact(
+                    f"{tool.tool} workload",
+                    f"the report's {tool.tool} at line {other.source.number} differs from "
+                    f"line {tool.source.number}'s in {', '.join(differ)}",
+                    f"line {tool.source.number}'s is measured; run the other as its own spec",
+                    other.source,
+                )
+            )
+            return
+
+
+def _differs(mine: str | None, theirs: str | None) -> bool:
+    """Two values of an option that change the run: a path of the reporter's machine
+    (dbench -D /xfs, -D /ext4) is fslab's to set, but how many (fs_mark's -d) counts."""
+    if str(mine or theirs or "").startswith("/"):
+        return len(str(mine or "").split()) != len(str(theirs or "").split())
+    return mine != theirs
 
 
 def _swept_options(
