@@ -327,13 +327,27 @@ def test_an_image_file_made_then_formatted_is_the_reporters_device():
     assert spec["target"]["size"] == "16GiB"  # the 20TiB capped by this host's memory
 
 
-def test_a_benchmark_fslab_does_not_run_named_only_in_prose_is_said():
-    """A report that shows no command and says it measured with iozone: exit 2 names
-    iozone and why, and the reading records it as a named tool fslab does not run."""
-    name = "btrfs-iozone-2g-16k-nodatacow-nodatasum-compress-one-vs-two-disks-prose.txt"
+@pytest.mark.parametrize(
+    ("name", "tool", "why"),
+    [
+        (
+            "btrfs-iozone-2g-16k-nodatacow-nodatasum-compress-one-vs-two-disks-prose.txt",
+            "iozone",
+            "iozone: iozone is not a workload fslab runs",
+        ),
+        (
+            "ext4-btrfs-pgbench-mount-options-writeback-barrier0-nodatacow-tps-list.txt",
+            "pgbench",
+            "pgbench drives a PostgreSQL server",
+        ),
+    ],
+)
+def test_a_benchmark_fslab_does_not_run_is_named_with_why(name, tool, why):
+    """iozone named only in prose (the report shows no command), pgbench as a command:
+    exit 2 names the tool and why, and the reading records it as one fslab does not run."""
     found = experiment_of(_facts(name))
-    assert (found.tool, found.runnable) == ("iozone", False)
-    with pytest.raises(UsageError, match="iozone: iozone is not a workload fslab runs"):
+    assert (found.tool, found.runnable) == (tool, False)
+    with pytest.raises(UsageError, match=why):
         _spec(name)
 
 
@@ -360,14 +374,6 @@ def test_a_programs_pull_request_is_not_a_kernel_change():
     # a kernel patch is still one: the commit a review thread is about
     name = "btrfs-dio-read-max-inline-0-vs-64k-dashed-step-lines-wrapped-fio.txt"
     assert any(s.axis == "kernel" for s in _facts(name).sweeps)
-
-
-def test_pgbench_is_named_and_not_run():
-    name = "ext4-btrfs-pgbench-mount-options-writeback-barrier0-nodatacow-tps-list.txt"
-    found = experiment_of(_facts(name))
-    assert (found.tool, found.runnable) == ("pgbench", False)
-    with pytest.raises(UsageError, match="pgbench drives a PostgreSQL server"):
-        _spec(name)
 
 
 def test_a_second_command_that_changes_more_than_the_sweep_is_asked_about():

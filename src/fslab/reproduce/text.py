@@ -79,7 +79,7 @@ _STEP_LINES = 4
 
 def _without_step_marks(lines: list[str]) -> tuple[str, ...]:
     """Lines with a harness's step marks taken off, leaving the commands they print."""
-    ends = [_STEP_END_RE.search(line, max(0, len(line) - 24)) for line in lines]
+    ends = [_STEP_END_RE.search(line, max(0, len(line) - 64)) for line in lines]
     out = [line[: end.start()] if end else line for line, end in zip(lines, ends, strict=True)]
     for number, line in enumerate(out):
         if line.startswith("---- ") and any(ends[number : number + _STEP_LINES]):
