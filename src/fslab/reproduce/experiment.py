@@ -81,11 +81,7 @@ def _read_layout(facts: ReportFacts) -> tuple[str, ...]:
     if facts.fio or facts.tools or not facts.dd or not facts.dd[0].read:
         return ()
     name = facts.dd[0].operand("if")
-    return tuple(
-        dict.fromkeys(
-            "dd " + " ".join("=".join(o) for o in r.operands) for r in writes_of(facts.dd, name)
-        )
-    )
+    return tuple(dict.fromkeys(r.command for r in writes_of(facts.dd, name)))
 
 
 FIELDS = (

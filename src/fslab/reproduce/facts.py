@@ -56,6 +56,11 @@ class DdFact:
     def operand(self, name: str, default: str = "") -> str:
         return dict(self.operands).get(name, default)
 
+    @property
+    def command(self) -> str:
+        """The dd as the report gave its operands: `dd if=/dev/zero of=f bs=1M count=128`."""
+        return "dd " + " ".join(f"{k}={v}" for k, v in self.operands)
+
     def written_bytes(self) -> int:
         """bs x count as the report gives them (0 when either is not a plain size)."""
         try:

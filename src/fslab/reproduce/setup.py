@@ -161,8 +161,7 @@ def dd_prefill(fio: FioFact, runs: list[DdFact]) -> SetupFact | None:
     for run in reversed(runs):
         target = run.operand("of")
         if run.source.number < fio.source.number and not run.read and target == name:
-            text = "dd " + " ".join(f"{k}={v}" for k, v in run.operands)
-            return SetupFact("dd", text, run.source)
+            return SetupFact("dd", run.command, run.source)
     return None
 
 

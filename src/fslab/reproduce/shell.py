@@ -365,7 +365,7 @@ def cut_at_shell_end(text: str) -> str:
     """The command alone: up to a closing backtick or parenthesis, a redirect, a pipe."""
     plain = unquoted(text)
     cut = len(text)
-    for marker in ("`", " | ", " && ", " ; "):
+    for marker in ("`", " && "):  # a pipe and `;` are the separator's below
         at = plain.find(marker)
         if at >= 0:
             cut = min(cut, at)

@@ -346,6 +346,20 @@ def _variables_listed(report: ReportText, tool: ToolWorkload) -> Iterator[SweepF
                     return
 
 
+def options_differing(mine: dict[str, str | None], theirs: dict[str, str | None]) -> list[str]:
+    """The options two commands of one tool set apart: a path of the reporter's machine
+    (dbench -D /xfs, -D /ext4) is fslab's to set, but how many (fs_mark's -d) counts."""
+    differ = []
+    for key in sorted(set(mine) | set(theirs)):
+        a, b = mine.get(key), theirs.get(key)
+        if str(a or b or "").startswith("/"):
+            if len(str(a or "").split()) != len(str(b or "").split()):
+                differ.append(key)
+        elif a != b:
+            differ.append(key)
+    return differ
+
+
 def _commands_differing(tools: list[ToolWorkload]) -> Iterator[SweepFact]:
     """The report's commands of one tool, each giving the one option they differ in."""
     of_tool = [t for t in tools if tools and t.tool == tools[0].tool]
@@ -358,12 +372,7 @@ def _commands_differing(tools: list[ToolWorkload]) -> Iterator[SweepFact]:
     }
     if len(counts) > 1:  # `-d a -d b` against one -d: fs_mark's threads changed too
         return
-    differing = {
-        k
-        for o in same[1:]
-        for k in set(same[0]) | set(o)
-        if o.get(k) != same[0].get(k) and not str(o.get(k) or "").startswith("/")
-    }  # a path of the reporter's machine (dbench -D /xfs, -D /ext4) is fslab's to set
+    differing = set().union(*(options_differing(same[0], o) for o in same[1:]))
     if len(differing) != 1:
         return
     axis = differing.pop()

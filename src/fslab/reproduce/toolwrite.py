@@ -27,7 +27,7 @@ from tomlkit.items import Table
 from fslab.base.errors import UsageError
 from fslab.base.format import format_size
 from fslab.base.units import parse_size_bytes
-from fslab.reproduce import shell
+from fslab.reproduce import shell, sweeps
 from fslab.reproduce.draft import Draft
 from fslab.reproduce.facts import QuestionFact, ToolWorkload
 from fslab.reproduce.scale import (
@@ -149,11 +149,10 @@ def _ask_about_other_commands(draft: Draft, tool: ToolWorkload, swept: set[str])
     for other in draft.facts.tools[1:]:
         if other.tool != tool.tool or other.source.number == tool.source.number:
             continue
-        theirs = dict(other.options)
         differ = sorted(
             k or "operands"
-            for k in set(first) | set(theirs)
-            if k not in swept and _differs(first.get(k), theirs.get(k))
+            for k in sweeps.options_differing(first, dict(other.options))
+            if k not in swept
         )
         if differ:
             draft.questions.append(
@@ -166,14 +165,6 @@ def _ask_about_other_commands(draft: Draft, tool: ToolWorkload, swept: set[str])
                 )
             )
             return
-
-
-def _differs(mine: str | None, theirs: str | None) -> bool:
-    """Two values of an option that change the run: a path of the reporter's machine
-    (dbench -D /xfs, -D /ext4) is fslab's to set, but how many (fs_mark's -d) counts."""
-    if str(mine or theirs or "").startswith("/"):
-        return len(str(mine or "").split()) != len(str(theirs or "").split())
-    return mine != theirs
 
 
 def _swept_options(
