@@ -393,3 +393,12 @@ def test_a_btrfs_profile_with_its_device_count_after_it_is_the_layout():
     """ "raid1c3 with 3 HDDs": the level before its count, and the c3 profile."""
     name = "btrfs-raid1c3-roundrobin-vs-pid-sysfs-echo-fio-jobfiles-numjobs-1-8.txt"
     assert experiment_of(_facts(name)).devices == 3
+
+
+def test_a_results_row_that_starts_with_the_tools_name_is_not_a_command():
+    """`fs_mark<TAB>223 seconds<TAB>197 seconds<TAB>-11.65%` in a cover letter's table was
+    read as a second fs_mark, and asked about as one that changes every option."""
+    name = "btrfs-tree-lock-rwsem-dbench-200-fsmark-glob-dirs-time-output-tab-table.txt"
+    assert [t.source.number for t in _facts(name).tools] == [25]
+    _, questions = _spec(name)
+    assert not [q for q in questions if q.item == "fs_mark workload"]

@@ -14,6 +14,7 @@ from __future__ import annotations
 import re
 import shlex
 from collections.abc import Iterator
+from itertools import pairwise
 
 from fslab.reproduce import robot, shell
 from fslab.reproduce.facts import NOT_RUNNABLE, Line, ToolName, ToolWorkload
@@ -318,7 +319,7 @@ def _commands(report: ReportText) -> Iterator[ToolWorkload]:
             counts |= {k: "$(nproc)" for k in cpu_names if k not in looped}
             text = " ".join(shell.substituted(w, counts) or w for w in text.split(" "))
         words = _words(text)[1:MAX_TOOL_WORDS]
-        if _in_a_sentence(words):  # "dbench -s reports more throughput than ..."
+        if _in_a_sentence(words) or _a_results_row(words):  # "dbench -s reports ..."
             continue
         steps: tuple[str, ...] = ()
         sweeps: tuple[tuple[str, tuple[str, ...]], ...] = ()
@@ -349,6 +350,18 @@ def _in_a_sentence(words: list[str]) -> bool:
     """A tool's name and an option in the mail's prose: words no benchmark takes follow."""
     plain = [w for w in words if re.fullmatch(r"[a-z]{2,}[,.]?", w) and w not in _SYSBENCH_WORDS]
     return len(plain) >= 3
+
+
+_FIGURE_RE = re.compile(r"[+-]?\d+(?:\.\d+)?%")
+_UNIT_WORDS = frozenset(("seconds", "secs", "sec", "ms", "mb/s", "mib/s", "kb/s", "iops"))
+
+
+def _a_results_row(words: list[str]) -> bool:
+    """A table row that starts with the tool's name (`fs_mark  223 seconds  197 seconds
+    -11.65%`): a figure and its unit, or a percentage, where a command has its options."""
+    return any(_FIGURE_RE.fullmatch(w) for w in words) or any(
+        re.fullmatch(r"\d+(?:\.\d+)?", a) and b.lower() in _UNIT_WORDS for a, b in pairwise(words)
+    )
 
 
 _SYSBENCH_WORDS = frozenset(("fileio", "prepare", "run", "cleanup", "help"))
