@@ -52,6 +52,11 @@ def main() -> int:
     )
     parser.add_argument("--timeout", type=float, default=900.0, help="seconds a run may take")
     parser.add_argument("--save", type=Path, help="keep each run's spec, output and database")
+    parser.add_argument(
+        "--repeat",
+        type=int,
+        help="runs a point (--quick's 4 resolve a large change; a small one needs 10 or more)",
+    )
     args = parser.parse_args()
     expected = tomllib.loads((REPORTS / "expected.toml").read_text())
     host = HostShape.current()
@@ -81,7 +86,9 @@ def main() -> int:
         ran, falloff = "not run", "not run"
         if args.run and spec is not None and loads.startswith("yes") and "off" not in loads:
             where = args.save / path.stem if args.save else Path(tempfile.mkdtemp())
-            ran, falloff = _run(spec.toml, where, expected.get(path.name), args.timeout)
+            ran, falloff = _run(
+                spec.toml, where, expected.get(path.name), args.timeout, args.repeat
+            )
             print(f"{path.name}: ran {ran}; {falloff}", flush=True)
         rows.append((path.name, found.tool or "-", right, loads, ran, falloff))
     widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
@@ -136,13 +143,15 @@ def _loads(toml: str) -> str:
 
 
 def _run(
-    toml: str, where: Path, expected: dict[str, Any] | None, timeout: float
+    toml: str, where: Path, expected: dict[str, Any] | None, timeout: float, repeat: int | None
 ) -> tuple[str, str]:
     """`fslab run SPEC --quick` in its own database; whether it ran, and its direction."""
     where.mkdir(parents=True, exist_ok=True)
     spec, db = where / "spec.toml", where / "campaign.db"
     spec.write_text(toml)
     argv = [sys.executable, "-m", "fslab", "run", str(spec), "--quick", "--db", str(db)]
+    if repeat:
+        argv += ["--set", f"run.repeat={repeat}"]
     started = time.monotonic()
     with subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) as child:
         try:
